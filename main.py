@@ -1,0 +1,21 @@
+"""Freezeframe: `python main.py` opens the window; `--headless` trains on the terminal; `--export` renders
+figures from a run directory. See README."""
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+
+def main(argv: list[str]) -> int:
+    if "--headless" in argv or "--list-scopes" in argv:
+        from training_core.cli import main as headless
+        return headless(argv)
+    if "--export" in argv:
+        from app.export_cli import main as export
+        return export(argv)
+    from app.main_window import run_app
+    return run_app(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,147 @@
+"""Controls as plain, serialisable commands.
+
+Every change a user makes to a running training (from the window, from code, later from a file in
+the run directory of a headless run) is one of these small records. The trainer applies them only at
+a step boundary, in the order sent, and logs each one it applied to `events.jsonl`, so a hand-tuned
+run can be replayed exactly and a remote run can be steered with the same vocabulary.
+"""
+from __future__ import annotations
+
+import queue
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, ClassVar
+
+from .errors import UserError
+
+
+@dataclass(frozen=True)
+class Command:
+    kind: ClassVar[str] = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, **asdict(self)}
+
+
+@dataclass(frozen=True)
+class Pause(Command):
+    kind: ClassVar[str] = "pause"
+
+
+@dataclass(frozen=True)
+class Resume(Command):
+    kind: ClassVar[str] = "resume"
+
+
+@dataclass(frozen=True)
+class Step(Command):
+    """Run `n` steps, then pause (from a paused or a running trainer)."""
+
+    kind: ClassVar[str] = "step"
+    n: int = 1
+
+
+@dataclass(frozen=True)
+class Stop(Command):
+    kind: ClassVar[str] = "stop"
+
+
+@dataclass(frozen=True)
+class SetFreeze(Command):
+    """Replace the whole freeze set (scope prefixes), so that a replay needs no history."""
+
+    kind: ClassVar[str] = "freeze"
+    scopes: tuple[str, ...] = ()
+    #: let BatchNormalization-style statistics in frozen scopes keep updating
+    update_frozen_stats: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "scopes", tuple(self.scopes))
+
+
+@dataclass(frozen=True)
+class SetSchedule(Command):
+    """A new alternation policy, as `schedule.policy_from_dict` reads it."""
+
+    kind: ClassVar[str] = "ratio"
+    policy: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SetLearningRate(Command):
+    kind: ClassVar[str] = "lr"
+    phase: str = ""
+    value: float = 0.0
+
+
+@dataclass(frozen=True)
+class SetFreezeMethod(Command):
+    """`exact` leaves frozen variables out of the update; `gate` (leaky) only zeroes their gradient."""
+
+    kind: ClassVar[str] = "method"
+    method: str = "exact"
+
+
+@dataclass(frozen=True)
+class SampleNow(Command):
+    """Ask for generated samples at the next step boundary."""
+
+    kind: ClassVar[str] = "sample"
+
+
+@dataclass(frozen=True)
+class SaveCheckpoint(Command):
+    kind: ClassVar[str] = "checkpoint"
+
+
+COMMANDS: dict[str, type[Command]] = {
+    c.kind: c
+    for c in (Pause, Resume, Step, Stop, SetFreeze, SetSchedule, SetLearningRate, SetFreezeMethod, SampleNow, SaveCheckpoint)
+}
+FREEZE_METHODS = ("exact", "gate")
+
+
+def command_from_dict(d: dict[str, Any]) -> Command:
+    """Inverse of `Command.to_dict`; unknown kinds or fields are a `UserError`."""
+    d = dict(d)
+    kind = d.pop("kind", None)
+    cls = COMMANDS.get(kind)
+    if cls is None:
+        raise UserError(f"unknown command kind {kind!r}; use one of {', '.join(sorted(COMMANDS))}")
+    names = {f.name for f in fields(cls)}
+    extra = set(d) - names
+    if extra:
+        raise UserError(f"command {kind!r} has unknown field(s) {', '.join(sorted(extra))}")
+    return cls(**d)
+
+
+class CommandQueue:
+    """Thread-safe hand-over from any thread to the training thread.
+
+    `pending()` is a cheap check made at every step boundary; `get()` blocks while paused, so a
+    paused trainer uses no CPU.
+    """
+
+    def __init__(self) -> None:
+        self._q: queue.SimpleQueue[Command] = queue.SimpleQueue()
+
+    def put(self, command: Command) -> None:
+        if not isinstance(command, Command):
+            raise TypeError(f"expected a Command, got {type(command).__name__}")
+        self._q.put(command)
+
+    def pending(self) -> bool:
+        return not self._q.empty()
+
+    def get(self, timeout: float | None = None) -> Command | None:
+        try:
+            return self._q.get(timeout=timeout)
+        except queue.Empty:
+            return None
+
+    def drain(self) -> list[Command]:
+        out = []
+        while True:
+            try:
+                out.append(self._q.get_nowait())
+            except queue.Empty:
+                return out

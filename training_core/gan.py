@@ -1,0 +1,78 @@
+"""The GAN shortcut: a file with `generator`, `discriminator`, `real_data` and `noise_dim` becomes a
+two-phase experiment with the standard non-saturating losses (Goodfellow et al. 2014, section 3):
+
+    D: softplus(-D(x)) + softplus(D(G(z)))      (binary cross-entropy on logits)
+    G: softplus(-D(G(z)))                        (the non-saturating generator loss)
+
+Phases are named `D` and `G` (so `--ratio 5:1` is five D steps per G step, `--lr D=1e-4`), and train
+the scopes of the discriminator and generator models. Optional module attributes: `batch_size`,
+`learning_rate` (a float, or {"D": .., "G": ..}), `optimizer` (a function of the phase name returning
+a Keras optimizer), `ratio` ("5:1"), `sample_kind`, `description`.
+"""
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from .errors import UserError
+from .experiment import Experiment, Models, Phase, SampleContext, StepContext
+
+
+def _model(obj: Any, what: str) -> Any:
+    m = obj() if callable(obj) and not hasattr(obj, "trainable_variables") else obj
+    if not hasattr(m, "trainable_variables"):
+        raise UserError(f"{what} must be a Keras model or a function returning one, got {type(m).__name__}")
+    return m
+
+
+def _logits(y: Any) -> Any:
+    import keras
+    return keras.ops.reshape(y, (keras.ops.shape(y)[0], -1))
+
+
+def d_loss(ctx: StepContext) -> Any:
+    import keras
+    g, d = ctx.models["generator"], ctx.models["discriminator"]
+    z = ctx.normal((ctx.batch_size, ctx.noise_dim))
+    real = _logits(d(ctx.batch, training=True))
+    fake = _logits(d(g(z, training=True), training=True))
+    return keras.ops.mean(keras.ops.softplus(-real)) + keras.ops.mean(keras.ops.softplus(fake))
+
+
+def g_loss(ctx: StepContext) -> Any:
+    import keras
+    g, d = ctx.models["generator"], ctx.models["discriminator"]
+    z = ctx.normal((ctx.batch_size, ctx.noise_dim))
+    fake = _logits(d(g(z, training=True), training=True))
+    return keras.ops.mean(keras.ops.softplus(-fake))
+
+
+def gan_sample(ctx: SampleContext) -> dict:
+    z = ctx.normal((ctx.n, ctx.noise_dim))
+    fake = np.asarray(ctx.models["generator"](z, training=False))
+    return {"real": np.asarray(ctx.batch), "fake": fake}
+
+
+def gan_experiment(module: ModuleType, name: str) -> Experiment:
+    data = np.asarray(module.real_data() if callable(module.real_data) else module.real_data, dtype=np.float32)
+    noise_dim = int(module.noise_dim)
+    g = _model(module.generator, "generator")
+    d = _model(module.discriminator, "discriminator")
+    lr = getattr(module, "learning_rate", 2e-4)
+    lrs = lr if isinstance(lr, dict) else {"D": lr, "G": lr}
+    make_opt = getattr(module, "optimizer", None)
+    phases = []
+    for phase, loss, model in (("D", d_loss, d), ("G", g_loss, g)):
+        phases.append(Phase(phase, loss, trains=[model.name], learning_rate=float(lrs.get(phase, 2e-4)),
+                            optimizer=make_opt(phase) if make_opt else None))
+    kind = getattr(module, "sample_kind", None) or ("points2d" if data.ndim == 2 and data.shape[1] == 2
+                                                     else "images" if data.ndim in (3, 4) else "none")
+    ratio = getattr(module, "ratio", None)
+    exp = Experiment(name=name, models=Models(generator=g, discriminator=d), phases=phases, data=data,
+                     batch_size=int(getattr(module, "batch_size", 64)), sample=gan_sample, sample_kind=kind,
+                     default_ratio=[int(c) for c in str(ratio).split(":")] if ratio else None,
+                     description=getattr(module, "description", (module.__doc__ or "").strip().split("\n")[0]))
+    exp.extra["noise_dim"] = noise_dim
+    return exp

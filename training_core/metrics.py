@@ -1,0 +1,72 @@
+"""Metrics as they reach the host: one `MetricsBatch` every N steps.
+
+The compiled step returns one packed float32 vector per step (loss, then squared norms of the update,
+of the weights and of the gradient for each of the phase's variables). The trainer keeps those device
+tensors unread and converts a whole batch at once, so the device is never synchronised per step;
+this module turns the packed rows into named numbers. TF-free: observers (the window) only see numpy.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass
+class PhaseBlock:
+    """The steps one phase ran within a batch. Per-variable arrays have shape (steps, variables)."""
+
+    phase: str
+    var_paths: tuple[str, ...]
+    steps: np.ndarray  # int64 (n,)
+    wall_time: np.ndarray  # float64 (n,)
+    loss: np.ndarray  # float64 (n,)
+    update_norm: np.ndarray  # ||W_after - W_before||_2
+    update_ratio: np.ndarray  # update_norm / ||W_after||_2
+    grad_norm: np.ndarray
+    frozen: np.ndarray  # bool: variable was frozen at that step
+    #: bool (n,): per-variable numbers of this step go to disk (every `var_every`-th step *of this phase*,
+    #: so that a schedule can never alias a phase out of the record)
+    record: np.ndarray = None
+
+    @classmethod
+    def from_packed(cls, phase: str, var_paths: tuple[str, ...], steps, wall_time, packed: np.ndarray,
+                    frozen: np.ndarray, record: np.ndarray | None = None) -> "PhaseBlock":
+        n = len(var_paths)
+        packed = np.asarray(packed, dtype=np.float64).reshape(len(steps), 1 + 3 * n)
+        upd = np.sqrt(packed[:, 1:1 + n])
+        w = np.sqrt(packed[:, 1 + n:1 + 2 * n])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(w > 0, upd / np.where(w > 0, w, 1.0), np.where(upd > 0, np.inf, 0.0))
+        return cls(phase, var_paths, np.asarray(steps, dtype=np.int64), np.asarray(wall_time, dtype=np.float64),
+                   packed[:, 0], upd, ratio, np.sqrt(packed[:, 1 + 2 * n:]), np.asarray(frozen, dtype=bool),
+                   np.ones(len(steps), dtype=bool) if record is None else np.asarray(record, dtype=bool))
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+
+@dataclass
+class Status:
+    """Where the trainer stands; sent with every batch and on every state change."""
+
+    step: int = 0
+    phase: str = ""
+    paused: bool = False
+    running: bool = False
+    steps_per_s: float = 0.0
+    elapsed_s: float = 0.0
+    device: str = ""
+    run_dir: str = ""
+    target_steps: int | None = None
+    traces: int = 0
+
+
+@dataclass
+class MetricsBatch:
+    blocks: list[PhaseBlock] = field(default_factory=list)
+    status: Status = field(default_factory=Status)
+
+    @property
+    def n_steps(self) -> int:
+        return sum(len(b) for b in self.blocks)

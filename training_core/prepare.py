@@ -1,0 +1,163 @@
+"""From a `RunConfig` to everything the training loop needs: models built, variables found, phases
+resolved to variables, optimizers built once with all their variables (Keras 3 style: build once,
+apply to subsets), and both variants of every compiled step traced.
+
+All of it happens before the run directory exists, so bad input (an unknown scope, a ratio of the
+wrong length, an experiment file that raises, a loss that fails to trace) stops here with a one-line
+`UserError` and nothing half-written.
+"""
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from .config import RunConfig
+from .errors import UserError
+from .experiment import Experiment, Models, build_experiment, example_path, file_sha256, load_module
+from .schedule import Policy, policy_from_dict
+from .scopes import ScopeNode, VarInfo, build_scope_tree, in_scope, resolve_scopes
+
+
+@dataclass
+class Prepared:
+    config: RunConfig  # resolved: learning rates, schedule, device filled in
+    experiment: Experiment
+    device: str
+    device_name: str
+    variables: list[Any]
+    var_infos: list[VarInfo]
+    tree: ScopeNode
+    phase_names: list[str]
+    phase_paths: list[tuple[str, ...]]
+    optimizers: list[Any]
+    steps: list[Any]  # PhaseStep
+    stat_paths: tuple[str, ...]
+    policy: Policy
+    freeze: tuple[str, ...]
+    rng: Any
+    sample_rng: Any
+    data: Any
+    events: list[dict] = field(default_factory=list)  # happened before the run directory existed
+
+
+def _experiment_source(config: RunConfig) -> Path:
+    if config.experiment_file:
+        return Path(config.experiment_file)
+    if not config.example:
+        raise UserError("no experiment given; pass --example NAME or --experiment FILE")
+    return example_path(config.example)
+
+
+def _model_variables(models: Models) -> list[Any]:
+    seen, out = set(), []
+    for name, m in models.items():
+        vs = list(getattr(m, "variables", []))
+        if not vs:
+            raise UserError(f"model {name!r} has no variables yet; build it (keras.Input or model.build(shape)) "
+                            f"before returning it")
+        for v in vs:
+            if id(v) not in seen:
+                seen.add(id(v))
+                out.append(v)
+    return out
+
+
+def _is_stat(v: Any) -> bool:
+    """Non-trainable float state a forward pass may change (BatchNormalization moving mean/variance)."""
+    return not v.trainable and "float" in str(v.dtype) and "seed_generator" not in v.path
+
+
+def _make_optimizer(phase: Any, lr: float | None) -> Any:
+    import keras
+    opt = phase.optimizer if phase.optimizer is not None else keras.optimizers.Adam(phase.learning_rate, beta_1=0.5)
+    if getattr(opt, "use_ema", False) or getattr(opt, "gradient_accumulation_steps", None):
+        raise UserError(f"phase {phase.name!r}: optimizers with use_ema or gradient_accumulation_steps are not "
+                        f"supported; remove those options")
+    if lr is not None:
+        opt.learning_rate = lr
+    return opt
+
+
+def prepare(config: RunConfig, on_trace: Callable[[str, str], None]) -> Prepared:
+    import keras
+    import tensorflow as tf
+
+    from .devices import resolve_device
+    from .step import PhaseStep
+
+    config = config.validate()
+    source = _experiment_source(config)
+    module = load_module(source)
+    device, device_name = resolve_device(config.device)
+    keras.utils.set_random_seed(config.seed)
+    with tf.device(device):
+        exp = build_experiment(module, source)
+        if config.batch_size:
+            exp.batch_size = config.batch_size
+        if "noise_dim" in exp.extra:  # GAN shortcut: build models by calling them once
+            _dry_run_gan(exp, source)
+        variables = _model_variables(exp.models)
+        infos = [VarInfo(v.path, tuple(int(d) for d in v.shape), str(v.dtype), bool(v.trainable)) for v in variables]
+        trainable = [v for v in variables if v.trainable]
+        names = [p.name for p in exp.phases]
+        unknown_lr = set(config.lr) - set(names)
+        if unknown_lr:
+            raise UserError(f"--lr names unknown phase(s) {', '.join(sorted(unknown_lr))}; phases are {', '.join(names)}")
+        phase_vars, optimizers = [], []
+        for p in exp.phases:
+            vs = [v for v in trainable if any(in_scope(v.path, s) for s in p.trains)]
+            if not vs:
+                raise UserError(f"phase {p.name!r} trains scopes {list(p.trains)} but no trainable variable is under "
+                                f"them; name scopes that exist (see --list-scopes)")
+            opt = _make_optimizer(p, config.lr.get(p.name))
+            opt.build(vs)
+            phase_vars.append(vs)
+            optimizers.append(opt)
+        freeze = resolve_scopes(config.freeze, infos)
+        schedule = config.schedule or {"policy": "fixed", "ratio": list(exp.default_ratio or [1] * len(names))}
+        policy = policy_from_dict(schedule, names)
+        rng = tf.random.Generator.from_seed(config.seed)
+        sample_rng = tf.random.Generator.from_seed(config.seed + 1)
+        data = None if exp.data is None else tf.Variable(np.asarray(exp.data, dtype=np.float32), trainable=False,
+                                                         name="real_data")
+        stats = [v for v in variables if _is_stat(v)]
+        steps = [PhaseStep(p, exp.models, opt, vs, stats, rng, data, exp.batch_size, exp.extra, on_trace)
+                 for p, opt, vs in zip(exp.phases, optimizers, phase_vars)]
+        for st in steps:
+            try:
+                st.warm_up()
+            except UserError:
+                raise
+            except Exception as e:  # noqa: BLE001 - a loss that fails to trace is the experiment's to fix
+                raise UserError(f"the loss of phase {st.phase.name!r} in {source.name} failed: "
+                                f"{type(e).__name__}: {' '.join(str(e).split())[:300]}; fix the experiment",
+                                detail=traceback.format_exc()) from None
+    resolved = RunConfig.from_dict({
+        **config.to_dict(),
+        "experiment_sha256": file_sha256(source) if config.experiment_file else None,
+        "schedule": policy.to_dict(),
+        "lr": {p.name: float(f"{float(keras.ops.convert_to_numpy(o.learning_rate)):.7g}") for p, o in zip(exp.phases, optimizers)},
+        "freeze": list(freeze),
+        "batch_size": exp.batch_size,
+        "device": config.device,
+    } | ({} if config.experiment_file else {"example": config.example}))
+    return Prepared(resolved, exp, device, device_name, variables, infos, build_scope_tree(infos), names,
+                    [tuple(v.path for v in vs) for vs in phase_vars], optimizers, steps,
+                    tuple(v.path for v in stats), policy, freeze, rng, sample_rng, data)
+
+
+def _dry_run_gan(exp: Experiment, source: Path) -> None:
+    import tensorflow as tf
+    g, d = exp.models["generator"], exp.models["discriminator"]
+    try:
+        fake = g(tf.zeros((2, exp.extra["noise_dim"])), training=False)
+        d(tf.constant(np.asarray(exp.data[:2], dtype=np.float32)), training=False)
+        d(fake, training=False)
+    except Exception as e:  # noqa: BLE001
+        raise UserError(f"the models in {source.name} do not fit together: {type(e).__name__}: "
+                        f"{' '.join(str(e).split())[:300]}; check noise_dim and the data shape",
+                        detail=traceback.format_exc()) from None

@@ -1,0 +1,104 @@
+"""Scopes: the tree that variable paths (`generator/dense_1/kernel`) form.
+
+A scope is a path prefix on whole components: `generator/dense_1` covers `generator/dense_1/kernel`
+but not `generator/dense_10/kernel`. Freezing a scope freezes every variable under it. TF-free, so the
+window can show and edit the tree from plain `VarInfo` records.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+from .errors import UserError
+
+
+@dataclass(frozen=True)
+class VarInfo:
+    path: str
+    shape: tuple[int, ...]
+    dtype: str
+    trainable: bool
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= int(d)
+        return n
+
+
+@dataclass
+class ScopeNode:
+    name: str
+    path: str  # "" for the root
+    children: dict[str, "ScopeNode"] = field(default_factory=dict)
+    variables: list[VarInfo] = field(default_factory=list)  # variables directly in this scope
+
+    def walk(self) -> Iterable["ScopeNode"]:
+        yield self
+        for c in self.children.values():
+            yield from c.walk()
+
+    def all_variables(self) -> list[VarInfo]:
+        return [v for n in self.walk() for v in n.variables]
+
+    def params(self, trainable: bool | None = None) -> int:
+        return sum(v.size for v in self.all_variables() if trainable is None or v.trainable == trainable)
+
+
+def normalize_scope(scope: str) -> str:
+    return "/".join(p for p in scope.strip().split("/") if p)
+
+
+def in_scope(path: str, scope: str) -> bool:
+    scope = normalize_scope(scope)
+    return path == scope or path.startswith(scope + "/")
+
+
+def build_scope_tree(variables: Sequence[VarInfo]) -> ScopeNode:
+    root = ScopeNode("", "")
+    for v in variables:
+        node = root
+        parts = v.path.split("/")
+        for i, part in enumerate(parts[:-1]):
+            node = node.children.setdefault(part, ScopeNode(part, "/".join(parts[: i + 1])))
+        node.variables.append(v)
+    return root
+
+
+def resolve_scopes(scopes: Iterable[str], variables: Sequence[VarInfo]) -> tuple[str, ...]:
+    """Normalise scope prefixes and check each covers at least one variable."""
+    out = []
+    for s in scopes:
+        n = normalize_scope(s)
+        if not n or not any(in_scope(v.path, n) for v in variables):
+            tops = sorted({v.path.split("/")[0] for v in variables})
+            raise UserError(f"unknown scope {s!r}; scopes start with {', '.join(tops)} "
+                            f"(see them all with --list-scopes)")
+        if n not in out:
+            out.append(n)
+    return tuple(out)
+
+
+def frozen_mask(paths: Sequence[str], scopes: Sequence[str]) -> tuple[bool, ...]:
+    return tuple(any(in_scope(p, s) for s in scopes) for p in paths)
+
+
+def format_tree(root: ScopeNode) -> str:
+    """The tree as `--list-scopes` prints it: scopes with parameter counts, variables with shapes."""
+    lines = [f"{'scope / variable':<48} {'shape':>16} {'params':>10}  kind"]
+
+    def emit(node: ScopeNode, depth: int) -> None:
+        for child in node.children.values():
+            label = "  " * depth + child.path + "/"
+            lines.append(f"{label:<48} {'':>16} {child.params():>10,}")
+            emit(child, depth + 1)
+        for v in node.variables:
+            label = "  " * depth + v.path.split("/")[-1]
+            kind = "trainable" if v.trainable else "non-trainable"
+            lines.append(f"{label:<48} {str(tuple(v.shape)):>16} {v.size:>10,}  {kind}")
+
+    emit(root, 0)
+    total = root.params()
+    lines.append(f"{'total':<48} {'':>16} {total:>10,}  ({root.params(True):,} trainable)")
+    return "\n".join(lines)
