@@ -39,7 +39,7 @@ class RunConfig:
     fetch_every: int = 50
     fetch_seconds: float = 0.25
     #: per-variable rows go to disk every `var_every` steps (losses: every step)
-    var_every: int = 10
+    var_every: int = 25
     checkpoint_every: int = 5000  # 0: only at the end
     sample_seconds: float = 2.0
     tensorboard: bool = True

@@ -83,8 +83,9 @@ def _make_optimizer(phase: Any, lr: float | None) -> Any:
 
 
 def prepare(config: RunConfig, on_trace: Callable[[str, str], None]) -> Prepared:
+    from .tf_quiet import import_tensorflow
+    tf = import_tensorflow()
     import keras
-    import tensorflow as tf
 
     from .devices import resolve_device
     from .step import PhaseStep

@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.signal import lfilter
 
 
 @dataclass
@@ -37,6 +36,8 @@ def ema_smooth(values: np.ndarray, weight: float, state: EmaState | None = None)
         if x.size:
             state = EmaState(float(x[-1]), state.count + int(x.size))
         return out, state
+    from scipy.signal import lfilter  # imported here: scipy costs ~0.5 s of window start-up
+
     zi = np.array([weight * state.last])
     ema, _ = lfilter([1.0 - weight], [1.0, -weight], x, zi=zi)
     n = state.count + np.arange(1, x.size + 1, dtype=np.float64)

@@ -337,8 +337,8 @@ class Trainer:
     def _sample(self) -> None:
         p = self.prepared
         exp = p.experiment
-        if exp.sample is None or exp.sample_kind == "none":
-            return
+        if exp.sample is None or exp.sample_kind == "none" or type(self.observer).on_samples is Observer.on_samples:
+            return  # nobody listens (headless): do not spend steps drawing samples
         from .experiment import SampleContext
         n = 64 if exp.sample_kind == "images" else 512
         data = None if p.data is None else p.data.read_value()

@@ -1,0 +1,153 @@
+"""The throughput variants, each exposing `run(n)`: train n alternating steps (1:1) and return when
+they are done (results on the host), so that one timer around `run` measures them all alike.
+
+bare      a plain tf.function loop, no monitoring: the floor.
+fit_tb    the keras.io pattern: Model subclass with train_step (one D and one G step), fit(), and
+          keras.callbacks.TensorBoard(histogram_freq=1, update_freq="batch").
+headless  Freezeframe's Trainer with full monitoring and the run record, driven by Step(n) commands.
+window    the same inside the window (offscreen), plotting live; see bench/window_variant.py.
+"""
+from __future__ import annotations
+
+import tempfile
+import threading
+from pathlib import Path
+
+from .ring_models import ring_parts
+
+
+class Bare:
+    name = "bare"
+
+    def __init__(self) -> None:
+        import keras
+        import tensorflow as tf
+        p = ring_parts()
+        rng = tf.random.Generator.from_seed(0)
+        n_data = int(p.data.shape[0])
+
+        def batch():
+            return tf.gather(p.data, rng.uniform([p.batch], 0, n_data, dtype=tf.int32))
+
+        def d_loss():
+            z = rng.normal([p.batch, p.noise_dim])
+            real, fake = p.d(batch(), training=True), p.d(p.g(z, training=True), training=True)
+            return tf.reduce_mean(tf.nn.softplus(-real)) + tf.reduce_mean(tf.nn.softplus(fake))
+
+        def g_loss():
+            z = rng.normal([p.batch, p.noise_dim])
+            return tf.reduce_mean(tf.nn.softplus(-p.d(p.g(z, training=True), training=True)))
+
+        def make(loss_fn, model, opt):
+            opt.build(model.trainable_variables)
+
+            @tf.function(autograph=False)
+            def step():
+                with tf.GradientTape() as tape:
+                    loss = loss_fn()
+                opt.apply(tape.gradient(loss, model.trainable_variables), model.trainable_variables)
+                return loss
+            return step
+
+        self.steps = (make(d_loss, p.d, p.opt_d), make(g_loss, p.g, p.opt_g))
+        self.run(20)
+        del keras
+
+    def run(self, n: int) -> None:
+        out = None
+        for i in range(n):
+            out = self.steps[i % 2]()
+        out.numpy()
+
+    def close(self) -> None: ...
+
+
+class FitTensorBoard:
+    name = "fit_tb"
+
+    def __init__(self) -> None:
+        import keras
+        import tensorflow as tf
+        p = ring_parts()
+        self.logdir = tempfile.mkdtemp(prefix="ff-bench-fit-")
+
+        class GAN(keras.Model):
+            def __init__(self, g, d):
+                super().__init__()
+                self.g, self.d = g, d
+
+            def compile(self, d_opt, g_opt):
+                super().compile()
+                self.d_opt, self.g_opt = d_opt, g_opt
+
+            def train_step(self, real):
+                z = tf.random.normal([p.batch, p.noise_dim])
+                with tf.GradientTape() as tape:
+                    fake = self.g(z, training=True)
+                    d_loss = (tf.reduce_mean(tf.nn.softplus(-self.d(real, training=True)))
+                              + tf.reduce_mean(tf.nn.softplus(self.d(fake, training=True))))
+                self.d_opt.apply_gradients(zip(tape.gradient(d_loss, self.d.trainable_weights),
+                                               self.d.trainable_weights))
+                z = tf.random.normal([p.batch, p.noise_dim])
+                with tf.GradientTape() as tape:
+                    g_loss = tf.reduce_mean(tf.nn.softplus(-self.d(self.g(z, training=True), training=True)))
+                self.g_opt.apply_gradients(zip(tape.gradient(g_loss, self.g.trainable_weights),
+                                               self.g.trainable_weights))
+                return {"d_loss": d_loss, "g_loss": g_loss}
+
+        self.model = GAN(p.g, p.d)
+        self.model.compile(p.opt_d, p.opt_g)
+        self.ds = (tf.data.Dataset.from_tensor_slices(p.data.numpy()).shuffle(4096, seed=0).repeat()
+                   .batch(p.batch, drop_remainder=True).prefetch(2))
+        self.tb = keras.callbacks.TensorBoard(self.logdir, histogram_freq=1, update_freq="batch")
+        self.run(20)
+
+    def run(self, n: int) -> None:  # one train_step is one D and one G step
+        self.model.fit(self.ds, epochs=1, steps_per_epoch=max(1, n // 2), callbacks=[self.tb], verbose=0)
+
+    def close(self) -> None: ...
+
+
+class StepDriver:
+    """Drives a Trainer running on its own thread with Step(n) commands; `run(n)` returns when it paused."""
+
+    def __init__(self, send, paused: threading.Event) -> None:
+        self.send, self.paused = send, paused
+
+    def run(self, n: int) -> None:
+        from training_core import Step
+        self.paused.clear()
+        self.send(Step(n))
+        if not self.paused.wait(600):
+            raise RuntimeError("trainer did not pause after Step(n)")
+
+
+class Headless:
+    name = "headless"
+
+    def __init__(self) -> None:
+        from training_core import Observer, Pause, RunConfig, Stop, Trainer
+        paused = threading.Event()
+
+        class Obs(Observer):
+            def on_event(self, e):
+                if e["kind"] == "pause":
+                    paused.set()
+
+        self.dir = Path(tempfile.mkdtemp(prefix="ff-bench-headless-")) / "run"
+        self.trainer = Trainer(RunConfig(example="ring", run_dir=str(self.dir)), Obs())
+        self.trainer.prepare()
+        self.trainer.send(Pause())
+        self.thread = threading.Thread(target=self.trainer.run, daemon=True)
+        self.thread.start()
+        paused.wait(60)
+        self.driver = StepDriver(self.trainer.send, paused)
+        self._stop = Stop
+        self.run(20)
+
+    def run(self, n: int) -> None:
+        self.driver.run(n)
+
+    def close(self) -> None:
+        self.trainer.send(self._stop())
+        self.thread.join(60)
