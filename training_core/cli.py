@@ -45,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--run-dir", metavar="DIR", help="where to write the run record (default runs/NAME-TIME)")
     p.add_argument("--seed", type=int)
     p.add_argument("--device", help="auto (default), cpu or gpu:N")
-    p.add_argument("--fetch-every", type=int, help="bring metrics to the host every N steps (default 50)")
+    p.add_argument("--fetch-every", type=int, help="bring metrics to the host every N steps (default 200)")
     p.add_argument("--var-every", type=int, help="write per-variable scalars every N-th step of each phase (default 25)")
     p.add_argument("--checkpoint-every", type=int, help="checkpoint every N steps (default 5000; 0 = at the end)")
     p.add_argument("--no-tensorboard", action="store_true", help="do not write TensorBoard event files")

@@ -36,7 +36,7 @@ class RunConfig:
     device: str = "auto"  # auto | cpu | gpu:N
     run_dir: str | None = None
     #: metrics come to the host every `fetch_every` steps or `fetch_seconds`, whichever is first
-    fetch_every: int = 50
+    fetch_every: int = 200
     fetch_seconds: float = 0.25
     #: per-variable rows go to disk every `var_every` steps (losses: every step)
     var_every: int = 25

@@ -50,8 +50,8 @@ class Recorder:
         self._events = open(run_dir / EVENTS_FILE, "w", encoding="utf-8")
         self._tb = None
         if tensorboard:
-            from tensorboard.summary.writer.event_file_writer import EventFileWriter
-            self._tb = EventFileWriter(str(run_dir / TB_DIR))
+            from .tb_writer import EventWriter
+            self._tb = EventWriter(run_dir / TB_DIR)
         self._queue: queue.Queue = queue.Queue()
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._writer, name="freezeframe-recorder", daemon=True)
@@ -122,12 +122,9 @@ class Recorder:
         self._scalars.write("".join(lines))
         self._scalars.flush()
         if self._tb is not None:
-            from tensorboard.compat.proto import event_pb2, summary_pb2
-            V = summary_pb2.Summary.Value
             for s in sorted(tb_rows):
                 w, vals = tb_rows[s]
-                self._tb.add_event(event_pb2.Event(wall_time=w, step=s, summary=summary_pb2.Summary(
-                    value=[V(tag=t, simple_value=v) for t, v in vals])))
+                self._tb.add_scalars(s, w, vals)
             self._tb.flush()
 
 
