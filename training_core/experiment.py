@@ -161,6 +161,8 @@ def build_experiment(module: ModuleType, path: Path) -> Experiment:
 
 
 def _check(exp: Experiment, path: Path) -> None:
+    if not isinstance(exp.models, Models):
+        exp.models = Models(exp.models)  # a plain dict from build() gets attribute access too
     if not exp.phases:
         raise UserError(f"experiment in {path.name} has no phases; give it at least one Phase")
     names = [p.name for p in exp.phases]

@@ -8,6 +8,7 @@ import numpy as np
 from training_core import Experiment, Phase
 
 ROWS, COLS, RANK = 60, 40, 5
+LEARNING_RATE = 0.3
 
 
 class Factor(keras.layers.Layer):
@@ -43,11 +44,11 @@ def build():
     models = {"W": Factor((ROWS, RANK), name="W"), "C": Factor((RANK, COLS), name="C")}
 
     def opt(phase):
-        return keras.optimizers.SGD(0.05, momentum=0.9)
+        return keras.optimizers.SGD(LEARNING_RATE, momentum=0.9)
 
     return Experiment(
         name="factorization", models=models, data=target(), batch_size=None,
-        phases=[Phase("W", loss, trains=["W"], optimizer=opt("W"), learning_rate=0.05),
-                Phase("C", loss, trains=["C"], optimizer=opt("C"), learning_rate=0.05)],
+        phases=[Phase("W", loss, trains=["W"], optimizer=opt("W"), learning_rate=LEARNING_RATE),
+                Phase("C", loss, trains=["C"], optimizer=opt("C"), learning_rate=LEARNING_RATE)],
         sample=sample, sample_kind="matrix", default_ratio=[1, 1],
         description="data ~ W @ C, alternating W and C")

@@ -1,0 +1,370 @@
+"""The live plots draw what the store holds: one real headless ring run (with generator/dense_1 frozen
+from the start) read back with `MetricsStore.from_run_dir`, plus synthetic PhaseBlocks where a test
+needs a freeze in mid-run or a million steps."""
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from PySide6 import QtCore, QtGui  # noqa: E402
+
+from app.plots import PlotsPanel, palette  # noqa: E402
+from app.plots.samples import image_grid  # noqa: E402
+from app.store import MetricsStore  # noqa: E402
+from training_core import MetricsBatch, PhaseBlock, ema_smooth  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+FROZEN = ("generator/dense_1/kernel", "generator/dense_1/bias")
+
+
+@pytest.fixture(scope="module")
+def ring_dir(tmp_path_factory) -> Path:
+    run_dir = tmp_path_factory.mktemp("plots") / "ring"
+    r = subprocess.run([sys.executable, "main.py", "--headless", "--example", "ring", "--steps", "300",
+                        "--freeze", "generator/dense_1", "--run-dir", str(run_dir), "--seed", "0", "--quiet",
+                        "--no-tensorboard"], cwd=REPO, capture_output=True, text=True, timeout=240)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return run_dir
+
+
+@pytest.fixture
+def ring(ring_dir) -> MetricsStore:
+    return MetricsStore.from_run_dir(ring_dir)
+
+
+@pytest.fixture
+def panel_of(qtbot):
+    def make(store: MetricsStore) -> PlotsPanel:
+        panel = PlotsPanel(store)
+        qtbot.addWidget(panel)
+        panel.resize(1100, 700)
+        return panel
+    return make
+
+
+def block(phase: str, steps, paths: tuple[str, ...], loss=None, ratio=None, frozen=None, every: int = 1):
+    steps = np.asarray(steps, dtype=np.int64)
+    n, v = len(steps), len(paths)
+    rng = np.random.default_rng(int(steps[0]) if n else 0)
+    ratio = rng.uniform(5e-4, 5e-3, (n, v)) if ratio is None else np.asarray(ratio, dtype=np.float64)
+    frozen = np.zeros((n, v), bool) if frozen is None else np.asarray(frozen, dtype=bool)
+    ratio = np.where(frozen, 0.0, ratio)
+    loss = rng.normal(1.0, 0.1, n) if loss is None else np.asarray(loss, dtype=np.float64)
+    return PhaseBlock(phase, paths, steps, 1e9 + steps * 1e-3, loss, ratio * 10, ratio, ratio * 100, frozen,
+                      (np.arange(n) % every) == 0)
+
+
+def shown_color(item) -> QtGui.QColor:
+    return item.opts["pen"].color()
+
+
+# -- losses ----------------------------------------------------------------------------------------------
+def test_curves_hold_the_stores_data_and_debiased_ema(ring, panel_of):
+    panel = panel_of(ring)
+    assert panel.refresh() is True
+    curves = panel.curves()
+    assert ring.phases == ["D", "G"]
+    for phase in ring.phases:
+        steps, _, values = ring.loss(phase)
+        raw, smooth = curves[f"loss/{phase}"], curves[f"loss/{phase}/smoothed"]
+        assert len(raw.xData) == len(raw.yData) == len(steps) > 100
+        np.testing.assert_array_equal(raw.xData, steps)
+        np.testing.assert_array_equal(raw.yData, values)
+        np.testing.assert_allclose(smooth.yData, ema_smooth(values, 0.6)[0], rtol=1e-12)
+        assert smooth.opts["pen"].widthF() > raw.opts["pen"].widthF()
+        assert shown_color(smooth).name() == palette.phase_color(phase, ring.phases.index(phase))
+        assert shown_color(raw).alpha() < 255 == shown_color(smooth).alpha()
+    for path in ring.var_paths:
+        steps, _, ratio = ring.var_series(path, "update_ratio")
+        c = curves[f"update/{path}"]
+        assert len(c.xData) == len(c.yData) == len(steps) > 5
+        if path not in FROZEN:
+            np.testing.assert_allclose(c.yData, np.log10(ratio.astype(np.float64)), rtol=1e-9)
+    assert panel.loss_plot.getAxis("bottom").labelText == "step"
+    assert panel.loss_plot.getAxis("left").labelText == "loss"
+    assert panel.update_plot.getAxis("left").labelText == "‖ΔW‖ / ‖W‖"
+
+
+def test_smoothing_is_incremental_and_the_slider_recomputes(panel_of):
+    store = MetricsStore()
+    panel = panel_of(store)
+    rng = np.random.default_rng(1)
+    values = np.concatenate([rng.normal(2.0, 0.5, 700), [np.nan], rng.normal(1.0, 0.5, 299)])
+    for lo in range(0, 1000, 137):  # batches of odd sizes, a refresh after each
+        hi = min(lo + 137, 1000)
+        store.add_batch(MetricsBatch([block("D", np.arange(lo, hi) + 1, ("d/k",), loss=values[lo:hi])]))
+        panel.refresh()
+    smooth = panel.curves()["loss/D/smoothed"]
+    np.testing.assert_allclose(smooth.yData, ema_smooth(values, 0.6)[0], rtol=1e-12, equal_nan=True)
+
+    panel.set_smoothing(0.95)
+    assert panel.smoothing == 0.95 and panel.smoothing_slider.value() == 950
+    np.testing.assert_allclose(smooth.yData, ema_smooth(values, 0.95)[0], rtol=1e-12, equal_nan=True)
+    panel.smoothing_slider.setValue(0)  # the user drags the slider to "no smoothing"
+    assert panel.smoothing == 0.0
+    np.testing.assert_array_equal(smooth.yData, values)
+    with pytest.raises(ValueError, match="between 0 and 0.999"):
+        panel.set_smoothing(1.0)
+
+
+def test_refresh_is_a_noop_until_the_version_moves_then_one_setdata_per_curve(ring, panel_of):
+    panel = panel_of(ring)
+    panel.refresh()
+    counts = {name: 0 for name in panel.curves()}
+    for name, c in panel.curves().items():
+        c.sigPlotChanged.connect(lambda *_a, n=name: counts.__setitem__(n, counts[n] + 1))
+    assert panel.refresh() is False and panel.refresh() is False
+    assert set(counts.values()) == {0}
+    ring.add_event({"kind": "lr", "step": 280, "time": 0, "command": {"phase": "D", "value": 1e-4}})
+    assert panel.refresh() is True
+    assert set(counts.values()) == {1}, counts
+    assert panel.refresh() is False
+
+
+# -- markers ---------------------------------------------------------------------------------------------
+def test_markers_at_their_steps_on_both_plots_alarms_in_red(ring, panel_of):
+    panel = panel_of(ring)
+    panel.refresh()
+    assert panel.marker_lines("loss") == []  # the run's only freeze was at the start: no marker
+    ring.add_event({"kind": "freeze", "step": 120, "time": 0, "scopes": ["discriminator/out"]})
+    ring.add_event({"kind": "ratio", "step": 150, "time": 0, "policy": {"policy": "fixed", "ratio": [5, 1]}})
+    ring.add_event({"kind": "nan", "step": 260, "at_step": 251, "time": 0, "phase": "D"})
+    ring.add_event({"kind": "warning", "step": 270, "time": 0, "message": "not a marker"})
+    panel.refresh()
+    for plot in ("loss", "update"):
+        lines = panel.marker_lines(plot)
+        assert [ln.value() for ln in lines] == [120, 150, 251]
+        assert [ln.label.toPlainText() for ln in lines] == ["freeze: discriminator/out", "ratio 5:1", "NaN in D"]
+        assert [ln.pen.color().name() for ln in lines] == [palette.CONTROL_COLOR, palette.CONTROL_COLOR,
+                                                          palette.ALARM_COLOR]
+    assert panel.marker_lines("loss")[0].getViewBox() is panel.loss_plot.vb
+    assert panel.marker_lines("update")[0].getViewBox() is panel.update_plot.vb
+
+
+# -- update magnitudes -----------------------------------------------------------------------------------
+def test_frozen_variable_sits_on_the_zero_floor_dashed(ring, panel_of):
+    panel = panel_of(ring)
+    panel.refresh()
+    ups = panel.updates
+    curves = panel.curves()
+    others = [p for p in ring.var_paths if p not in FROZEN]
+    lowest = min(float(ring.var_series(p)[2].min()) for p in others)
+    assert ups.has_zero and ups.floor <= math.floor(math.log10(lowest)) - 1
+    for path in FROZEN:
+        _, _, ratio = ring.var_series(path)
+        assert (ratio == 0).all() and ring.frozen_now(path)
+        c = curves[f"update/{path}"]
+        np.testing.assert_array_equal(c.yData, np.full(len(ratio), ups.floor))
+        assert c.opts["pen"].style() == QtCore.Qt.PenStyle.DashLine
+        assert panel.update_legend.getLabel(c).text == f"{path} (frozen)"
+    for path in others:
+        c = curves[f"update/{path}"]
+        assert c.opts["pen"].style() == QtCore.Qt.PenStyle.SolidLine and (c.yData > ups.floor).all()
+    assert panel.update_axis.logTickStrings([ups.floor, -3.0], 1, 1) == ["0", "0.001"]
+    assert panel.updates.floor_line.isVisible() and panel.updates.floor_line.value() == ups.floor
+
+
+def test_freeze_in_mid_run_drops_the_curve_to_zero_and_unfreeze_lifts_it(panel_of):
+    paths = ("g/d1/kernel", "g/d1/bias")
+    store = MetricsStore()
+    panel = panel_of(store)
+    store.add_batch(MetricsBatch([block("G", np.arange(1, 101), paths)]))
+    panel.refresh()
+    c = panel.curves()["update/g/d1/kernel"]
+    assert not panel.updates.has_zero and not panel.update_axis.floor
+    assert c.opts["pen"].style() == QtCore.Qt.PenStyle.SolidLine
+    store.add_event({"kind": "freeze", "step": 100, "time": 0, "scopes": ["g/d1/kernel"]})
+    store.add_batch(MetricsBatch([block("G", np.arange(101, 201), paths, frozen=[[True, False]] * 100)]))
+    panel.refresh()
+    floor = panel.updates.floor
+    assert (c.yData[:100] > floor + 0.5).all() and (c.yData[100:] == floor).all()
+    assert c.opts["pen"].style() == QtCore.Qt.PenStyle.DashLine
+    assert panel.update_axis.floor == floor and panel.marker_lines("update")[0].value() == 100
+    assert panel.readout.show_at(panel.update_plot, 150, floor).count("0 (frozen)") == 1
+    store.add_batch(MetricsBatch([block("G", np.arange(201, 251), paths)]))
+    panel.refresh()
+    assert c.opts["pen"].style() == QtCore.Qt.PenStyle.SolidLine and (c.yData[200:] > floor).all()
+
+
+def test_absolute_mode_shows_update_norm_without_the_ratio_reference(ring, panel_of):
+    panel = panel_of(ring)
+    panel.refresh()
+    panel.absolute_button.click()
+    assert panel.update_mode == "absolute" and panel.update_kind == "update_norm"
+    path = "discriminator/dense_2/kernel"
+    _, _, norm = ring.var_series(path, "update_norm")
+    np.testing.assert_allclose(panel.curves()[f"update/{path}"].yData, np.log10(norm), rtol=1e-9)
+    assert panel.update_plot.getAxis("left").labelText == "‖ΔW‖"
+    assert not panel.updates.reference.isVisible()
+    panel.set_update_mode("relative")
+    assert panel.relative_button.isChecked() and panel.updates.reference.isVisible()
+    assert panel.updates.reference.value() == -3.0
+    with pytest.raises(ValueError, match="relative.*absolute"):
+        panel.set_update_mode("log")
+
+
+def test_highlight_thickens_one_curve_and_a_click_names_it(ring, panel_of, qtbot):
+    panel = panel_of(ring)
+    panel.show()
+    qtbot.waitExposed(panel)
+    panel.refresh()
+    target = "discriminator/out/bias"
+    panel.highlight_variable(target)
+    curves = panel.curves()
+    hi = curves[f"update/{target}"]
+    assert hi.opts["pen"].widthF() == palette.HIGHLIGHT_WIDTH and hi.zValue() > 1
+    for path in ring.var_paths:
+        if path != target:
+            c = curves[f"update/{path}"]
+            assert c.opts["pen"].color().alpha() == palette.DIM_ALPHA and c.zValue() < hi.zValue()
+
+    # click on the middle point of the highlighted (topmost) curve, through the real widget
+    QtGui.QGuiApplication.processEvents()
+    i = len(hi.xData) // 2
+    vb = panel.update_plot.vb
+    scene_pt = vb.mapViewToScene(QtCore.QPointF(float(hi.xData[i]), float(hi.yData[i])))
+    pos = panel.graphics.mapFromScene(scene_pt)
+    with qtbot.waitSignal(panel.variableClicked, timeout=2000) as sig:
+        qtbot.mouseClick(panel.graphics.viewport(), QtCore.Qt.MouseButton.LeftButton, pos=pos)
+    assert sig.args == [target]
+
+    panel.highlight_variable(None)
+    assert {c.opts["pen"].widthF() for n, c in panel.curves().items() if n.startswith("update/")} \
+        == {palette.UPDATE_WIDTH}
+
+
+def test_hover_readout_names_step_and_values(ring, panel_of, qtbot):
+    panel = panel_of(ring)
+    panel.show()
+    qtbot.waitExposed(panel)
+    panel.refresh()
+    QtGui.QGuiApplication.processEvents()
+    steps, _, values = ring.loss("D")
+    vb = panel.loss_plot.vb
+    pos = panel.graphics.mapFromScene(vb.mapViewToScene(QtCore.QPointF(float(steps[40]), float(values[40]))))
+    qtbot.mouseMove(panel.graphics.viewport(), pos)
+    qtbot.waitUntil(lambda: "loss D" in panel.readout_label.text(), timeout=2000)
+    assert f"{values[40]:.4g}" in panel.readout_label.text()
+    text = panel.readout.show_at(panel.update_plot, 200, -2.5)
+    assert "step 200" in text and any(p in text for p in ring.var_paths)
+
+
+# -- following the run -----------------------------------------------------------------------------------
+def test_the_step_axis_follows_the_run_until_the_user_zooms(panel_of, qtbot):
+    store = MetricsStore()
+    panel = panel_of(store)
+    panel.show()
+    qtbot.waitExposed(panel)
+    store.add_batch(MetricsBatch([block("D", np.arange(1, 501), ("d/k",))]))
+    panel.refresh()
+    x0, x1 = panel.loss_plot.vb.viewRange()[0]
+    assert x0 <= 1 and 500 <= x1 < 520
+    assert panel.update_plot.vb.viewRange()[0] == [x0, x1]  # linked
+    vp = panel.graphics.viewport()
+    centre = panel.graphics.mapFromScene(panel.loss_plot.vb.sceneBoundingRect().center())
+    wheel = QtGui.QWheelEvent(QtCore.QPointF(centre), QtCore.QPointF(vp.mapToGlobal(centre)), QtCore.QPoint(0, 0),
+                              QtCore.QPoint(0, 240), QtCore.Qt.MouseButton.NoButton,
+                              QtCore.Qt.KeyboardModifier.NoModifier, QtCore.Qt.ScrollPhase.NoScrollPhase, False)
+    QtCore.QCoreApplication.sendEvent(vp, wheel)
+    assert not panel.following
+    zoomed = panel.loss_plot.vb.viewRange()[0]
+    store.add_batch(MetricsBatch([block("D", np.arange(501, 1001), ("d/k",))]))
+    panel.refresh()
+    assert panel.loss_plot.vb.viewRange()[0] == zoomed
+    panel.loss_plot.autoBtnClicked()  # the "A" button: follow again
+    assert panel.following and panel.loss_plot.vb.viewRange()[0][1] >= 1000
+
+
+# -- samples ---------------------------------------------------------------------------------------------
+def test_samples_view_shows_each_kind(panel_of):
+    store = MetricsStore()
+    panel = panel_of(store)
+    view = panel.samples_view
+    panel.refresh()
+    assert view.kind is None and "No samples yet" in view.placeholder.text()
+    rng = np.random.default_rng(0)
+
+    store.set_samples({"kind": "points2d", "step": 10, "real": rng.normal(size=(512, 2)),
+                       "fake": rng.normal(size=(300, 2))})
+    panel.refresh()
+    assert view.kind == "points2d" and len(view.points.fake.data) == 300 and len(view.points.real.data) == 512
+    assert view.points.getPlotItem().vb.viewRange()[0][0] <= -3 + 1e-9
+
+    fake = np.tanh(rng.normal(size=(64, 8, 8, 1))).astype(np.float32)
+    store.set_samples({"kind": "images", "step": 20, "real": fake, "fake": fake})
+    panel.refresh()
+    assert view.kind == "images" and view.images.image.image.shape == (71, 71)
+    np.testing.assert_array_equal(view.images.image.image[:8, :8], fake[0, :, :, 0].T)
+    assert tuple(view.images.image.levels) == (-1.0, 1.0)
+    assert image_grid(fake[:3]).shape == (26, 8)  # 3 images: one row of 3
+
+    target = rng.normal(size=(60, 40))
+    store.set_samples({"kind": "matrix", "step": 30, "target": target, "reconstruction": target * 0.9,
+                       "error": 0.0123})
+    panel.refresh()
+    assert view.kind == "matrix" and "RMS error 0.0123" in view.matrix.title.text
+    assert [img.image.shape for img in view.matrix.images] == [(40, 60), (40, 60)]
+
+    store.set_samples({"kind": "audio", "step": 40})
+    panel.refresh()
+    assert view.kind is None and "audio" in view.placeholder.text()
+
+
+def test_reset_forgets_the_run(ring, panel_of):
+    panel = panel_of(ring)
+    ring.add_event({"kind": "pause", "step": 100, "time": 0, "reason": "user"})
+    panel.refresh()
+    assert panel.curves() and panel.marker_lines("loss")
+    ring.clear()
+    panel.reset()
+    assert panel.curves() == {} and panel.marker_lines("loss") == [] and panel.samples_view.kind is None
+    assert panel.refresh() is True and panel.curves() == {}
+    ring.add_batch(MetricsBatch([block("G", np.arange(1, 11), ("g/k",))]))
+    panel.refresh()
+    assert set(panel.curves()) == {"loss/G", "loss/G/smoothed", "update/g/k"}
+    assert len(panel.curves()["loss/G"].xData) == 10
+
+
+# -- long runs -------------------------------------------------------------------------------------------
+def test_a_million_points_per_loss_curve(panel_of, qtbot):
+    n, chunk = 1_000_000, 250_000
+    paths = {"D": ("d/l1/kernel", "d/l1/bias", "d/out/kernel"), "G": ("g/l1/kernel", "g/l1/bias", "g/out/kernel")}
+    store = MetricsStore()
+    for lo in range(0, n, chunk):
+        idx = np.arange(lo, lo + chunk)
+        store.add_batch(MetricsBatch([block(p, 2 * idx + k, paths[p], loss=np.sin(idx / 1e4) + k, every=10)
+                                      for k, p in ((1, "D"), (2, "G"))]))
+    panel = panel_of(store)
+    panel.show()
+    qtbot.waitExposed(panel)
+    t0 = time.perf_counter()
+    panel.refresh()
+    t1 = time.perf_counter()
+    QtGui.QGuiApplication.processEvents()
+    t2 = time.perf_counter()
+    times = []
+    for i in range(5):
+        idx = np.arange(n + 56 * i, n + 56 * (i + 1))
+        store.add_batch(MetricsBatch([block(p, 2 * idx + k, paths[p], every=10) for k, p in ((1, "D"), (2, "G"))]))
+        a = time.perf_counter()
+        panel.refresh()
+        b = time.perf_counter()
+        QtGui.QGuiApplication.processEvents()
+        times.append((b - a, time.perf_counter() - b))
+    print(f"\n1e6 points per loss curve: first refresh {1e3 * (t1 - t0):.0f} ms + paint {1e3 * (t2 - t1):.0f} ms; "
+          "live refresh + paint (ms): " + ", ".join(f"{1e3 * r:.1f}+{1e3 * p:.1f}" for r, p in times))
+    curves = panel.curves()
+    assert len(curves["loss/D"].xData) == len(curves["loss/D/smoothed"].yData) == n + 5 * 56
+    assert len(curves["update/g/out/kernel"].xData) == len(store.var_series("g/out/kernel")[0])
+    assert curves["loss/D"].opts["clipToView"] and curves["loss/D"].opts["autoDownsample"]
+    assert curves["loss/D"].opts["downsampleMethod"] == "peak"
+    shown = curves["loss/D"].curve.getData()[0]
+    assert 0 < len(shown) < 10_000  # drawn decimated to the pixel width, while holding every point
