@@ -140,6 +140,31 @@ class ProgressBar(Observer):
                 self.stream.write("\n")
 
 
+class HeadlessObserver(ProgressBar):
+    """The progress bar, plus: a pause the trainer decides on (a NaN loss, nothing left to train) stops the
+    run, because headless nobody can resume it and the process would wait forever. `halted` says why."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.halted: str | None = None
+        self._trainer: Trainer | None = None
+        self._cause = ""
+
+    def on_prepared(self, trainer: Trainer) -> None:
+        self._trainer = trainer
+
+    def on_event(self, e: dict) -> None:
+        super().on_event(e)
+        if e["kind"] == "nan":
+            self._cause = (f"the loss of phase {e['phase']} became {e.get('value', 'nan')} at step {e['at_step']}; "
+                           f"lower its learning rate (--lr {e['phase']}=...)")
+        elif e["kind"] == "warning":
+            self._cause = e.get("message", "")
+        elif e["kind"] == "pause" and self._trainer is not None and self.halted is None:
+            self.halted = f"training stopped at step {e['step']}: {self._cause or e.get('reason')}"
+            self._trainer.send(_stop())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
@@ -152,11 +177,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             print("phases: " + ", ".join(f"{n} trains {', '.join(ph.trains)}"
                                          for n, ph in zip(p.phase_names, p.experiment.phases)))
             return 0
-        trainer = Trainer(cfg, ProgressBar(cfg.steps, quiet=args.quiet))
+        observer = HeadlessObserver(cfg.steps, quiet=args.quiet)
+        trainer = Trainer(cfg, observer)
         trainer.prepare()
         signal.signal(signal.SIGINT, lambda *_: trainer.send(_stop()))
         status = trainer.run()
         print(f"{status.step} steps in {status.elapsed_s:.1f}s on {status.device}; run directory: {status.run_dir}")
+        if observer.halted:
+            print(f"error: {observer.halted}", file=sys.stderr)
+            return 1
         return 0
     except UserError as e:
         print(f"error: {e}", file=sys.stderr)

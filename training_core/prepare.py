@@ -77,9 +77,29 @@ def _make_optimizer(phase: Any, lr: float | None) -> Any:
     if getattr(opt, "use_ema", False) or getattr(opt, "gradient_accumulation_steps", None):
         raise UserError(f"phase {phase.name!r}: optimizers with use_ema or gradient_accumulation_steps are not "
                         f"supported; remove those options")
+    # Loss scaling expects the loss scaled before differentiation, which the step does not do; the masked
+    # variant could not unscale dynamically either, so the two variants would train differently.
+    if getattr(opt, "loss_scale_factor", None) is not None or isinstance(opt, keras.optimizers.LossScaleOptimizer):
+        raise UserError(f"phase {phase.name!r}: loss-scaling optimizers (loss_scale_factor, LossScaleOptimizer) are "
+                        f"not supported; use the plain optimizer")
     if lr is not None:
-        opt.learning_rate = lr
+        set_learning_rate(opt, phase.name, lr)
     return opt
+
+
+def set_learning_rate(opt: Any, phase: str, value: Any) -> None:
+    """Set a phase's learning rate, live or at start; a bad value or a scheduled optimizer is a `UserError`."""
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        raise UserError(f"learning rate for {phase} must be a number >= 0, got {value!r}") from None
+    if not value >= 0:
+        raise UserError(f"learning rate for {phase} must be a number >= 0, got {value!r}")
+    try:
+        opt.learning_rate = value
+    except TypeError:  # Keras: an optimizer built with a LearningRateSchedule has no settable rate
+        raise UserError(f"phase {phase}'s optimizer follows a learning-rate schedule, so its rate cannot be set; "
+                        f"give the optimizer a number instead of a schedule") from None
 
 
 def prepare(config: RunConfig, on_trace: Callable[[str, str], None]) -> Prepared:

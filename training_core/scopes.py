@@ -47,7 +47,8 @@ class ScopeNode:
 
 
 def normalize_scope(scope: str) -> str:
-    return "/".join(p for p in scope.strip().split("/") if p)
+    # str(): a non-string scope in a command becomes an unknown scope, which is refused, not a crash
+    return "/".join(p for p in str(scope).strip().split("/") if p)
 
 
 def in_scope(path: str, scope: str) -> bool:

@@ -19,6 +19,7 @@ from . import commands as C
 from .config import RunConfig
 from .errors import UserError
 from .metrics import MetricsBatch, PhaseBlock, Status
+from .prepare import set_learning_rate
 from .recorder import Recorder, prepare_run_dir
 from .schedule import policy_from_dict
 from .scopes import frozen_mask, resolve_scopes
@@ -233,9 +234,8 @@ class Trainer:
             elif isinstance(cmd, C.SetLearningRate):
                 if cmd.phase not in self.prepared.phase_names:
                     raise UserError(f"unknown phase {cmd.phase!r}; phases are {', '.join(self.prepared.phase_names)}")
-                if not float(cmd.value) >= 0:
-                    raise UserError(f"learning rate must be >= 0, got {cmd.value}")
-                self.prepared.optimizers[self.prepared.phase_names.index(cmd.phase)].learning_rate = float(cmd.value)
+                set_learning_rate(self.prepared.optimizers[self.prepared.phase_names.index(cmd.phase)], cmd.phase,
+                                  cmd.value)
                 self._log_command(cmd)
             elif isinstance(cmd, C.SetFreezeMethod):
                 self._apply_method(cmd.method)
@@ -246,8 +246,11 @@ class Trainer:
                 self._save_checkpoint()
             else:
                 raise UserError(f"unsupported command {cmd!r}")
-        except UserError as e:
-            self._event("rejected", message=str(e), command=cmd.to_dict())
+        except (UserError, TypeError, ValueError) as e:
+            # A command with a wrong value (a typo in a replayed or remote command) is refused, not fatal:
+            # it must not end a long run.
+            message = str(e) if isinstance(e, UserError) else f"{type(e).__name__}: {' '.join(str(e).split())}"
+            self._event("rejected", message=message, command=cmd.to_dict())
 
     def _log_command(self, cmd: C.Command, **extra: Any) -> None:
         self._event(cmd.kind, command=cmd.to_dict(), **extra)

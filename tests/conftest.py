@@ -1,0 +1,20 @@
+"""Shared by every test directory: the repository root on sys.path, and a fresh run directory.
+
+Qt settings live in tests/app/conftest.py, so that the core tests never load Qt.
+"""
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:  # `pytest` run without `python -m` does not add the working directory
+    sys.path.insert(0, str(REPO))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path) -> Path:
+    """A run directory that does not exist yet (the trainer must create it)."""
+    return tmp_path / "run"
