@@ -17,6 +17,7 @@ import numpy as np
 
 from .config import RunConfig
 from .errors import UserError
+from .recorder import check_run_dir_free
 from .experiment import Experiment, Models, build_experiment, example_path, file_sha256, load_module
 from .schedule import Policy, policy_from_dict
 from .scopes import ScopeNode, VarInfo, build_scope_tree, in_scope, resolve_scopes
@@ -103,6 +104,14 @@ def set_learning_rate(opt: Any, phase: str, value: Any) -> None:
 
 
 def prepare(config: RunConfig, on_trace: Callable[[str, str], None]) -> Prepared:
+    # What can be checked without TensorFlow is checked first: a typo answers at once, not after ~4 s.
+    config = config.validate()
+    source = _experiment_source(config)
+    if not source.is_file():
+        raise UserError(f"experiment file {source} does not exist; check the path")
+    if config.run_dir:
+        check_run_dir_free(config.run_dir)
+
     from .tf_quiet import import_tensorflow
     tf = import_tensorflow()
     import keras
@@ -110,8 +119,6 @@ def prepare(config: RunConfig, on_trace: Callable[[str, str], None]) -> Prepared
     from .devices import resolve_device
     from .step import PhaseStep
 
-    config = config.validate()
-    source = _experiment_source(config)
     module = load_module(source)
     device, device_name = resolve_device(config.device)
     keras.utils.set_random_seed(config.seed)

@@ -23,11 +23,17 @@ from .runlog import CHECKPOINT_DIR, CONFIG_FILE, EVENTS_FILE, SCALARS_FILE, SCAL
 _STOP = object()
 
 
-def prepare_run_dir(path: str | Path) -> Path:
-    """Create a fresh run directory; refuse one that already holds a run, so nothing recorded is lost."""
+def check_run_dir_free(path: str | Path) -> Path:
+    """Refuse a run directory that already holds something, so nothing recorded is ever overwritten."""
     p = Path(path)
     if p.exists() and (not p.is_dir() or any(p.iterdir())):
         raise UserError(f"run directory {p} already exists and is not empty; pass a new --run-dir")
+    return p
+
+
+def prepare_run_dir(path: str | Path) -> Path:
+    """Create a fresh run directory (checked free and writable)."""
+    p = check_run_dir_free(path)
     try:
         p.mkdir(parents=True, exist_ok=True)
         probe = p / ".write-test"

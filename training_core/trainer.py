@@ -53,6 +53,7 @@ class Trainer:
         self._pending: list[tuple] = []
         self._early_events: list[dict] = []
         self._seen_leaks: set[tuple[str, int]] = set()
+        self._nan_phases: set[str] = set()
         self._freeze_epoch = 0
         self._phase = -1
         self._t0 = 0.0
@@ -262,6 +263,7 @@ class Trainer:
         if paused:
             self._event("pause", reason=reason)
         else:
+            self._nan_phases.clear()
             self._event("resume")
         self.observer.on_status(self.status())
 
@@ -331,11 +333,15 @@ class Trainer:
                 self._event("leak", variable=b.var_paths[j], phase=b.phase, at_step=int(b.steps[r]),
                             update_norm=float(b.update_norm[r, j]), method=self._method)
         bad = ~np.isfinite(b.loss)
-        if bad.any():
+        if bad.any() and b.phase not in self._nan_phases:
+            # once per episode: a loss that stays NaN is not re-reported every fetch (a resume re-arms it)
+            self._nan_phases.add(b.phase)
             r = int(np.flatnonzero(bad)[0])
             self._event("nan", phase=b.phase, at_step=int(b.steps[r]), value=str(b.loss[r]))
             if self.config.pause_on_nan:
                 self._set_paused(True, reason="nan")
+        elif len(b.loss) and np.isfinite(b.loss[-1]):
+            self._nan_phases.discard(b.phase)
 
     def _sample(self) -> None:
         p = self.prepared
