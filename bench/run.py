@@ -1,0 +1,94 @@
+"""Freezeframe's benchmark: `python bench/run.py` (full) or `python bench/run.py --quick` (CI: checks it
+runs; no timing assertion). Prints a table against the targets; the last line is exactly
+`ratios: headless/bare=X window/bare=Y fit_tb/bare=Z`.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import date
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+
+def startup(runs: int) -> dict:
+    vis, first = [], []
+    for _ in range(runs):
+        run_dir = str(Path(tempfile.mkdtemp(prefix="ff-bench-start-")) / "run")
+        out = subprocess.run([sys.executable, str(ROOT / "bench" / "startup_probe.py"), repr(time.time()), run_dir],
+                             capture_output=True, text=True, timeout=300, cwd=ROOT)
+        vals = dict(line.split() for line in out.stdout.splitlines() if line.split()[:1] in (["visible"], ["first_step"]))
+        if len(vals) != 2:
+            raise RuntimeError(f"startup probe failed: {out.stderr[-2000:]}")
+        vis.append(float(vals["visible"]))
+        first.append(float(vals["first_step"]))
+    return {"window_visible_s": sorted(vis)[len(vis) // 2], "first_step_after_start_s": sorted(first)[len(first) // 2]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--quick", action="store_true", help="small sizes: checks the benchmark runs (CI)")
+    a = ap.parse_args(argv)
+    q = a.quick
+    chunk, rounds = (100, 2) if q else (600, 7)
+    from training_core.tf_quiet import import_tensorflow
+    import_tensorflow()
+    from bench.control import measure_control
+    from bench.disk import measure_disk
+    from bench.throughput import measure_throughput
+    from bench.variants import Bare, FitTensorBoard, Headless
+    from bench.window_bench import Window, measure_memory, measure_responsiveness
+
+    print(f"Freezeframe benchmark, {date.today()}, {platform.processor() or platform.machine()}, "
+          f"{os.cpu_count()} cores, Python {platform.python_version()}{' (quick)' if q else ''}", flush=True)
+    variants = [Bare(), FitTensorBoard(), Headless(), Window()]
+    rates = measure_throughput(variants, chunk, rounds)
+    for v in variants:
+        v.close()
+    bare = rates["bare"]
+    rows = [("throughput bare", f"{bare:.0f} steps/s", "reference")]
+    rows += [(f"throughput {k}", f"{v:.0f} steps/s = {v / bare:.3f} x bare", t)
+             for k, v, t in (("fit_tb", rates["fit_tb"], "(keras.io pattern)"),
+                             ("headless", rates["headless"], ">= 0.97 x bare"),
+                             ("window", rates["window"], ">= 0.93 x bare"))]
+    resp = measure_responsiveness(20_000 if q else 1_000_000, 2.0 if q else 15.0)
+    rows.append(("timer lateness, 10 ms timer", f"p99 {resp['p99_ms']:.1f} ms, max {resp['max_ms']:.1f} ms "
+                 f"({resp['points_per_loss_curve']:,} pts/loss curve, {resp['live_steps']} live steps)",
+                 "p99 < 16 ms, max < 50 ms"))
+    ctl = measure_control(300 if q else 1200)
+    rows.append(("control change -> effect", f"applied {max(ctl['steps_from_send_to_apply'])} step(s) after sending; "
+                 f"first zero update at step {ctl['first_zero_update_step']} (freeze at {ctl['freeze_event_step']})",
+                 "next step boundary"))
+    rows.append(("traces after warm-up", f"{ctl['traces_after_warm_up']} (warm-up: {ctl['traces_at_warm_up']})", "0"))
+    mem = measure_memory(20_000 if q else 1_000_000)
+    rows.append(("window RSS growth", f"{mem['growth_MB']:.0f} MB over {mem['steps']:,} steps "
+                 f"(peak {mem['peak_MB']:.0f} MB)", "< 200 MB per 10^6 steps"))
+    disk = measure_disk(2_000 if q else 20_000)
+    rows.append(("run directory size", f"{disk['MB_per_1e6_steps']:.0f} MB per 10^6 steps "
+                 f"(from {disk['steps']:,} steps)", "< 200 MB, reported"))
+    st = startup(1 if q else 3)
+    rows.append(("window visible after launch", f"{st['window_visible_s']:.2f} s", "< 2 s"))
+    rows.append(("first step after Start", f"{st['first_step_after_start_s']:.2f} s", "< 5 s"))
+    print()
+    print("| measure | result | target |")
+    print("| --- | --- | --- |")
+    for r in rows:
+        print(f"| {r[0]} | {r[1]} | {r[2]} |")
+    print(f"ratios: headless/bare={rates['headless'] / bare:.3f} window/bare={rates['window'] / bare:.3f} "
+          f"fit_tb/bare={rates['fit_tb'] / bare:.3f}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    code = main()
+    sys.stdout.flush()
+    os._exit(code)  # Qt and TensorFlow threads need no orderly teardown here
