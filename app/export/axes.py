@@ -1,0 +1,104 @@
+"""Axis ranges, tick positions and tick labels for printed figures.
+
+Kept apart from the painting so the numeric rules (nice 1-2-2.5-5 steps, decades on log axes, 20k
+instead of 20000) can be reasoned about and tested without Qt.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+MINUS = "\u2212"  # a real minus sign: a hyphen looks too short in print
+
+
+@dataclass
+class Tick:
+    value: float  # in axis units (log10 of the data on log axes)
+    text: str = ""  # "" = minor tick, no label
+    exponent: str = ""  # drawn as a superscript after text (10 with exponent -3)
+
+
+def linear_range(lo: float, hi: float, pad: float = 0.04) -> tuple[float, float]:
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return 0.0, 1.0
+    if hi <= lo:
+        d = abs(lo) * 0.1 or 1.0
+        return lo - d, hi + d
+    d = (hi - lo) * pad
+    return lo - d, hi + d
+
+
+def step_range(first: int, last: int) -> tuple[float, float]:
+    """Steps start at 0 unless the data start far from it (a resumed run)."""
+    lo = 0.0 if first <= 0.25 * max(last, 1) else float(first)
+    return (lo, float(last)) if last > lo else (lo, lo + 1.0)
+
+
+def nice_step(span: float, max_ticks: int) -> float:
+    raw = span / max(max_ticks, 1)
+    mag = 10.0 ** math.floor(math.log10(raw))
+    for m in (1.0, 2.0, 2.5, 5.0, 10.0):
+        if m * mag >= raw * (1 - 1e-9):
+            return m * mag
+    return 10.0 * mag
+
+
+def _decimals(step: float) -> int:
+    for d in range(0, 12):
+        if abs(round(step, d) - step) <= 1e-9 * max(step, 1e-300):
+            return d
+    return 12
+
+
+def linear_ticks(lo: float, hi: float, max_ticks: int, steps_axis: bool = False, compact: bool = False
+                 ) -> list[Tick]:
+    """Ticks at a nice step; on a step axis 20000 reads 20k (from 1e4, or from 1e3 when `compact`)."""
+    step = nice_step(hi - lo, max_ticks)
+    scale, suffix = 1.0, ""
+    if steps_axis and max(abs(lo), abs(hi)) >= (1e3 if compact else 1e4):
+        scale, suffix = (1e6, "M") if max(abs(lo), abs(hi)) >= 1e7 else (1e3, "k")
+    d = _decimals(step / scale)
+    first = math.ceil(lo / step - 1e-9)
+    ticks = []
+    for i in range(first, first + 1000):
+        v = i * step
+        if v > hi + 1e-9 * step:
+            break
+        text = f"{v / scale:.{d}f}"
+        if float(text) == 0:
+            text, sfx = "0", ""
+        else:
+            sfx = suffix
+        ticks.append(Tick(v, text.replace("-", MINUS) + sfx))
+    return ticks
+
+
+def log_range(lo: float, hi: float) -> tuple[float, float]:
+    """log10 range covering at least one whole decade, padded by 5% of the span."""
+    if not (lo > 0 and hi > 0 and math.isfinite(lo) and math.isfinite(hi)):
+        return -8.0, 0.0
+    a, b = math.log10(lo), math.log10(hi)
+    if b - a < 1.0:
+        a, b = math.floor(a), max(math.ceil(b), math.floor(a) + 1)
+    pad = (b - a) * 0.05
+    return a - pad, b + pad
+
+
+def log_ticks(a: float, b: float, max_labels: int) -> list[Tick]:
+    """Decades (labelled 10^k, every n-th if crowded) and, on short spans, unlabelled 2..9 minors."""
+    lo, hi = math.ceil(a - 1e-9), math.floor(b + 1e-9)
+    decades = list(range(lo, hi + 1))
+    every = max(1, math.ceil(len(decades) / max(max_labels, 1)))
+    ticks = []
+    for k in decades:
+        if k % every == 0:
+            ticks.append(Tick(float(k), "10", str(k).replace("-", MINUS)))
+        else:
+            ticks.append(Tick(float(k)))
+    if hi - lo <= 6:
+        for k in range(lo - 1, hi + 1):
+            for m in range(2, 10):
+                v = k + math.log10(m)
+                if a <= v <= b:
+                    ticks.append(Tick(v))
+    return ticks

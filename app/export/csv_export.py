@@ -1,0 +1,42 @@
+"""The figure's curves as CSV: `step,wall_time,tag,value,smoothed`.
+
+Rows and formatting follow the run's scalars.csv (same tags, same `.3f` wall time, `.9g` values) so the
+two files can be joined; `smoothed` is training_core.ema_smooth with the figure's weight, i.e. the
+bold line in the figure, computed by the very `Curve` objects the figure drew.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from training_core import UserError
+
+from .data import FigureData
+
+CSV_HEADER = "step,wall_time,tag,value,smoothed"
+
+
+def _num(v: float) -> str:
+    return f"{v:.9g}" if math.isfinite(v) else ("nan" if math.isnan(v) else ("inf" if v > 0 else "-inf"))
+
+
+def csv_text(data: FigureData) -> str:
+    """All curves of all plots, ordered by step (then in figure order), as scalars.csv is."""
+    curves = [c for plot in data.plots for c in plot.curves]
+    rows: list[tuple[int, int, str]] = []
+    for ci, c in enumerate(curves):
+        for s, w, v, sm in zip(c.steps.tolist(), c.wall.tolist(), c.values.tolist(), c.smoothed.tolist()):
+            rows.append((s, ci, f"{s},{w:.3f},{c.tag},{_num(v)},{_num(sm)}\n"))
+    rows.sort(key=lambda r: (r[0], r[1]))
+    return CSV_HEADER + "\n" + "".join(r[2] for r in rows)
+
+
+def write_csv(data: FigureData, path: str | Path) -> int:
+    """Write the CSV; returns the number of data rows."""
+    text = csv_text(data)
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise UserError(f"could not write {path}: {e.strerror}; check the folder") from None
+    return text.count("\n") - 1
+

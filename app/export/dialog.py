@@ -1,0 +1,322 @@
+"""File → Export figure…: every figure option, with a preview drawn exactly as the file will be.
+
+The preview is the export itself at screen scale (same `Figure.paint`, same point sizes), so what
+the user tunes is what lands in the paper. It re-reads the store when options change and, while a
+run trains, at most every two seconds; all of it on the GUI thread from the store's arrays, never
+from the trainer, so training does not wait for it.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QImage, QPainter, QPixmap
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFileDialog,
+                               QFormLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit, QMessageBox, QPushButton,
+                               QSizePolicy, QSpinBox, QVBoxLayout, QWidget)
+
+from training_core import UserError
+
+from .clipboard import copy_figure
+from .csv_export import write_csv
+from .figure import Figure
+from .render import write_pdf, write_png, write_svg
+from .spec import (FORMATS, PLOT_NAMES, SIZE_PRESETS, FigureSpec, default_labels, format_from_path, from_units,
+                   to_units)
+
+CUSTOM = "custom"
+
+
+class ExportDialog(QDialog):
+    def __init__(self, store_provider: Callable[[], object], spec: FigureSpec | None = None,
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Export figure")
+        self.setObjectName("exportDialog")
+        self._store_provider = store_provider
+        self._units = "in"
+        self._version = None
+        self.preview_image: QImage | None = None
+        self._build(spec or FigureSpec())
+        self._debounce = QTimer(self, singleShot=True, interval=120, timeout=self.refresh_preview)
+        self._live = QTimer(self, interval=2000, timeout=self._refresh_if_data_moved)
+        self._live.start()
+        self.schedule_preview()
+
+    # -- widgets ---------------------------------------------------------------------------------
+    def _build(self, spec: FigureSpec) -> None:
+        form = QFormLayout()
+        self.plot_boxes = {name: QCheckBox(name) for name in PLOT_NAMES}
+        plots_row = QHBoxLayout()
+        for name, box in self.plot_boxes.items():
+            box.setChecked(name in spec.plots)
+            plots_row.addWidget(box)
+        self.update_kind = QComboBox()
+        self.update_kind.addItem("relative ‖ΔW‖/‖W‖", "update_ratio")
+        self.update_kind.addItem("absolute ‖ΔW‖", "update_norm")
+        self.update_kind.setCurrentIndex(0 if spec.update_kind == "update_ratio" else 1)
+        plots_row.addWidget(self.update_kind)
+        form.addRow("Plots", plots_row)
+        self.variables = QLineEdit(", ".join(spec.variables or []))
+        self.variables.setPlaceholderText("all variables (or scopes, comma-separated)")
+        form.addRow("Variables", self.variables)
+        self.layout_box = _combo(["auto", "row", "column"], spec.layout)
+        form.addRow("Layout", self.layout_box)
+        self.format_box = _combo([f.upper() for f in FORMATS], spec.format.upper())
+        form.addRow("Format", self.format_box)
+        self.preset = _combo(list(SIZE_PRESETS) + [CUSTOM], CUSTOM)
+        self.units = _combo(["in", "mm"], "in")
+        row = QHBoxLayout()
+        row.addWidget(self.preset, 1)
+        row.addWidget(self.units)
+        form.addRow("Size", row)
+        self.width_box, self.height_box = _dspin(0.5, 40, 0.01, spec.width_in), _dspin(0.5, 40, 0.01, spec.height_in)
+        row = QHBoxLayout()
+        row.addWidget(QLabel("width"))
+        row.addWidget(self.width_box)
+        row.addWidget(QLabel("height"))
+        row.addWidget(self.height_box)
+        form.addRow("", row)
+        self.dpi = QSpinBox(minimum=10, maximum=2400, value=spec.dpi, singleStep=50)
+        form.addRow("DPI (PNG)", self.dpi)
+        self.theme = QComboBox()
+        self.theme.addItem("paper (white, colour-blind safe)", "paper")
+        self.theme.addItem("as on screen (dark)", "screen")
+        self.theme.setCurrentIndex(0 if spec.theme == "paper" else 1)
+        form.addRow("Theme", self.theme)
+        self.font_size = _dspin(3, 72, 0.5, spec.font_size, suffix=" pt")
+        form.addRow("Font size", self.font_size)
+        self.smoothing = _dspin(0.0, 0.999, 0.05, spec.smoothing, decimals=3)  # the plots' slider goes to 0.999
+        form.addRow("Smoothing", self.smoothing)
+        self.raw, self.markers = QCheckBox("raw curves"), QCheckBox("event markers")
+        self.legend, self.panel_labels = QCheckBox("legend"), QCheckBox("(a), (b) labels")
+        for box, on in ((self.raw, spec.raw), (self.markers, spec.markers), (self.legend, spec.legend),
+                        (self.panel_labels, spec.panel_labels)):
+            box.setChecked(on)
+        row = QHBoxLayout()
+        for box in (self.raw, self.markers, self.legend, self.panel_labels):
+            row.addWidget(box)
+        form.addRow("Show", row)
+        labels = QGroupBox("Axis labels")
+        lform = QFormLayout(labels)
+        self.label_edits: dict[str, tuple[QLineEdit, QLineEdit]] = {}
+        for name in PLOT_NAMES:
+            x, y = spec.labels.get(name, ("", ""))
+            ex, ey = QLineEdit(x), QLineEdit(y)
+            self.label_edits[name] = (ex, ey)
+            row = QHBoxLayout()
+            row.addWidget(ex)
+            row.addWidget(ey, 2)
+            lform.addRow(name, row)
+        self._update_label_placeholders()
+
+        self.preview = QLabel(alignment=Qt.AlignmentFlag.AlignCenter)
+        self.preview.setObjectName("exportPreview")
+        self.preview.setMinimumSize(520, 320)
+        self.preview.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
+        self.preview.setStyleSheet("QLabel { background: #808080; }")
+        self.info = QLabel()
+        self.error = QLabel()
+        self.error.setStyleSheet("color: #d55e00")
+        self.error.setWordWrap(True)
+
+        buttons = QDialogButtonBox()
+        self.export_button = buttons.addButton("Export…", QDialogButtonBox.ButtonRole.AcceptRole)
+        self.copy_button = QPushButton("Copy")
+        self.csv_button = QPushButton("Export CSV…")
+        buttons.addButton(self.copy_button, QDialogButtonBox.ButtonRole.ActionRole)
+        buttons.addButton(self.csv_button, QDialogButtonBox.ButtonRole.ActionRole)
+        buttons.addButton(QDialogButtonBox.StandardButton.Close)
+        buttons.rejected.connect(self.reject)
+        self.export_button.clicked.connect(self._ask_export)
+        self.copy_button.clicked.connect(self._copy)
+        self.csv_button.clicked.connect(self._ask_csv)
+        self.export_button.setDefault(True)
+
+        left = QVBoxLayout()
+        left.addLayout(form)
+        left.addWidget(labels)
+        left.addStretch(1)
+        right = QVBoxLayout()
+        right.addWidget(self.preview, 1)
+        right.addWidget(self.info)
+        right.addWidget(self.error)
+        top = QHBoxLayout()
+        top.addLayout(left)
+        top.addLayout(right, 1)
+        outer = QVBoxLayout(self)
+        outer.addLayout(top, 1)
+        outer.addWidget(buttons)
+
+        for w in [*self.plot_boxes.values(), self.raw, self.markers, self.legend, self.panel_labels]:
+            w.toggled.connect(self.schedule_preview)
+        for w in (self.update_kind, self.layout_box, self.format_box, self.theme):
+            w.currentIndexChanged.connect(self.schedule_preview)
+        for w in (self.width_box, self.height_box, self.font_size, self.smoothing, self.dpi):
+            w.valueChanged.connect(self.schedule_preview)
+        for w in [self.variables] + [e for pair in self.label_edits.values() for e in pair]:
+            w.textChanged.connect(self.schedule_preview)
+        self.update_kind.currentIndexChanged.connect(self._update_label_placeholders)
+        self.preset.currentIndexChanged.connect(self._preset_chosen)
+        self.units.currentIndexChanged.connect(self._units_changed)
+        self.width_box.valueChanged.connect(self._width_edited)
+        self.format_box.currentIndexChanged.connect(lambda: self.dpi.setEnabled(self.format_box.currentText() == "PNG"))
+        self.dpi.setEnabled(spec.format == "png")
+        self._width_edited()
+
+    def _update_label_placeholders(self) -> None:
+        kind = self.update_kind.currentData()
+        for name, (ex, ey) in self.label_edits.items():
+            x, y = default_labels(name, kind)
+            ex.setPlaceholderText(x)
+            ey.setPlaceholderText(y)
+
+    def _preset_chosen(self) -> None:
+        inches = SIZE_PRESETS.get(self.preset.currentText())
+        if inches is not None:
+            self.width_box.setValue(to_units(inches, self._units))
+
+    def _width_edited(self) -> None:
+        w_in = from_units(self.width_box.value(), self._units)
+        match = next((k for k, v in SIZE_PRESETS.items() if abs(v - w_in) < 0.005), CUSTOM)
+        if self.preset.currentText() != match:
+            self.preset.blockSignals(True)
+            self.preset.setCurrentText(match)
+            self.preset.blockSignals(False)
+
+    def _units_changed(self) -> None:
+        new = self.units.currentText()
+        w, h = (from_units(b.value(), self._units) for b in (self.width_box, self.height_box))
+        self._units = new
+        for box, inches in ((self.width_box, w), (self.height_box, h)):
+            box.blockSignals(True)
+            box.setRange(to_units(0.5, new), to_units(40, new))
+            box.setDecimals(1 if new == "mm" else 2)
+            box.setSingleStep(1.0 if new == "mm" else 0.05)
+            box.setValue(to_units(inches, new))
+            box.blockSignals(False)
+        self.schedule_preview()
+
+    # -- the spec --------------------------------------------------------------------------------
+    def spec(self) -> FigureSpec:
+        """The figure the widgets describe (validated; raises UserError)."""
+        variables = [s.strip() for s in self.variables.text().split(",") if s.strip()]
+        spec = FigureSpec(
+            plots=[n for n, b in self.plot_boxes.items() if b.isChecked()],
+            width_in=from_units(self.width_box.value(), self._units),
+            height_in=from_units(self.height_box.value(), self._units),
+            format=self.format_box.currentText().lower(), dpi=self.dpi.value(), theme=self.theme.currentData(),
+            font_size=self.font_size.value(), raw=self.raw.isChecked(), smoothing=self.smoothing.value(),
+            markers=self.markers.isChecked(), legend=self.legend.isChecked(),
+            panel_labels=self.panel_labels.isChecked(), update_kind=self.update_kind.currentData(),
+            variables=variables or None, layout=self.layout_box.currentText())
+        for name, (ex, ey) in self.label_edits.items():
+            if ex.text() or ey.text():
+                dx, dy = default_labels(name, spec.update_kind)
+                spec.labels[name] = (ex.text() or dx, ey.text() or dy)
+        return spec.validate()
+
+    def figure(self) -> Figure:
+        return Figure(self._store_provider(), self.spec())
+
+    # -- preview ---------------------------------------------------------------------------------
+    def schedule_preview(self) -> None:
+        self._debounce.start()
+
+    def _refresh_if_data_moved(self) -> None:
+        if self.isVisible() and getattr(self._store_provider(), "version", None) != self._version:
+            self.refresh_preview()
+
+    def refresh_preview(self) -> None:
+        try:
+            fig = self.figure()
+        except UserError as e:
+            self.error.setText(str(e))
+            return
+        self.error.setText("")
+        store = self._store_provider()
+        self._version = getattr(store, "version", None)
+        w_pt, h_pt = fig.size_pt
+        ratio = self.devicePixelRatioF()
+        avail_w, avail_h = max(self.preview.width() - 16, 100), max(self.preview.height() - 16, 100)
+        scale = min(avail_w / w_pt, avail_h / h_pt) * ratio
+        img = QImage(max(1, round(w_pt * scale)), max(1, round(h_pt * scale)), QImage.Format.Format_ARGB32)
+        img.fill(0)
+        p = QPainter(img)
+        p.scale(scale, scale)
+        fig.paint(p, dpi_equiv=72.0 * scale)
+        p.end()
+        img.setDevicePixelRatio(ratio)
+        self.preview_image = img
+        self.preview.setPixmap(QPixmap.fromImage(img))
+        spec = fig.spec
+        w, h = spec.width_in, spec.height_in
+        size = f"{w:.2f} × {h:.2f} in ({w * 25.4:.0f} × {h * 25.4:.0f} mm)"
+        px = f", {round(w * spec.dpi)} × {round(h * spec.dpi)} px" if spec.format == "png" else ""
+        self.info.setText(f"{size}, {spec.format.upper()}{px}; data to step {fig.data.last_step}")
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt override
+        super().resizeEvent(event)
+        self.schedule_preview()
+
+    # -- actions ---------------------------------------------------------------------------------
+    def export_to(self, path: str | Path) -> Path:
+        """Write the figure to `path`; a known extension picks the format, none gets the chosen one's."""
+        path = Path(path)
+        try:
+            fmt = format_from_path(str(path))
+            self.format_box.setCurrentText(fmt.upper())
+        except UserError:
+            fmt = self.format_box.currentText().lower()
+            path = path.with_name(path.name + "." + fmt)
+        fig = self.figure()
+        {"png": lambda: write_png(fig, path, fig.spec.dpi), "svg": lambda: write_svg(fig, path),
+         "pdf": lambda: write_pdf(fig, path)}[fmt]()
+        return path
+
+    def export_csv_to(self, path: str | Path) -> int:
+        return write_csv(self.figure().data, path)
+
+    def _ask_export(self) -> None:
+        fmt = self.format_box.currentText().lower()
+        path, _ = QFileDialog.getSaveFileName(self, "Export figure", f"figure.{fmt}",
+                                              f"{fmt.upper()} (*.{fmt});;All files (*)")
+        if path:
+            self._guard(lambda: self.info.setText(f"wrote {self.export_to(path)}"))
+
+    def _ask_csv(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Export data as CSV", "figure.csv", "CSV (*.csv)")
+        if path:
+            self._guard(lambda: self.info.setText(f"wrote {path} ({self.export_csv_to(path)} rows)"))
+
+    def _copy(self) -> None:
+        self._guard(lambda: (copy_figure(self.figure()), self.info.setText("figure copied to the clipboard")))
+
+    def _guard(self, fn: Callable[[], object]) -> None:
+        try:
+            fn()
+        except UserError as e:
+            show_error(self, str(e))
+
+
+def show_error(parent: QWidget, message: str) -> QMessageBox:
+    """A window-modal warning that does not block the event loop (open(), not exec()): the live plots
+    keep updating behind it."""
+    box = QMessageBox(QMessageBox.Icon.Warning, "Export", message, QMessageBox.StandardButton.Ok, parent)
+    box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+    box.open()
+    return box
+
+
+def _combo(items: list[str], current: str) -> QComboBox:
+    box = QComboBox()
+    box.addItems(items)
+    box.setCurrentText(current)
+    return box
+
+
+def _dspin(lo: float, hi: float, step: float, value: float, suffix: str = "", decimals: int = 2) -> QDoubleSpinBox:
+    box = QDoubleSpinBox(minimum=lo, maximum=hi, singleStep=step, decimals=decimals, suffix=suffix)
+    box.setValue(value)
+    return box

@@ -1,0 +1,124 @@
+"""Legends: measuring, placing where they hide the least data, and drawing.
+
+Placement follows what people do by hand for a paper: inside the axes in the emptiest corner when it
+is small enough to cover (almost) nothing; otherwise beside the axes; otherwise under them in
+columns, so a long legend never shrinks the plot to a sliver in a narrow journal column.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from PySide6.QtCore import QLineF, QRectF, Qt
+from PySide6.QtGui import QColor, QPainter, QPen
+
+from .data import LegendEntry
+from .text import TextStyle
+from .theme import FROZEN_DASH, Theme
+
+
+def colour_of(theme: Theme, colour: int | str) -> QColor:
+    if colour == "fg":
+        return QColor(theme.foreground)
+    if colour == "muted":
+        return QColor(theme.muted)
+    return theme.colour(int(colour))
+
+
+def make_pen(colour: QColor, width: float, dash: list[float] | None = None, dots: bool = False) -> QPen:
+    """A non-cosmetic pen: its width is in points at print size, whatever the output's resolution."""
+    pen = QPen(colour, width)
+    pen.setCosmetic(False)
+    pen.setJoinStyle(Qt.PenJoinStyle.RoundJoin)
+    pen.setCapStyle(Qt.PenCapStyle.RoundCap if dots else Qt.PenCapStyle.FlatCap)
+    if dots:
+        pen.setDashPattern(FROZEN_DASH)
+    elif dash:
+        pen.setDashPattern(dash)
+    return pen
+
+
+def entry_pen(theme: Theme, e: LegendEntry) -> QPen:
+    return make_pen(colour_of(theme, e.colour), theme.line_width, e.dash, dots=e.frozen)
+
+
+@dataclass
+class Legend:
+    entries: list[LegendEntry]
+    style: TextStyle
+    ncol: int = 1
+
+    def header_style(self) -> TextStyle:
+        if not hasattr(self, "_header"):
+            self._header = TextStyle(self.style.size, italic=True)
+        return self._header
+
+    @property
+    def pad(self) -> float:
+        return 0.45 * self.style.size
+
+    @property
+    def sample(self) -> float:
+        return 1.6 * self.style.size
+
+    @property
+    def row_h(self) -> float:
+        return self.style.height * 1.12
+
+    def col_w(self) -> float:
+        line = self.sample + 0.5 * self.style.size
+        return max((self.header_style().width(e.label) if e.colour is None else line + self.style.width(e.label)
+                    for e in self.entries), default=0.0)
+
+    def size(self) -> tuple[float, float]:
+        rows = math.ceil(len(self.entries) / self.ncol)
+        gap = 1.0 * self.style.size
+        return (2 * self.pad + self.ncol * self.col_w() + (self.ncol - 1) * gap, 2 * self.pad + rows * self.row_h)
+
+    def fit_columns(self, max_width: float) -> None:
+        gap = 1.0 * self.style.size
+        self.ncol = max(1, min(len(self.entries), int((max_width - 2 * self.pad + gap) // (self.col_w() + gap))))
+
+    def draw(self, p: QPainter, x: float, y: float, theme: Theme, frame: bool = True) -> None:
+        w, h = self.size()
+        if frame:
+            p.setPen(make_pen(QColor(theme.muted), theme.legend_frame_width))
+            p.setBrush(QColor(theme.background))
+            p.drawRect(QRectF(x, y, w, h))
+            p.setBrush(Qt.BrushStyle.NoBrush)
+        rows = math.ceil(len(self.entries) / self.ncol)
+        gap = 1.0 * self.style.size
+        for i, e in enumerate(self.entries):
+            col, row = divmod(i, rows)
+            ex = x + self.pad + col * (self.col_w() + gap)
+            ey = y + self.pad + (row + 0.5) * self.row_h
+            if e.colour is None:  # a header: the scope the entries below belong to
+                self.header_style().draw(p, ex, ey, e.label, QColor(theme.foreground), va="center")
+                continue
+            p.setPen(entry_pen(theme, e))
+            p.drawLine(QLineF(ex, ey, ex + self.sample, ey))
+            self.style.draw(p, ex + self.sample + 0.5 * self.style.size, ey, e.label,
+                            QColor(theme.foreground), va="center")
+
+
+def best_corner(plot: QRectF, size: tuple[float, float], points: np.ndarray, inset: float) -> tuple[QRectF, int]:
+    """The inside corner whose box covers the fewest of `points` (n x 2, in points); ties go clockwise
+    from upper right, the conventional spot."""
+    w, h = size
+    corners = [
+        (plot.right() - inset - w, plot.top() + inset),
+        (plot.left() + inset, plot.top() + inset),
+        (plot.right() - inset - w, plot.bottom() - inset - h),
+        (plot.left() + inset, plot.bottom() - inset - h),
+    ]
+    best = None
+    for cx, cy in corners:
+        # a little margin around the box: a line grazing the frame reads as covered too
+        m = 0.5 * inset
+        inside = ((points[:, 0] >= cx - m) & (points[:, 0] <= cx + w + m)
+                  & (points[:, 1] >= cy - m) & (points[:, 1] <= cy + h + m)) if len(points) else np.array([])
+        n = int(inside.sum())
+        if best is None or n < best[1]:
+            best = (QRectF(cx, cy, w, h), n)
+    return best

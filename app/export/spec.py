@@ -1,0 +1,128 @@
+"""What a figure should look like: one plain dataclass shared by the dialog, the menu actions and the CLI.
+
+Sizes are kept in inches (the unit PDF pages and DPI are defined in); millimetres are only a way of
+typing them. Every check raises `UserError` with one line, so the CLI and the dialog report bad input
+the same way.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+
+from training_core import UserError
+
+PLOT_NAMES = ("losses", "updates")
+FORMATS = ("png", "svg", "pdf")
+THEMES = ("paper", "screen")
+UNITS = ("in", "mm")
+LAYOUTS = ("auto", "row", "column")
+UPDATE_KINDS = ("update_ratio", "update_norm")
+MM_PER_IN = 25.4
+
+#: journal column widths in inches (IEEE/ACM two-column templates; most others are within 0.1 in)
+SIZE_PRESETS = {"single column (3.5 in)": 3.5, "double column (7.16 in)": 7.16}
+DEFAULT_HEIGHT_IN = 2.6
+
+
+def default_labels(plot: str, update_kind: str = "update_ratio") -> tuple[str, str]:
+    """(x label, y label) a plot gets unless the user typed others."""
+    if plot == "losses":
+        return "Training step", "Loss"
+    if update_kind == "update_norm":
+        return "Training step", "Update norm ‖ΔW‖"
+    return "Training step", "Relative update ‖ΔW‖ / ‖W‖"
+
+
+def short_label(label: str) -> str:
+    """The compact form of a default label, for axes too short to hold the long one."""
+    short = {"Relative update ‖ΔW‖ / ‖W‖": "‖ΔW‖ / ‖W‖", "Update norm ‖ΔW‖": "‖ΔW‖"}
+    return short.get(label, label)
+
+
+@dataclass
+class FigureSpec:
+    """Everything that decides how a figure looks; the data come from the store at draw time, so one
+    spec can be exported again later in the run and give the same style on newer numbers."""
+
+    plots: list[str] = field(default_factory=lambda: list(PLOT_NAMES))
+    width_in: float = 7.16
+    height_in: float = DEFAULT_HEIGHT_IN
+    format: str = "pdf"
+    dpi: int = 300  # PNG only: vectors have no pixels
+    theme: str = "paper"
+    font_size: float = 8.0  # points, at print size
+    raw: bool = True  # faint unsmoothed curve behind the smoothed one
+    smoothing: float = 0.6  # TensorBoard-style EMA weight, as training_core.ema_smooth
+    markers: bool = True  # vertical lines at freeze/ratio/lr/pause/nan/leak events
+    legend: bool = True
+    update_kind: str = "update_ratio"  # relative ‖ΔW‖/‖W‖ or absolute ‖ΔW‖
+    variables: list[str] | None = None  # scope prefixes to show on the updates plot; None = all
+    layout: str = "auto"  # panels side by side (row), stacked (column), or whichever fits the page
+    panel_labels: bool = True  # (a), (b), ... when there is more than one plot
+    labels: dict[str, tuple[str, str]] = field(default_factory=dict)  # plot -> (x label, y label) overrides
+
+    def axis_labels(self, plot: str) -> tuple[str, str]:
+        return self.labels.get(plot, default_labels(plot, self.update_kind))
+
+    @property
+    def size_pt(self) -> tuple[float, float]:
+        return self.width_in * 72.0, self.height_in * 72.0
+
+    def copy(self, **changes: object) -> "FigureSpec":
+        return replace(self, plots=list(self.plots), labels=dict(self.labels), **changes)
+
+    def validate(self) -> "FigureSpec":
+        """Raise UserError on the first problem; return self so calls chain."""
+        if not self.plots:
+            raise UserError("no plot chosen; pick at least one of: " + ", ".join(PLOT_NAMES))
+        self.plots = list(dict.fromkeys(self.plots))
+        for p in self.plots:
+            if p not in PLOT_NAMES:
+                raise UserError(f"unknown plot {p!r}; choose from: {', '.join(PLOT_NAMES)}")
+        if self.format not in FORMATS:
+            raise UserError(f"unknown format {self.format!r}; choose png, svg or pdf")
+        if self.theme not in THEMES:
+            raise UserError(f"unknown theme {self.theme!r}; choose paper or screen")
+        if self.layout not in LAYOUTS:
+            raise UserError(f"unknown layout {self.layout!r}; choose auto, row or column")
+        if self.update_kind not in UPDATE_KINDS:
+            raise UserError(f"unknown update kind {self.update_kind!r}; choose update_ratio or update_norm")
+        if not (0.5 <= self.width_in <= 40 and 0.5 <= self.height_in <= 40):
+            raise UserError(f"figure size {self.width_in:g} x {self.height_in:g} in is out of range; "
+                            "use 0.5 to 40 inches (13 to 1016 mm) per side")
+        if not 10 <= self.dpi <= 2400:
+            raise UserError(f"DPI {self.dpi} is out of range; use 10 to 2400 (300 is usual for print)")
+        if not 3 <= self.font_size <= 72:
+            raise UserError(f"font size {self.font_size:g} pt is out of range; use 3 to 72 (8 is usual)")
+        if not 0.0 <= self.smoothing < 1.0:
+            raise UserError(f"smoothing {self.smoothing:g} is out of range; use 0 (none) up to 0.999")
+        return self
+
+
+def parse_size(text: str, units: str = "in") -> tuple[float, float]:
+    """'7.16x3' (in the given units) -> (width_in, height_in)."""
+    if units not in UNITS:
+        raise UserError(f"unknown units {units!r}; choose in or mm")
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*[xX×]\s*([0-9]*\.?[0-9]+)\s*", text or "")
+    if not m:
+        raise UserError(f"size {text!r} is not WIDTHxHEIGHT, e.g. 7.16x3 (inches) or 182x76 with --units mm")
+    w, h = float(m.group(1)), float(m.group(2))
+    if units == "mm":
+        w, h = w / MM_PER_IN, h / MM_PER_IN
+    return w, h
+
+
+def to_units(inches: float, units: str) -> float:
+    return inches * MM_PER_IN if units == "mm" else inches
+
+
+def from_units(value: float, units: str) -> float:
+    return value / MM_PER_IN if units == "mm" else value
+
+
+def format_from_path(path: str) -> str:
+    """The format an output file name asks for, by extension."""
+    ext = path.rsplit(".", 1)[-1].lower() if "." in path.rsplit("/", 1)[-1] else ""
+    if ext not in FORMATS:
+        raise UserError(f"cannot tell the format of {path!r}; end it in .png, .svg or .pdf, or give --format")
+    return ext

@@ -1,0 +1,129 @@
+"""`python main.py --export RUN_DIR --out fig.pdf ...`: paper figures from a run directory, no window.
+
+Every input is checked before Qt starts or anything is written; bad input exits with code 2 and one
+line on stderr. Without a display (CI, ssh) Qt's offscreen platform is used, so this works headless.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from training_core import UserError, in_scope, is_run_dir
+
+from app.export.spec import (FORMATS, LAYOUTS, PLOT_NAMES, THEMES, UNITS, FigureSpec, format_from_path,
+                             parse_size)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2, no usage dump
+        raise UserError(f"{message} (see main.py --export RUN_DIR --help)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="main.py", description="Render paper figures from a run directory.")
+    p.add_argument("--export", metavar="RUN_DIR", required=True, help="the run directory to draw")
+    p.add_argument("--out", metavar="FILE", help="figure file; the format follows its extension (.png/.svg/.pdf)")
+    p.add_argument("--plots", default="losses,updates", help=f"comma-separated, from: {', '.join(PLOT_NAMES)}")
+    p.add_argument("--format", choices=FORMATS, help="png, svg or pdf (default: from --out)")
+    p.add_argument("--size", metavar="WxH", help="figure size, e.g. 7.16x3 (default 3.5x2.6 for one plot, "
+                                                 "7.16x2.6 for more)")
+    p.add_argument("--units", choices=UNITS, default="in", help="units of --size: in (default) or mm")
+    p.add_argument("--dpi", type=int, default=300, help="PNG resolution (default 300)")
+    p.add_argument("--theme", choices=THEMES, default="paper", help="paper (default: white, colour-blind-safe) "
+                                                                    "or screen (dark)")
+    p.add_argument("--font-size", type=float, default=8.0, help="base font size in points (default 8)")
+    p.add_argument("--smoothing", type=float, default=0.6, help="EMA weight 0..0.999 as in TensorBoard (default 0.6)")
+    p.add_argument("--no-raw", action="store_true", help="draw only the smoothed curves")
+    p.add_argument("--no-markers", action="store_true", help="no lines at freeze/ratio/lr/pause/NaN/leak events")
+    p.add_argument("--no-legend", action="store_true", help="no legends")
+    p.add_argument("--no-panel-labels", action="store_true", help="no (a), (b) on multi-plot figures")
+    p.add_argument("--absolute", action="store_true", help="updates plot: ‖ΔW‖ instead of ‖ΔW‖/‖W‖")
+    p.add_argument("--vars", metavar="SCOPES", help="updates plot: only these comma-separated scopes")
+    p.add_argument("--layout", choices=LAYOUTS, default="auto", help="panels side by side (row), stacked "
+                                                                      "(column) or auto")
+    p.add_argument("--xlabel", help="x-axis label of every plot")
+    p.add_argument("--ylabel", metavar="PLOT=TEXT", action="append", default=[], help="y-axis label of a plot")
+    p.add_argument("--csv", metavar="FILE", help="also write the drawn curves as step,wall_time,tag,value,smoothed")
+    return p
+
+
+def spec_from_args(a: argparse.Namespace) -> FigureSpec:
+    plots = [s.strip() for s in a.plots.split(",") if s.strip()]
+    fmt = a.format or (format_from_path(a.out) if a.out else "pdf")
+    if a.size:
+        w, h = parse_size(a.size, a.units)
+    else:
+        w, h = (3.5 if len(plots) == 1 else 7.16), 2.6
+    spec = FigureSpec(plots=plots, width_in=w, height_in=h, format=fmt, dpi=a.dpi, theme=a.theme,
+                      font_size=a.font_size, raw=not a.no_raw, smoothing=a.smoothing, markers=not a.no_markers,
+                      legend=not a.no_legend, panel_labels=not a.no_panel_labels, layout=a.layout,
+                      update_kind="update_norm" if a.absolute else "update_ratio",
+                      variables=[s.strip() for s in a.vars.split(",") if s.strip()] if a.vars else None)
+    spec.validate()
+    for plot in spec.plots:
+        x, y = spec.axis_labels(plot)
+        spec.labels[plot] = (a.xlabel if a.xlabel is not None else x, y)
+    for item in a.ylabel:
+        plot, sep, text = item.partition("=")
+        if not sep or plot not in spec.plots:
+            raise UserError(f"--ylabel {item!r} is not PLOT=TEXT for a chosen plot, e.g. losses=\"BCE loss\"")
+        spec.labels[plot] = (spec.labels[plot][0], text)
+    return spec
+
+
+def _check_paths(a: argparse.Namespace) -> None:
+    run = Path(a.export)
+    if not run.exists():
+        raise UserError(f"run directory {a.export} does not exist; give a directory a run wrote, e.g. runs/ring-...")
+    if not is_run_dir(run):
+        raise UserError(f"{a.export} is not a run directory (no scalars.csv and events.jsonl); "
+                        "give the directory a training run wrote")
+    if not a.out and not a.csv:
+        raise UserError("nothing to write; give --out FILE (.png/.svg/.pdf) and/or --csv FILE")
+    for path in (a.out, a.csv):
+        if path and not Path(path).resolve().parent.is_dir():
+            raise UserError(f"the folder of {path} does not exist; create it or choose another --out/--csv")
+
+
+_APP = None  # the QGuiApplication fonts and painting need; module-level so it outlives main()'s locals
+
+
+def _ensure_gui_app() -> None:
+    global _APP
+    if not os.environ.get("QT_QPA_PLATFORM") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+        os.environ["QT_QPA_PLATFORM"] = "offscreen"
+    from PySide6.QtGui import QGuiApplication
+    _APP = QGuiApplication.instance() or QGuiApplication(["freezeframe-export"])
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        a = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+        _check_paths(a)
+        spec = spec_from_args(a)
+        from app.store import MetricsStore
+        try:
+            store = MetricsStore.from_run_dir(a.export)
+        except (OSError, ValueError, KeyError, IndexError) as e:
+            raise UserError(f"could not read the run in {a.export} ({e}); is it complete?") from None
+        if not store.phases:
+            raise UserError(f"{a.export} has no recorded steps yet; export after the run has trained a little")
+        if spec.variables and not any(in_scope(p, s) for p in store.var_paths for s in spec.variables):
+            raise UserError(f"--vars {','.join(spec.variables)} matches no variable; see --list-scopes")
+        _ensure_gui_app()
+        from app.export import Figure, write_csv, write_pdf, write_png, write_svg
+        fig = Figure(store, spec)
+        if a.out:
+            {"png": lambda: write_png(fig, a.out, spec.dpi), "svg": lambda: write_svg(fig, a.out),
+             "pdf": lambda: write_pdf(fig, a.out)}[spec.format]()
+            print(f"wrote {a.out} ({spec.width_in:.3g} x {spec.height_in:.3g} in, {spec.format})")
+        if a.csv:
+            rows = write_csv(fig.data, a.csv)
+            print(f"wrote {a.csv} ({rows} rows)")
+        return 0
+    except UserError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2

@@ -1,0 +1,78 @@
+"""`python main.py --export RUN_DIR ...` as a user runs it: a subprocess with no display and no window."""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("export_cli") / "run"
+    subprocess.run([sys.executable, "main.py", "--headless", "--example", "ring", "--steps", "400", "--run-dir",
+                    str(d), "--freeze", "discriminator/dense_1", "--quiet"], cwd=REPO, check=True,
+                   capture_output=True, timeout=300)
+    return d
+
+
+def export(*args: str, platform: str | None = "offscreen") -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
+    if platform:
+        env["QT_QPA_PLATFORM"] = platform
+    return subprocess.run([sys.executable, "main.py", "--export", *args], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_pdf_with_the_issue_command(run_dir, tmp_path):
+    out = tmp_path / "fig.pdf"
+    r = export(str(run_dir), "--plots", "losses,updates", "--format", "pdf", "--size", "7.16x3", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    box = re.search(rb"/MediaBox\s*\[\s*0\s+0\s+([0-9.]+)\s+([0-9.]+)\s*\]", out.read_bytes())
+    assert abs(float(box.group(1)) / 72 - 7.16) < 0.01 and abs(float(box.group(2)) / 72 - 3.0) < 0.01
+
+
+def test_no_display_at_all_still_renders(run_dir, tmp_path):
+    """No DISPLAY and no QT_QPA_PLATFORM: the exporter picks the offscreen platform itself."""
+    out = tmp_path / "fig.png"
+    r = export(str(run_dir), "--plots", "updates", "--size", "3.5x2.5", "--dpi", "120", "--theme", "screen",
+               "--smoothing", "0.9", "--font-size", "9", "--no-legend", "--no-markers", "--no-raw", "--out", str(out),
+               platform=None)
+    assert r.returncode == 0, r.stderr
+    from PySide6.QtGui import QImage
+    img = QImage(str(out))
+    assert (img.width(), img.height()) == (420, 300)
+    assert img.pixelColor(0, 0).lightness() < 60  # the dark screen theme
+
+
+def test_svg_and_csv_in_millimetres(run_dir, tmp_path):
+    out, data = tmp_path / "fig.svg", tmp_path / "fig.csv"
+    r = export(str(run_dir), "--size", "89x60", "--units", "mm", "--out", str(out), "--csv", str(data))
+    assert r.returncode == 0, r.stderr
+    head = out.read_text()[:600]
+    assert 'width="89mm"' in head and 'height="60mm"' in head
+    lines = data.read_text().splitlines()
+    assert lines[0] == "step,wall_time,tag,value,smoothed" and len(lines) > 400
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["{missing}", "--out", "{out}"], "does not exist"),
+    (["{tmp}", "--out", "{out}"], "not a run directory"),
+    (["{run}", "--plots", "losses,gradients", "--out", "{out}"], "unknown plot"),
+    (["{run}", "--size", "7x", "--out", "{out}"], "WIDTHxHEIGHT"),
+    (["{run}", "--format", "tiff", "--out", "{out}"], "invalid choice"),
+    (["{run}", "--out", "{tmp}/fig.eps"], "cannot tell the format"),
+])
+def test_bad_input_is_one_line_and_exit_2(run_dir, tmp_path, args, needle):
+    out = tmp_path / "fig.pdf"
+    subs = {"missing": str(tmp_path / "nope"), "tmp": str(tmp_path), "run": str(run_dir), "out": str(out)}
+    r = export(*[a.format(**subs) for a in args])
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0], r.stderr
+    assert not out.exists() and not (tmp_path / "fig.eps").exists()

@@ -1,0 +1,211 @@
+"""Exported figures and data from a real training run: true vectors, exact page and pixel sizes, CSV
+that matches the run's own record, and curves that stay small and faithful on long runs."""
+from __future__ import annotations
+
+import csv
+import os
+import re
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+from app.export import (CSV_HEADER, Figure, FigureSpec, svg_bytes, write_csv, write_pdf,  # noqa: E402
+                        write_png, write_svg)
+from app.export.data import minmax_decimate  # noqa: E402
+from app.store import MetricsStore  # noqa: E402
+from training_core import MetricsBatch, PhaseBlock, ema_smooth, read_events, read_scalars  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+SVG_NS = "{http://www.w3.org/2000/svg}"
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("export") / "run"
+    subprocess.run([sys.executable, "main.py", "--headless", "--example", "ring", "--steps", "400", "--run-dir",
+                    str(d), "--freeze", "discriminator/dense_1", "--quiet"], cwd=REPO, check=True,
+                   capture_output=True, timeout=300)
+    return d
+
+
+@pytest.fixture
+def store(run_dir, qapp) -> MetricsStore:
+    return MetricsStore.from_run_dir(run_dir)
+
+
+def mediabox_in(pdf: bytes) -> tuple[float, float]:
+    boxes = re.findall(rb"/MediaBox\s*\[\s*([-0-9.]+)\s+([-0-9.]+)\s+([-0-9.]+)\s+([-0-9.]+)\s*\]", pdf)
+    assert len(boxes) == 1, "one page"
+    x0, y0, x1, y1 = map(float, boxes[0])
+    return (x1 - x0) / 72.0, (y1 - y0) / 72.0
+
+
+def test_svg_is_true_vector(store, tmp_path):
+    path = tmp_path / "fig.svg"
+    write_svg(Figure(store, FigureSpec(width_in=7.16, height_in=3.0)), path)
+    root = ET.parse(path).getroot()
+    tags = [el.tag.removeprefix(SVG_NS) for el in root.iter()]
+    assert tags.count("path") + tags.count("polyline") >= 12 * 2 + 2  # every curve is a line, not pixels
+    assert "image" not in tags
+    texts = [el.text or "" for el in root.iter(SVG_NS + "text")]
+    assert "Training step" in texts and "Loss" in texts and "D" in texts
+    assert root.get("width") == f"{7.16 * 25.4:g}mm" and root.get("height") == f"{3 * 25.4:g}mm"
+
+
+@pytest.mark.parametrize("w,h", [(7.16, 3.0), (3.5, 2.6), (89 / 25.4, 60 / 25.4)])
+def test_pdf_page_is_the_size_asked(store, tmp_path, w, h):
+    path = tmp_path / "fig.pdf"
+    write_pdf(Figure(store, FigureSpec(width_in=w, height_in=h)), path)
+    data = path.read_bytes()
+    pw, ph = mediabox_in(data)
+    assert abs(pw - w) < 0.001 and abs(ph - h) < 0.001
+    assert b"/Subtype /Image" not in data  # no raster anywhere
+    assert b"/FontFile" in data  # text is text, with its font embedded
+
+
+@pytest.mark.parametrize("dpi", [150, 300])
+def test_png_pixels_are_inches_times_dpi(store, tmp_path, dpi):
+    from PySide6.QtGui import QImage
+    path = tmp_path / "fig.png"
+    write_png(Figure(store, FigureSpec(plots=["updates"], width_in=3.5, height_in=2.6)), path, dpi)
+    img = QImage(str(path))
+    assert (img.width(), img.height()) == (round(3.5 * dpi), round(2.6 * dpi))
+    assert abs(img.dotsPerMeterX() * 0.0254 - dpi) < 0.5  # the DPI is in the file, for layout programs
+    assert img.pixelColor(0, 0).name() == "#ffffff"  # paper theme: white page
+
+
+def test_csv_agrees_with_scalars_and_smoothing(store, run_dir, tmp_path):
+    spec = FigureSpec(smoothing=0.75)
+    fig = Figure(store, spec)
+    path = tmp_path / "fig.csv"
+    n = write_csv(fig.data, path)
+    lines = path.read_text().splitlines()
+    assert lines[0] == CSV_HEADER == "step,wall_time,tag,value,smoothed"
+    rows = list(csv.DictReader(lines))
+    assert len(rows) == n
+    ours: dict[str, list[dict]] = {}
+    for r in rows:
+        ours.setdefault(r["tag"], []).append(r)
+    scalars = read_scalars(run_dir)
+    expected = {t for t in scalars if t.startswith("loss/") or t.startswith("update_ratio/")}
+    assert set(ours) == expected
+    for tag, rs in ours.items():
+        s = scalars[tag]
+        steps = np.array([int(r["step"]) for r in rs])
+        values = np.array([float(r["value"]) for r in rs])
+        assert np.array_equal(steps, s.steps)
+        np.testing.assert_allclose([float(r["wall_time"]) for r in rs], s.wall_time, atol=1e-3)
+        np.testing.assert_allclose(values, s.values, rtol=1e-6, atol=1e-12)
+        smoothed, _ = ema_smooth(values, 0.75)
+        np.testing.assert_allclose([float(r["smoothed"]) for r in rs], smoothed, rtol=1e-6, atol=1e-12)
+    assert [int(r["step"]) for r in rows] == sorted(int(r["step"]) for r in rows)
+
+
+def test_absolute_updates_export_update_norm_tags(store, tmp_path):
+    fig = Figure(store, FigureSpec(plots=["updates"], update_kind="update_norm", variables=["generator"]))
+    tags = {c.tag for p in fig.data.plots for c in p.curves}
+    assert tags == {f"update_norm/{p}" for p in store.var_paths if p.startswith("generator/")}
+    assert fig.data.plots[0].reference is None  # the 1e-3 rule is about ratios only
+
+
+def test_frozen_variables_drawn_apart_at_a_floor(store, tmp_path):
+    fig = Figure(store, FigureSpec(plots=["updates"]))
+    plot = fig.data.plots[0]
+    frozen = [c for c in plot.curves if c.frozen is not None and c.frozen.all()]
+    assert {c.tag for c in frozen} == {"update_ratio/discriminator/dense_1/kernel",
+                                        "update_ratio/discriminator/dense_1/bias"}
+    assert all((c.values == 0).all() for c in frozen)  # exact freezing: nothing moved
+    labels = [e.label for e in plot.legend]
+    assert "dense_1 (frozen)" in labels and "10⁻³ reference" in labels
+    root = ET.fromstring(svg_bytes(fig))
+    texts = [el.text for el in root.iter(SVG_NS + "text")]
+    assert "0" in texts  # the zeros have a labelled floor on the log axis instead of vanishing
+
+
+def test_markers_and_custom_labels_are_text(store, tmp_path):
+    store.add_event({"kind": "freeze", "step": 200, "time": 0.0, "scopes": ["generator"]})
+    store.add_event({"kind": "lr", "step": 300, "time": 0.0, "command": {"phase": "D", "value": 5e-5}})
+    spec = FigureSpec(labels={"losses": ("Iteration", "BCE loss")})
+    texts = [el.text for el in ET.fromstring(svg_bytes(Figure(store, spec))).iter(SVG_NS + "text")]
+    assert "freeze: generator" in texts and "lr D=5e-05" in texts
+    assert "Iteration" in texts and "BCE loss" in texts
+    off = [el.text for el in ET.fromstring(svg_bytes(Figure(store, spec.copy(markers=False, legend=False))))
+           .iter(SVG_NS + "text")]
+    assert "freeze: generator" not in off and "D" not in off
+
+
+def test_long_run_svg_stays_small_and_keeps_spikes(qapp):
+    """1e5 steps per phase: min/max decimation keeps the SVG small without losing a one-step spike."""
+    n, paths = 100_000, tuple(f"generator/dense_{i}/{leaf}" for i in range(3) for leaf in ("kernel", "bias"))
+    rng = np.random.default_rng(0)
+    store = MetricsStore()
+    for phase, offset in (("D", 0), ("G", 1)):
+        steps = np.arange(n, dtype=np.int64) * 2 + 1 + offset
+        loss = 1.0 + np.cumsum(rng.normal(0, 0.01, n))
+        if phase == "D":
+            loss[n // 2] += 50.0  # one spike
+        v = np.abs(rng.normal(1e-3, 3e-4, (n, len(paths))))
+        store.add_batch(MetricsBatch([PhaseBlock(phase, paths if phase == "G" else tuple("discriminator/" + p[10:]
+                                                                                          for p in paths),
+                                                 steps, steps * 0.01, loss, v, v, v,
+                                                 np.zeros((n, len(paths)), bool), steps % 20 < 2)]))
+    fig = Figure(store, FigureSpec(width_in=7.16, height_in=3.0))
+    data = svg_bytes(fig)
+    assert len(data) < 2_000_000
+    x = np.arange(n, dtype=float)
+    y = store.loss("D")[2]
+    keep = minmax_decimate(x, y, 0.0, float(n), 900)
+    assert n // 2 in keep and len(keep) <= 4 * 900
+    assert max(fig.data.plots[0].curves[0].values) > 40  # the spike is in the data the figure draws
+
+
+def test_decimation_is_identity_on_short_series():
+    x = np.arange(100.0)
+    y = np.sin(x)
+    assert np.array_equal(minmax_decimate(x, y, 0.0, 100.0, 900), np.arange(100))
+    y[50] = np.nan
+    keep = minmax_decimate(np.arange(1e5), np.r_[y, np.zeros(int(1e5) - 100)], 0.0, 1e5, 100)
+    assert 50 in keep  # a gap stays a gap
+
+
+def test_export_while_training_runs(tmp_path, qapp):
+    """Figures come from the GUI-side store, so exporting mid-run needs no pause and no trainer call:
+    the trainer thread runs on while the main thread writes figures from the batches it received."""
+    import queue
+    import threading
+    import time
+
+    from training_core import Observer, RunConfig, Trainer
+
+    batches: queue.Queue = queue.Queue()
+
+    class Relay(Observer):  # what the window's adapter does: hand batches to the GUI thread
+        def on_metrics(self, batch):
+            batches.put(batch)
+
+    trainer = Trainer(RunConfig(example="ring", steps=1000, run_dir=str(tmp_path / "live"), tensorboard=False),
+                      Relay())
+    trainer.prepare()
+    worker = threading.Thread(target=trainer.run)
+    worker.start()
+    store, during, last = MetricsStore(), 0, -1
+    while worker.is_alive():
+        while not batches.empty():
+            store.add_batch(batches.get())
+        if store.phases and store.last_step != last and trainer.status().running:
+            last = store.last_step
+            write_svg(Figure(store, FigureSpec()), tmp_path / "live.svg")
+            during += 1
+        time.sleep(0.02)
+    worker.join()
+    while not batches.empty():
+        store.add_batch(batches.get())
+    assert during >= 2  # several exports while the trainer was running
+    assert trainer.status().step == 1000 and store.last_step == 1000
+    assert [e["kind"] for e in read_events(tmp_path / "live") if e["kind"] in ("pause", "stop")] == ["stop"]
