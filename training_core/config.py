@@ -44,6 +44,9 @@ class RunConfig:
     sample_seconds: float = 2.0
     tensorboard: bool = True
     pause_on_nan: bool = True
+    #: TensorFlow's intra-op threads; 0 = its default (all cores). The window asks for one core fewer, so
+    #: drawing never competes with the training step for a core. Applies once per process, before TF starts.
+    intra_op_threads: int = 0
 
     def validate(self) -> "RunConfig":
         if self.steps is not None and self.steps < 0:
@@ -53,6 +56,8 @@ class RunConfig:
         for name in ("fetch_every", "var_every"):
             if getattr(self, name) < 1:
                 raise UserError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.intra_op_threads < 0:
+            raise UserError(f"intra_op_threads must be >= 0 (0 = TensorFlow's default), got {self.intra_op_threads}")
         if self.checkpoint_every < 0:
             raise UserError(f"checkpoint_every must be >= 0, got {self.checkpoint_every}")
         for phase, v in self.lr.items():

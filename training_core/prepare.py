@@ -113,7 +113,7 @@ def prepare(config: RunConfig, on_trace: Callable[[str, str], None]) -> Prepared
         check_run_dir_free(config.run_dir)
 
     from .tf_quiet import import_tensorflow
-    tf = import_tensorflow()
+    tf = import_tensorflow(config.intra_op_threads)
     import keras
 
     from .devices import resolve_device

@@ -41,8 +41,11 @@ def quiet_stderr() -> Iterator[None]:
                     sys.stderr.write(tmp.read().decode("utf-8", "replace"))
 
 
-def import_tensorflow():
-    """`import tensorflow` (and probe devices once) with the chatter swallowed."""
+def import_tensorflow(intra_op_threads: int = 0):
+    """`import tensorflow` (and probe devices once) with the chatter swallowed.
+
+    `intra_op_threads` > 0 is applied on the first call only: TensorFlow fixes its thread pools when its
+    runtime starts, which is right after this."""
     global _done
     if _done:
         import tensorflow as tf
@@ -51,6 +54,11 @@ def import_tensorflow():
     with quiet_stderr():
         import tensorflow as tf
         import keras  # noqa: F401
+        if intra_op_threads > 0:
+            try:
+                tf.config.threading.set_intra_op_parallelism_threads(intra_op_threads)
+            except RuntimeError:  # the runtime already started (TF was used before Freezeframe)
+                pass
         tf.config.list_physical_devices("GPU")
     _done = True
     return tf
