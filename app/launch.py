@@ -1,0 +1,124 @@
+"""Starting the window from the command line: options, `--screenshot`, `--close-after`, signals.
+
+`python main.py --example ring --steps 400 --screenshot out.png` trains, grabs the window into a PNG
+and exits 0: a scriptable check that the whole window works. `--close-after SECONDS` closes the
+window while it trains, as a user would, to exercise a clean shutdown. SIGINT and SIGTERM close the
+window the same way, so the run record is flushed.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Sequence
+
+from training_core import UserError, builtin_examples
+
+STARTUP_ENV = "FREEZEFRAME_STARTUP_REPORT"  # print a line when the window is first visible (benchmarks)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:
+        raise UserError(f"{message} (see --help)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="main.py", description="Freezeframe: a training monitor for alternating-phase training.")
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--example", help=f"built-in example to open: {', '.join(builtin_examples())} (default ring)")
+    src.add_argument("--experiment", metavar="FILE", help="your own experiment file (.py)")
+    p.add_argument("--steps", type=int, help="train this many steps, starting as soon as the window is ready "
+                                              "(without it the window waits for Start)")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--device", default="auto", help="auto (default), cpu or gpu:N")
+    p.add_argument("--run-dir", metavar="DIR", help="run directory of the first run (default runs/NAME-TIME)")
+    p.add_argument("--start", action="store_true", help="start training as soon as the experiment is ready")
+    p.add_argument("--screenshot", metavar="PNG", help="train (--steps, default 400), save the window as PNG, exit")
+    p.add_argument("--close-after", metavar="SECONDS", type=float,
+                   help="close the window this long after training starts (or after it is ready)")
+    return p
+
+
+def parse(argv: Sequence[str]) -> argparse.Namespace:
+    a = build_parser().parse_args(list(argv))
+    if a.example and a.example not in builtin_examples():
+        raise UserError(f"unknown example {a.example!r}; choose one of {', '.join(builtin_examples())}")
+    if a.experiment and not Path(a.experiment).is_file():
+        raise UserError(f"experiment file {a.experiment} does not exist; check the path")
+    if a.steps is not None and a.steps < 0:
+        raise UserError(f"--steps must be >= 0, got {a.steps}")
+    if a.close_after is not None and a.close_after < 0:
+        raise UserError(f"--close-after must be >= 0 seconds, got {a.close_after}")
+    if a.screenshot:
+        if not a.screenshot.lower().endswith(".png"):
+            raise UserError(f"--screenshot {a.screenshot} must end in .png")
+        if not Path(a.screenshot).resolve().parent.is_dir():
+            raise UserError(f"the folder of --screenshot {a.screenshot} does not exist; create it first")
+        if not a.steps:
+            a.steps = 400
+    return a
+
+
+def run_app(argv: Sequence[str]) -> int:
+    try:
+        args = parse(argv)
+    except UserError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication
+
+    from .main_window import MainWindow
+
+    app = QApplication.instance() or QApplication([sys.argv[0] if sys.argv else "freezeframe"])
+    app.setApplicationName("Freezeframe")
+    app.setOrganizationName("Freezeframe")
+    app.setStyle("Fusion")
+    source = ("file", str(Path(args.experiment).resolve())) if args.experiment else ("example", args.example or "ring")
+    win = MainWindow(source=source, steps=args.steps, seed=args.seed, device=args.device, run_dir=args.run_dir)
+    outcome = {"code": 0}
+    if args.screenshot:
+        from .main_window import DEFAULT_SIZE
+        win.resize(*DEFAULT_SIZE)  # the same picture on every machine, whatever size was remembered
+
+    auto_start = bool(args.start or args.screenshot or args.steps)
+    if auto_start:
+        win.start_when_ready()
+    if args.screenshot:
+        def grab(status: object) -> None:
+            win.refresh()
+            app.processEvents()
+            ok = win.grab().save(args.screenshot, "PNG")
+            if not ok:
+                print(f"error: could not write {args.screenshot}", file=sys.stderr)
+            outcome["code"] = 0 if ok and status is not None and win.last_error is None else 1
+            if win.last_error is not None:
+                print(f"error: {win.last_error[0]}", file=sys.stderr)
+            win.close()
+        win.runFinished.connect(lambda status: QTimer.singleShot(300, lambda: grab(status)))
+        win.core.worker.failed.connect(lambda *_: None if win.running else QTimer.singleShot(300, lambda: grab(None)))
+    if args.close_after is not None:
+        closer = (lambda: QTimer.singleShot(int(args.close_after * 1000), win.close))
+        (win.runStarted if auto_start else win.ready).connect(closer)
+
+    if os.environ.get(STARTUP_ENV):
+        def report() -> None:
+            print(f"freezeframe: visible at {time.time():.3f} tensorflow_imported="
+                  f"{'tensorflow' in sys.modules}", flush=True)
+        win.firstShown.connect(report)
+        win.ready.connect(lambda: print(f"freezeframe: ready at {time.time():.3f}", flush=True))
+
+    # Python runs signal handlers only between bytecodes: a no-op timer gives it the chance.
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: QTimer.singleShot(0, win.close))
+    tick = QTimer()
+    tick.timeout.connect(lambda: None)
+    tick.start(250)
+    win.show()
+    code = app.exec()
+    tick.stop()
+    return outcome["code"] or code

@@ -1,0 +1,297 @@
+"""The scope tree: every scope and variable of the experiment, with a tri-state checkbox that freezes it.
+
+Ticking a scope freezes everything under it. The tree turns its check states into the shortest list
+of scope prefixes that covers exactly the ticked variables and emits it whole (`SetFreeze` replaces
+the freeze set, so a replay needs no history). Qt's auto-tristate changes one item per child, so
+those changes are coalesced into a single emission.
+
+Values (relative update, frozen, leak) come from the `MetricsStore`, i.e. what the core measured, not
+what was asked: a row reads "frozen" once the core reports the variable frozen.
+"""
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
+from PySide6.QtGui import QBrush, QColor
+from PySide6.QtWidgets import QHeaderView, QLineEdit, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
+
+from training_core import ScopeNode, in_scope
+
+NAME, SHAPE, PARAMS, UPDATE, STATE = range(5)
+PATH_ROLE = Qt.ItemDataRole.UserRole
+IS_VAR_ROLE = Qt.ItemDataRole.UserRole + 1
+FROZEN_COLOR = QColor("#2f6fb5")
+LEAK_COLOR = QColor("#c0392b")
+
+
+def minimal_scopes(checked: Iterable[str]) -> tuple[str, ...]:
+    """Drop scopes already covered by another one in the list (keeps order)."""
+    items = list(dict.fromkeys(checked))
+    return tuple(s for s in items if not any(o != s and in_scope(s, o) for o in items))
+
+
+class ScopeTree(QWidget):
+    freezeChanged = Signal(object)  # tuple[str, ...]: the whole new freeze set
+    variableSelected = Signal(object)  # str | None
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.filter_edit = QLineEdit()
+        self.filter_edit.setPlaceholderText("Filter scopes and variables…")
+        self.filter_edit.setClearButtonEnabled(True)
+        self.filter_edit.textChanged.connect(self._apply_filter)
+        self.tree = QTreeWidget()
+        self.tree.setColumnCount(5)
+        self.tree.setHeaderLabels(["Scope / variable", "Shape", "Params", "‖ΔW‖/‖W‖", "State"])
+        self.tree.headerItem().setToolTip(NAME, "Tick a scope or variable to freeze it (live while training)")
+        self.tree.headerItem().setToolTip(UPDATE, "Latest ||ΔW|| / ||W|| (largest under a scope)")
+        self.tree.headerItem().setToolTip(STATE, "frozen: the core reports it frozen; LEAK: frozen but it moved "
+                                                  "(gate method)")
+        for col in (PARAMS, UPDATE):
+            self.tree.headerItem().setTextAlignment(col, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        # The name column takes the room the others leave, but never less than its names need: a
+        # narrow panel gets a horizontal scrollbar rather than names squeezed to nothing.
+        header = self.tree.header()
+        header.setStretchLastSection(False)
+        header.setSectionResizeMode(NAME, QHeaderView.ResizeMode.Interactive)
+        for col in (SHAPE, PARAMS, UPDATE, STATE):
+            header.setSectionResizeMode(col, QHeaderView.ResizeMode.ResizeToContents)
+        header.setMinimumSectionSize(36)
+        header.sectionResized.connect(lambda col, *_: None if col == NAME else self._fit_name())
+        self._name_min = 110
+        self.tree.viewport().installEventFilter(self)
+        self.tree.setUniformRowHeights(True)
+        self.tree.setAlternatingRowColors(True)
+        self.tree.itemChanged.connect(self._on_item_changed)
+        self.tree.itemSelectionChanged.connect(self._on_selection)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.filter_edit)
+        layout.addWidget(self.tree)
+        self._items: dict[str, QTreeWidgetItem] = {}
+        self._var_items: dict[str, QTreeWidgetItem] = {}
+        self._emitted: tuple[str, ...] = ()
+        self._quiet = False
+        self._coalesce = QTimer(self)
+        self._coalesce.setSingleShot(True)
+        self._coalesce.setInterval(0)
+        self._coalesce.timeout.connect(self._emit_if_changed)
+        self._store_version = -1
+        self._events_seen = 0
+        self._leaks: dict[str, dict] = {}
+        self.set_placeholder("Loading TensorFlow…")
+
+    # -- building --------------------------------------------------------------------------------------
+    def set_placeholder(self, text: str) -> None:
+        """A single grey row while there is no experiment to show (loading, or it failed)."""
+        self._quiet = True
+        self.tree.clear()
+        self._items.clear()
+        self._var_items.clear()
+        item = QTreeWidgetItem([text])
+        item.setFlags(Qt.ItemFlag.NoItemFlags)
+        self.tree.addTopLevelItem(item)
+        self.tree.setFirstColumnSpanned(0, self.tree.rootIndex(), True)
+        self._quiet = False
+
+    def set_tree(self, root: ScopeNode, frozen: Sequence[str] = ()) -> None:
+        """Show `root`'s scopes and variables with `frozen` ticked, without emitting `freezeChanged`."""
+        self._quiet = True
+        self.tree.clear()
+        self._items.clear()
+        self._var_items.clear()
+        self._add_children(self.tree.invisibleRootItem(), root)
+        if len(self._items) <= 40:  # small models: show every variable; large ones: top scopes only
+            self.tree.expandAll()
+        else:
+            self.tree.expandToDepth(0)
+        self.tree.resizeColumnToContents(NAME)
+        self._name_min = min(max(self.tree.columnWidth(NAME), 110), 260)
+        self._fit_name()
+        self._quiet = False
+        self.set_frozen(frozen)
+        self._store_version = -1
+        self._apply_filter(self.filter_edit.text())
+
+    def _add_children(self, parent: QTreeWidgetItem, node: ScopeNode) -> None:
+        right = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
+        for child in node.children.values():
+            item = QTreeWidgetItem(parent, [child.name, "", f"{child.params():,}", "", ""])
+            item.setData(NAME, PATH_ROLE, child.path)
+            item.setData(NAME, IS_VAR_ROLE, False)
+            item.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemIsUserCheckable
+                          | Qt.ItemFlag.ItemIsAutoTristate)
+            item.setCheckState(NAME, Qt.CheckState.Unchecked)
+            item.setToolTip(NAME, f"{child.path}/  — tick to freeze everything under it")
+            item.setTextAlignment(PARAMS, right)
+            item.setTextAlignment(UPDATE, right)
+            self._items[child.path] = item
+            self._add_children(item, child)
+        for v in node.variables:
+            shape = "×".join(str(d) for d in v.shape) or "scalar"
+            item = QTreeWidgetItem(parent, [v.path.split("/")[-1], shape, f"{v.size:,}", "", ""])
+            item.setData(NAME, PATH_ROLE, v.path)
+            item.setData(NAME, IS_VAR_ROLE, True)
+            item.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemIsUserCheckable)
+            item.setCheckState(NAME, Qt.CheckState.Unchecked)
+            item.setToolTip(NAME, f"{v.path} ({v.dtype}{'' if v.trainable else ', not trainable'})")
+            item.setTextAlignment(PARAMS, right)
+            item.setTextAlignment(UPDATE, right)
+            self._items[v.path] = item
+            self._var_items[v.path] = item
+
+    def _fit_name(self) -> None:
+        others = sum(self.tree.columnWidth(c) for c in (SHAPE, PARAMS, UPDATE, STATE))
+        width = max(self._name_min, self.tree.viewport().width() - others - 1)
+        if self.tree.columnWidth(NAME) != width:
+            self.tree.setColumnWidth(NAME, width)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt override
+        if event.type() == QEvent.Type.Resize:  # the viewport: panel resized, vertical scrollbar came or went
+            self._fit_name()
+        return False
+
+    # -- freezing --------------------------------------------------------------------------------------
+    def set_frozen(self, scopes: Sequence[str]) -> None:
+        """Tick exactly the variables under `scopes` (programmatic: no `freezeChanged`)."""
+        self._quiet = True
+        for path, item in self._var_items.items():
+            on = any(in_scope(path, s) for s in scopes)
+            item.setCheckState(NAME, Qt.CheckState.Checked if on else Qt.CheckState.Unchecked)
+        self._quiet = False
+        self._emitted = self.frozen_scopes()
+
+    def frozen_scopes(self) -> tuple[str, ...]:
+        """The shortest list of scope prefixes covering exactly the ticked variables."""
+        out: list[str] = []
+
+        def visit(item: QTreeWidgetItem) -> None:
+            for i in range(item.childCount()):
+                child = item.child(i)
+                path = child.data(NAME, PATH_ROLE)
+                if path is None:
+                    continue
+                state = child.checkState(NAME)
+                if state == Qt.CheckState.Checked:
+                    out.append(path)
+                elif state == Qt.CheckState.PartiallyChecked:
+                    visit(child)
+
+        visit(self.tree.invisibleRootItem())
+        return minimal_scopes(out)
+
+    def item(self, path: str) -> QTreeWidgetItem | None:
+        return self._items.get(path)
+
+    def _on_item_changed(self, item: QTreeWidgetItem, column: int) -> None:
+        if column == NAME and not self._quiet:
+            self._coalesce.start()
+
+    def flush(self) -> None:
+        """Emit a change still being coalesced (Start reads the tree right after)."""
+        if self._coalesce.isActive():
+            self._coalesce.stop()
+            self._emit_if_changed()
+
+    def _emit_if_changed(self) -> None:
+        scopes = self.frozen_scopes()
+        if scopes != self._emitted:
+            self._emitted = scopes
+            self.freezeChanged.emit(scopes)
+
+    # -- selection -------------------------------------------------------------------------------------
+    def _on_selection(self) -> None:
+        items = self.tree.selectedItems()
+        path = items[0].data(NAME, PATH_ROLE) if items else None
+        self.variableSelected.emit(path if items and items[0].data(NAME, IS_VAR_ROLE) else None)
+
+    def select_variable(self, path: str | None) -> None:
+        item = self._items.get(path) if path else None
+        if item is None:
+            self.tree.clearSelection()
+            return
+        if item.isHidden():
+            self.filter_edit.clear()
+        self.tree.setCurrentItem(item)
+        self.tree.scrollToItem(item)
+
+    # -- filtering -------------------------------------------------------------------------------------
+    def _apply_filter(self, text: str) -> None:
+        needle = text.strip().lower()
+
+        def visit(item: QTreeWidgetItem, parent_matches: bool) -> bool:
+            path = (item.data(NAME, PATH_ROLE) or "").lower()
+            matches = parent_matches or not needle or needle in path
+            any_child = False
+            for i in range(item.childCount()):
+                any_child |= visit(item.child(i), matches)
+            shown = matches or any_child
+            item.setHidden(not shown)
+            if needle and any_child:
+                item.setExpanded(True)
+            return shown
+
+        root = self.tree.invisibleRootItem()
+        for i in range(root.childCount()):
+            visit(root.child(i), False)
+
+    # -- values from the store -------------------------------------------------------------------------
+    def refresh(self, store) -> None:
+        """Update relative update and state columns if the store changed (called at ~25 Hz).
+
+        State: "frozen" once the core reports it frozen; "LEAK" while a frozen variable still moves
+        (gate method: optimizer momentum); "leaked" once it has stopped moving again.
+        """
+        if store.version == self._store_version or not self._var_items:
+            return
+        self._store_version = store.version
+        self._collect_leaks(store)
+        known = set(store.var_paths)
+        values: dict[str, float | None] = {}
+        state: dict[str, str] = {}
+        for path, item in self._var_items.items():
+            v = store.latest(path, "update_ratio") if path in known else None
+            frozen = store.frozen_now(path) if path in known else False
+            leak = self._leaks.get(path) if frozen else None
+            moving = bool(leak) and (store.latest(path, "update_norm") or 0.0) > 0
+            values[path] = v
+            state[path] = "LEAK" if moving else "leaked" if leak else "frozen" if frozen else ""
+            tip = (f"frozen, but moved at step {leak['at_step']} (||ΔW|| = {leak['update_norm']:.3g}) with the "
+                   f"{leak.get('method')} method: optimizer momentum "
+                   f"{'still moves it' if moving else 'moved it for a while'}") if leak else ""
+            self._show(item, v, state[path], tip)
+        for path, item in self._items.items():
+            if path in self._var_items:
+                continue
+            under = [p for p in self._var_items if in_scope(p, path)]
+            vals = [values[p] for p in under if values[p] is not None]
+            states = [state[p] for p in under]
+            n_frozen = sum(st != "" for st in states)
+            agg = next((k for k in ("LEAK", "leaked") if k in states), "")
+            agg = agg or ("frozen" if under and n_frozen == len(under) else "partly" if n_frozen else "")
+            leaking = [p for p in under if state[p] in ("LEAK", "leaked")]
+            tip = f"leaked: {', '.join(leaking)}" if leaking else (
+                f"{n_frozen} of {len(under)} variables frozen" if n_frozen else "")
+            self._show(item, max(vals) if vals else None, agg, tip)
+
+    def _collect_leaks(self, store) -> None:
+        events = store.events
+        if len(events) < self._events_seen:  # the store was cleared: a new run
+            self._events_seen, self._leaks = 0, {}
+        for e in events[self._events_seen:]:
+            if e.get("kind") == "leak":
+                self._leaks[e["variable"]] = e
+            elif e.get("kind") in ("freeze", "method"):
+                self._leaks = {}
+        self._events_seen = len(events)
+
+    def _show(self, item: QTreeWidgetItem, value: float | None, state: str, tip: str) -> None:
+        text = "" if value is None else ("0" if value == 0 else f"{value:.2e}")
+        if item.text(UPDATE) != text:
+            item.setText(UPDATE, text)
+        if item.text(STATE) != state:
+            item.setText(STATE, state)
+            item.setForeground(STATE, QBrush(LEAK_COLOR if state in ("LEAK", "leaked") else FROZEN_COLOR))
+        if item.toolTip(STATE) != tip:
+            item.setToolTip(STATE, tip)

@@ -1,0 +1,99 @@
+"""The status bar: what the worker is doing, step, phase, speed, elapsed time, device, run directory.
+
+Refreshed by the window's 25 Hz timer from the latest `Status` the core sent; a label is only touched
+when its text changes, so an idle window costs nothing.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QUrl
+from PySide6.QtGui import QDesktopServices
+from PySide6.QtWidgets import QLabel, QProgressBar, QStatusBar, QWidget
+
+from training_core import Status
+
+
+def format_elapsed(seconds: float) -> str:
+    """Tenths of a second for short runs (a ring run of 600 steps takes under a second), h:mm:ss after."""
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    s = int(seconds)
+    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
+
+
+class StatusPanel(QStatusBar):
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.state_label = self._label("Starting…", "What the training thread is doing")
+        self.step_label = self._label("Step 0", "Steps taken in this run")
+        self.phase_label = self._label("Phase –", "The phase of the latest step")
+        self.rate_label = self._label("– steps/s", "Training speed")
+        self.elapsed_label = self._label("0.0 s", "Training time of this run")
+        self.device_label = self._label("Device –", "Where the steps run")
+        self.run_dir_label = self._label("Run: –", "The run directory (click to open it)")
+        self.run_dir_label.setOpenExternalLinks(False)
+        self.run_dir_label.linkActivated.connect(lambda url: QDesktopServices.openUrl(QUrl(url)))
+        self.progress = QProgressBar()
+        self.progress.setMaximumWidth(160)
+        self.progress.setTextVisible(True)
+        self.progress.setFormat("%p%")
+        self.progress.hide()
+        self.addWidget(self.state_label)
+        for w in (self.step_label, self.phase_label, self.rate_label, self.elapsed_label, self.progress,
+                  self.device_label, self.run_dir_label):
+            self.addPermanentWidget(w)
+        self._run_dir = ""
+
+    def _label(self, text: str, tip: str) -> QLabel:
+        label = QLabel(text)
+        label.setToolTip(tip)
+        label.setContentsMargins(6, 0, 6, 0)
+        return label
+
+    @staticmethod
+    def _set(label: QLabel, text: str) -> None:
+        if label.text() != text:
+            label.setText(text)
+
+    def set_state(self, text: str) -> None:
+        self._set(self.state_label, text)
+
+    def set_device(self, name: str) -> None:
+        self._set(self.device_label, name or "Device –")
+
+    def set_run_dir(self, run_dir: str) -> None:
+        if run_dir == self._run_dir:
+            return
+        self._run_dir = run_dir
+        if not run_dir:
+            self._set(self.run_dir_label, "Run: –")
+            return
+        url = QUrl.fromLocalFile(str(Path(run_dir).resolve())).toString()
+        self.run_dir_label.setText(f'Run: <a href="{url}">{run_dir}</a>')
+        self.run_dir_label.setToolTip(f"{Path(run_dir).resolve()}\n(click to open the folder)")
+
+    @property
+    def run_dir(self) -> str:
+        return self._run_dir
+
+    def show_status(self, s: Status) -> None:
+        self._set(self.step_label, f"Step {s.step:,}")
+        self._set(self.phase_label, f"Phase {s.phase or '–'}")
+        self._set(self.rate_label, f"{s.steps_per_s:,.0f} steps/s" if s.steps_per_s else "– steps/s")
+        self._set(self.elapsed_label, format_elapsed(s.elapsed_s))
+        if s.device:
+            self.set_device(s.device)
+        if s.run_dir:
+            self.set_run_dir(s.run_dir)
+        if s.target_steps:
+            self.progress.setMaximum(int(s.target_steps))
+            self.progress.setValue(min(int(s.step), int(s.target_steps)))
+            self.progress.setToolTip(f"{s.step:,} of {s.target_steps:,} steps")
+            self.progress.show()
+        else:
+            self.progress.hide()
+
+    def reset(self) -> None:
+        self.show_status(Status())
+        self.set_run_dir("")

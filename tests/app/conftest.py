@@ -1,0 +1,92 @@
+"""Shared fixtures for the window tests: offscreen Qt, isolated settings, real windows on real training,
+and a check that no training thread outlives its test (a QThread destroyed while running aborts the
+process, so a leak would crash some later, unrelated test)."""
+from __future__ import annotations
+
+import gc
+import os
+import sys
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import pytest  # noqa: E402
+
+PREPARE_TIMEOUT_MS = 90_000  # the first window of a session imports TensorFlow (~3-5 s) and traces (~2 s)
+
+
+@pytest.fixture(autouse=True)
+def isolated_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets its own settings file: recent files and geometry never leak between tests or
+    into the user's real settings."""
+    path = tmp_path / "freezeframe-settings.ini"
+    monkeypatch.setenv("FREEZEFRAME_SETTINGS", str(path))
+    return path
+
+
+@pytest.fixture(autouse=True)
+def no_training_thread_left(request: pytest.FixtureRequest):
+    yield
+    worker = sys.modules.get("app.worker")
+    if worker is None:
+        return
+    left = worker.running_threads()
+    for t in left:  # clean up so the next test starts clean, then fail this one
+        t.quit()
+        t.wait(60_000)
+    gc.collect()  # this test's windows die here, on the GUI thread, not in a later test's training thread
+    if left:
+        pytest.fail(f"{len(left)} training QThread(s) still running after {request.node.nodeid}")
+
+
+class WindowDriver:
+    """Makes real windows (shown, experiment prepared, runs in tmp) and waits on them like a user."""
+
+    def __init__(self, qtbot, tmp_path: Path) -> None:
+        self.qtbot, self.tmp_path = qtbot, tmp_path
+        self.windows: list = []
+
+    def make(self, wait: bool = True, **kwargs):
+        from app.main_window import MainWindow
+        kwargs.setdefault("run_dir", str(self.tmp_path / f"run{len(self.windows)}"))
+        w = MainWindow(**kwargs)
+        w.settings.set_runs_folder(str(self.tmp_path / "runs"))
+        self.qtbot.addWidget(w)
+        w.show()
+        self.windows.append(w)
+        if wait:
+            self.wait_prepared(w)
+        return w
+
+    def wait_prepared(self, w, timeout: int = PREPARE_TIMEOUT_MS) -> None:
+        self.qtbot.waitUntil(lambda: w.prepared is not None and not w.busy and w.start_action.isEnabled(),
+                             timeout=timeout)
+
+    def wait_steps(self, w, at_least: int, timeout: int = 30_000) -> None:
+        self.qtbot.waitUntil(lambda: w.store.last_step >= at_least, timeout=timeout)
+
+    def wait_finished(self, w, timeout: int = 30_000) -> None:
+        self.qtbot.waitUntil(lambda: not w.running, timeout=timeout)
+
+    def wait_event(self, w, kind: str, timeout: int = 30_000, **match) -> dict:
+        found: list[dict] = []
+
+        def check() -> bool:
+            found[:] = [e for e in w.store.events if e.get("kind") == kind
+                        and all(e.get(k) == v for k, v in match.items())]
+            return bool(found)
+
+        self.qtbot.waitUntil(check, timeout=timeout)
+        return found[-1]
+
+    def pause_for(self, ms: int) -> None:
+        self.qtbot.wait(ms)
+
+
+@pytest.fixture
+def ui(qtbot, tmp_path: Path):
+    driver = WindowDriver(qtbot, tmp_path)
+    yield driver
+    for w in driver.windows:
+        w.close()

@@ -1,0 +1,103 @@
+"""The side panels on their own (no TensorFlow): number entry, debouncing, the freeze set a tree emits,
+and the settings that survive a restart."""
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QValidator
+
+from app.panels import SchedulePanel, SciSpinBox, ScopeTree
+from app.panels.schedule import DEBOUNCE_MS, format_number
+from app.panels.scope_tree import minimal_scopes
+from app.settings import MAX_RECENT, Settings
+from app.status import format_elapsed
+from training_core import VarInfo, build_scope_tree
+
+
+def test_scientific_spin_box(qtbot):
+    box = SciSpinBox()
+    qtbot.addWidget(box)
+    box.setValue(2e-4)
+    assert box.text() == "2e-4"
+    box.stepBy(1)
+    assert box.value() == 4e-4 and box.text() == "4e-4"
+    box.stepBy(-2)
+    assert box.value() == 1e-4
+    assert box.validate("3e-", 3)[0] == QValidator.State.Intermediate
+    assert box.validate("abc", 1)[0] == QValidator.State.Invalid
+    assert box.validate("0.05", 4)[0] == QValidator.State.Acceptable
+    assert box.validate("50", 2)[0] == QValidator.State.Intermediate  # above the maximum of 10
+    assert [format_number(v) for v in (0, 0.5, 1e-4, 1.5e-5, 3e5)] == ["0", "0.5", "1e-4", "1.5e-5", "3e5"]
+
+
+def test_schedule_panel_debounces_to_one_change(qtbot):
+    panel = SchedulePanel()
+    qtbot.addWidget(panel)
+    panel.set_config(["D", "G"], {"policy": "fixed", "ratio": [1, 1]}, {"D": 1e-4, "G": 2e-4})
+    schedules, rates = [], []
+    panel.scheduleChanged.connect(schedules.append)
+    panel.learningRateChanged.connect(lambda p, v: rates.append((p, v)))
+    for _ in range(4):  # four arrow clicks
+        panel.steps["D"].stepBy(1)
+    panel.lrs["G"].stepBy(1)
+    assert schedules == [] and rates == []
+    qtbot.wait(DEBOUNCE_MS + 200)
+    assert schedules == [{"policy": "fixed", "ratio": [5, 1]}]
+    assert rates == [("G", 4e-4)]
+    panel.steps["D"].setValue(0)
+    panel.steps["G"].setValue(0)
+    qtbot.wait(DEBOUNCE_MS + 200)
+    assert len(schedules) == 1 and panel.error_label.isVisibleTo(panel)  # 0:0 runs nothing: not sent
+    assert "at least one phase" in panel.problem()
+    panel.set_config(["D", "G"], {"policy": "adaptive", "thresholds": [1.3, 0.7], "max_steps": 9}, {})
+    assert schedules[-1] == {"policy": "fixed", "ratio": [5, 1]}  # programmatic: nothing emitted
+    assert panel.schedule() == {"policy": "adaptive", "thresholds": [1.3, 0.7], "max_steps": 9, "min_steps": 1}
+    assert not panel.steps["D"].isEnabled() and panel.thresholds["D"].isEnabled()
+
+
+RING_LIKE = [VarInfo(f"{m}/{layer}/{w}", (2, 256) if w == "kernel" else (256,), "float32", True)
+             for m in ("generator", "discriminator") for layer in ("dense_1", "dense_2", "out")
+             for w in ("kernel", "bias")]
+
+
+def test_scope_tree_emits_minimal_freeze_set_once(qtbot):
+    tree = ScopeTree()
+    qtbot.addWidget(tree)
+    tree.set_tree(build_scope_tree(RING_LIKE), frozen=["discriminator"])
+    assert tree.item("discriminator/out/bias").checkState(0) == Qt.CheckState.Checked
+    assert tree.frozen_scopes() == ("discriminator",)
+    sent = []
+    tree.freezeChanged.connect(sent.append)
+    tree.item("generator").setCheckState(0, Qt.CheckState.Checked)  # six children change state
+    qtbot.waitUntil(lambda: sent != [], timeout=2000)
+    qtbot.wait(50)
+    assert sent == [("generator", "discriminator")]
+    tree.item("generator/out/kernel").setCheckState(0, Qt.CheckState.Unchecked)
+    qtbot.waitUntil(lambda: len(sent) == 2, timeout=2000)
+    assert sent[-1] == ("generator/dense_1", "generator/dense_2", "generator/out/bias", "discriminator")
+    assert tree.item("generator").checkState(0) == Qt.CheckState.PartiallyChecked
+    assert tree.item("generator/dense_2").text(2) == f"{2 * 256 + 256:,}"
+
+
+def test_minimal_scopes():
+    assert minimal_scopes(["a/b", "a", "c/d/e", "c/d", "a/bc"]) == ("a", "c/d")
+    assert minimal_scopes(["gen/dense_1", "gen/dense_10"]) == ("gen/dense_1", "gen/dense_10")
+
+
+def test_recent_files_survive_and_stay_short(tmp_path):
+    files = []
+    for i in range(MAX_RECENT + 2):
+        f = tmp_path / f"exp{i}.py"
+        f.write_text("")
+        files.append(str(f))
+        Settings().add_recent(f)
+    again = Settings().recent_files()  # a new Settings reads what the last one wrote
+    assert again == list(reversed(files))[:MAX_RECENT]
+    Settings().add_recent(files[5])
+    assert Settings().recent_files()[0] == files[5]
+    (tmp_path / "exp5.py").unlink()
+    assert files[5] not in Settings().recent_files()
+
+
+def test_elapsed_format():
+    assert format_elapsed(0) == "0.0 s" and format_elapsed(59.94) == "59.9 s"
+    assert format_elapsed(60) == "0:01:00" and format_elapsed(3725.9) == "1:02:05"

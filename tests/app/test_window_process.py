@@ -1,0 +1,62 @@
+"""`python main.py` as a user runs it: the window shows before TensorFlow loads, closing it mid-training
+exits 0 with the run record flushed, `--screenshot` writes a real picture, bad options fail in one line."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+from PySide6.QtGui import QImage
+
+from app.main_window import DEFAULT_SIZE
+
+MAIN = Path(__file__).resolve().parents[2] / "main.py"
+
+
+def run_main(args: list[str], tmp_path: Path, timeout: float = 120, **env: str) -> subprocess.CompletedProcess:
+    full_env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "TF_CPP_MIN_LOG_LEVEL": "2",
+                "FREEZEFRAME_SETTINGS": str(tmp_path / "settings.ini"), **env}
+    return subprocess.run([sys.executable, str(MAIN), *args], cwd=tmp_path, env=full_env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def test_visible_before_tensorflow_and_close_mid_training_exits_cleanly(tmp_path):
+    run_dir = tmp_path / "run"
+    p = run_main(["--example", "ring", "--run-dir", str(run_dir), "--start", "--close-after", "1.5"], tmp_path,
+                 FREEZEFRAME_STARTUP_REPORT="1")
+    assert p.returncode == 0, p.stderr[-2000:]
+    visible = [line for line in p.stdout.splitlines() if line.startswith("freezeframe: visible")]
+    assert visible and visible[0].endswith("tensorflow_imported=False"), p.stdout
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    assert events[-1]["kind"] == "stop" and events[-1]["reason"] == "stopped"
+    assert events[-1]["step"] > 0 and any(e["kind"] == "checkpoint" for e in events)
+    loss_rows = [line for line in (run_dir / "scalars.csv").read_text().splitlines() if ",loss/" in line]
+    steps = sorted(int(r.split(",")[0]) for r in loss_rows)
+    assert steps == list(range(1, events[-1]["step"] + 1))  # every step up to the stop is on disk
+
+
+def test_screenshot_writes_the_trained_window(tmp_path):
+    out = tmp_path / "window.png"
+    p = run_main(["--example", "ring", "--steps", "150", "--run-dir", str(tmp_path / "run"), "--screenshot",
+                  str(out)], tmp_path)
+    assert p.returncode == 0, p.stderr[-2000:]
+    image = QImage(str(out))
+    assert (image.width(), image.height()) == DEFAULT_SIZE
+    image = image.convertToFormat(QImage.Format.Format_RGB888)
+    pixels = np.frombuffer(image.constBits(), np.uint8, image.sizeInBytes()).reshape(image.height(), -1)
+    assert pixels.std() > 20, "the screenshot is blank"
+    events = [json.loads(line) for line in (tmp_path / "run" / "events.jsonl").read_text().splitlines()]
+    assert events[-1]["kind"] == "stop" and events[-1]["reason"] == "done" and events[-1]["step"] == 150
+
+
+def test_bad_options_fail_in_one_line(tmp_path):
+    for args, expected in ((["--example", "nope"], "unknown example 'nope'"),
+                           (["--experiment", "missing.py"], "experiment file missing.py does not exist"),
+                           (["--steps", "-3"], "--steps must be >= 0"),
+                           (["--screenshot", "out.jpg"], "must end in .png")):
+        p = run_main(args, tmp_path, timeout=60)
+        assert p.returncode == 2
+        assert p.stderr.strip().splitlines() == [f"error: {p.stderr.strip()[7:]}"] and expected in p.stderr
