@@ -121,4 +121,7 @@ def run_app(argv: Sequence[str]) -> int:
     win.show()
     code = app.exec()
     tick.stop()
+    # Clipboard data still owned at interpreter exit is deleted after Python's teardown began, which
+    # segfaults; give it up while everything is alive.
+    app.clipboard().clear()
     return outcome["code"] or code

@@ -54,6 +54,9 @@ def build_menus(w: "MainWindow") -> None:
     w.recent_menu.aboutToShow.connect(lambda: fill_recent_menu(w))
     w.file_menu.addAction("Runs &Folder…", lambda: choose_runs_folder(w))
     w.file_menu.addSeparator()
+    from .export.actions import install_export_menu
+    w.export_actions = install_export_menu(w, w.file_menu, lambda: w.store, smoothing_provider=lambda: w.plots.smoothing)
+    w.file_menu.addSeparator()
     w.quit_action = w.file_menu.addAction("&Quit", w.close)
     w.quit_action.setShortcut(QKeySequence.StandardKey.Quit)
     run = bar.addMenu("&Run")

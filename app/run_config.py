@@ -8,6 +8,7 @@ from training_core import RunConfig
 
 from .panels import ExperimentPanel, SchedulePanel, ScopeTree
 from .panels.experiment import Source
+from .worker import gui_intra_op_threads
 
 
 def run_config(source: Source, experiment: ExperimentPanel, schedule: SchedulePanel,
@@ -16,7 +17,8 @@ def run_config(source: Source, experiment: ExperimentPanel, schedule: SchedulePa
     kind, value = source
     cfg = RunConfig(example=value if kind == "example" else None, experiment_file=value if kind == "file" else None,
                     steps=experiment.steps(), seed=experiment.seed(), device=experiment.device(),
-                    freeze_method=schedule.method(), update_frozen_stats=schedule.update_frozen_stats())
+                    freeze_method=schedule.method(), update_frozen_stats=schedule.update_frozen_stats(),
+                    intra_op_threads=gui_intra_op_threads())
     if tree is not None:
         cfg.schedule = schedule.schedule()
         cfg.lr = schedule.learning_rates()

@@ -25,6 +25,12 @@ from PySide6.QtCore import QObject, QThread, Signal, Slot
 from training_core import (Command, MetricsBatch, Observer, RunConfig, ScopeNode, SetFreeze, SetFreezeMethod,
                            SetLearningRate, SetSchedule, Status, Stop, Trainer, UserError, VarInfo)
 
+def gui_intra_op_threads() -> int:
+    """TensorFlow's intra-op threads in the window's process: all cores but one (at least one)."""
+    import os
+    return max(1, (os.cpu_count() or 2) - 1)
+
+
 #: every training thread a window started and has not yet joined; tests fail if one is left running
 _THREADS: list[QThread] = []
 _HANDLES: "weakref.WeakSet[TrainingThread]" = weakref.WeakSet()
@@ -155,7 +161,9 @@ class TrainingWorker(QObject):
         try:
             from training_core.devices import list_devices
             from training_core.tf_quiet import import_tensorflow
-            import_tensorflow()  # the core's quiet import: no oneDNN/CUDA chatter on stderr
+            # the core's quiet import (no oneDNN/CUDA chatter), leaving one core to the GUI: with TensorFlow on
+            # every core, each redraw waited for a core and the 25 Hz refresh ran late (bench/run.py)
+            import_tensorflow(intra_op_threads=gui_intra_op_threads())
             devices = list_devices()
         except Exception as e:  # noqa: BLE001 - a broken TensorFlow install is shown, not raised
             self.failed.emit(f"TensorFlow could not be loaded: {type(e).__name__}: {e}", traceback.format_exc())

@@ -144,6 +144,8 @@ class Trainer:
         finally:
             try:
                 self._fetch()
+                if reason != "error":
+                    self._sample()  # the samples view ends on the final state, not on the last timer tick
                 self._save_checkpoint()
             finally:
                 self._event("stop", reason=reason, traces=self.traces, retraces=self.retraces)

@@ -15,14 +15,16 @@ from .render import figure_image, svg_bytes
 CLIPBOARD_DPI = 200  # sharp on a slide or a retina screen, still a modest image
 
 
-def copy_figure(fig: Figure, dpi: float = CLIPBOARD_DPI) -> QMimeData:
+def copy_figure(fig: Figure, dpi: float = CLIPBOARD_DPI) -> None:
     """Put the figure on the clipboard as an image and as SVG (image/svg+xml): office and vector
-    editors take the SVG, everything else the image."""
+    editors take the SVG, everything else the image.
+
+    The clipboard owns the QMimeData from here on; no Python reference to it is kept or returned, since
+    a wrapper that outlives the clipboard's own deletion of it crashes the interpreter at exit."""
     mime = QMimeData()
     mime.setImageData(figure_image(fig, dpi))
     mime.setData("image/svg+xml", svg_bytes(fig))
     QGuiApplication.clipboard().setMimeData(mime)
-    return mime
 
 
 def window_screenshot(widget: QWidget, ratio: float = 1.0) -> QPixmap:

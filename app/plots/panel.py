@@ -9,7 +9,7 @@ the new range before the data so that each curve is decimated once per refresh (
 from __future__ import annotations
 
 import pyqtgraph as pg
-from PySide6 import QtCore, QtWidgets
+from PySide6 import QtCore, QtGui, QtWidgets
 
 from app.store import MetricsStore
 
@@ -81,6 +81,18 @@ class PlotsPanel(QtWidgets.QWidget):
             vb.sigStateChanged.connect(self._autorange_asked)
 
         self._build_layout()
+
+    def resizeEvent(self, event: QtGui.QResizeEvent) -> None:  # noqa: N802 (Qt name)
+        """Fit the update legend's columns to the width: a fixed 4 columns needed ~790 px and, in a
+        narrower window, pushed the plots' right edge (the newest steps) out of view."""
+        super().resizeEvent(event)
+        self._fit_legend_columns()
+
+    def _fit_legend_columns(self) -> None:
+        width = self.graphics.width()
+        cols = 4 if width >= 860 else 2 if width >= 440 else 1  # even: kernel and bias side by side
+        if self.update_legend.columnCount != cols:
+            self.update_legend.setColumnCount(cols)
 
     # -- layout and controls ---------------------------------------------------------------------------
     def _build_layout(self) -> None:

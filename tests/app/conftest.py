@@ -90,3 +90,15 @@ def ui(qtbot, tmp_path: Path):
     yield driver
     for w in driver.windows:
         w.close()
+
+
+@pytest.fixture(autouse=True)
+def empty_clipboard_after_test():
+    """Qt deletes clipboard data when the application object goes; at interpreter exit that happens after
+    Python has started tearing down, which segfaults (offscreen platform). The app clears the clipboard
+    when it quits (app.launch); tests that copy never quit, so they clear it here."""
+    yield
+    if "PySide6.QtGui" in sys.modules:
+        from PySide6.QtGui import QGuiApplication
+        if QGuiApplication.instance() is not None:
+            QGuiApplication.clipboard().clear()
