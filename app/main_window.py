@@ -10,6 +10,7 @@ worker thread after the window is visible.
 """
 from __future__ import annotations
 
+import gc
 import time
 from pathlib import Path
 from typing import Any
@@ -283,6 +284,9 @@ class MainWindow(QMainWindow):
         self._update_controls()
 
     def _on_prepared(self, info: PreparedInfo) -> None:
+        # TensorFlow, Keras and the models are loaded now and live as long as the process: move them out of
+        # the collector's way, or each full collection on the GUI thread (app/gui_gc.py) takes ~200 ms.
+        gc.freeze()
         structure_changed = self._prepared is None or [v.path for v in info.var_infos] != \
             [v.path for v in self._prepared.var_infos] or info.phase_names != self._prepared.phase_names
         c = info.config

@@ -1,10 +1,23 @@
-"""Throughput, side by side in one run: the variants are interleaved (a b c d a b c d ...) in chunks of
-`chunk` steps and the median steps/s of each is reported, so that a noisy, shared machine slows all of
-them alike instead of skewing one."""
+"""Throughput, side by side: the variants are interleaved (a b c d a b c d ...) in chunks of `chunk`
+steps and the median steps/s of each is reported, so that a noisy, shared machine slows all of them
+alike instead of skewing one.
+
+Each comparison runs in a child process configured as the product runs: `headless` beside `bare` and
+`fit_tb` with TensorFlow's defaults, as the CLI does; `window` beside its own `bare` in a process set
+up as the window's (one intra-op thread fewer, a short GIL switch interval). Every ratio is against a
+bare loop measured in the same process, in the same run.
+"""
 from __future__ import annotations
 
+import json
+import os
 import statistics
+import subprocess
+import sys
 import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def measure_throughput(variants: list, chunk: int, rounds: int) -> dict[str, float]:
@@ -15,3 +28,38 @@ def measure_throughput(variants: list, chunk: int, rounds: int) -> dict[str, flo
             v.run(chunk)
             rates[v.name].append(chunk / (time.perf_counter() - t))
     return {name: statistics.median(r) for name, r in rates.items()}
+
+
+def in_child(names: list[str], chunk: int, rounds: int, gui_process: bool) -> dict[str, float]:
+    out = subprocess.run([sys.executable, "-m", "bench.throughput", ",".join(names), str(chunk), str(rounds),
+                          "gui" if gui_process else "cli"], cwd=ROOT, capture_output=True, text=True, timeout=3000)
+    lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
+    if out.returncode != 0 or not lines:
+        raise RuntimeError(f"throughput child failed: {out.stderr[-3000:]}")
+    return json.loads(lines[-1])
+
+
+def _child(argv: list[str]) -> None:
+    names, chunk, rounds, kind = argv[0].split(","), int(argv[1]), int(argv[2]), argv[3]
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    sys.path.insert(0, str(ROOT))
+    from training_core.tf_quiet import import_tensorflow
+    if kind == "gui":
+        from app.worker import configure_gui_process, gui_intra_op_threads
+        import_tensorflow(gui_intra_op_threads())
+        configure_gui_process()
+    else:
+        import_tensorflow()
+    from bench import variants as V
+    from bench.window_bench import Window
+    make = {"bare": V.Bare, "fit_tb": V.FitTensorBoard, "headless": V.Headless, "window": Window}
+    vs = [make[n]() for n in names]
+    rates = measure_throughput(vs, chunk, rounds)
+    for v in vs:
+        v.close()
+    print(json.dumps(rates), flush=True)
+    os._exit(0)  # Qt and TensorFlow threads need no orderly teardown here
+
+
+if __name__ == "__main__":
+    _child(sys.argv[1:])

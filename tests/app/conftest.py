@@ -102,3 +102,15 @@ def empty_clipboard_after_test():
         from PySide6.QtGui import QGuiApplication
         if QGuiApplication.instance() is not None:
             QGuiApplication.clipboard().clear()
+
+
+@pytest.fixture(scope="session")
+def frozen_ring_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One real 400-step ring run with discriminator/dense_1 frozen, made once through the headless CLI
+    and only read by the tests that share it (figure export, CSV, the export CLI)."""
+    import subprocess
+    d = tmp_path_factory.mktemp("frozen_ring") / "run"
+    subprocess.run([sys.executable, "main.py", "--headless", "--example", "ring", "--steps", "400", "--run-dir",
+                    str(d), "--freeze", "discriminator/dense_1", "--quiet"], cwd=Path(__file__).resolve().parents[2],
+                   check=True, capture_output=True, timeout=300)
+    return d

@@ -13,12 +13,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def run_dir(tmp_path_factory) -> Path:
-    d = tmp_path_factory.mktemp("export_cli") / "run"
-    subprocess.run([sys.executable, "main.py", "--headless", "--example", "ring", "--steps", "400", "--run-dir",
-                    str(d), "--freeze", "discriminator/dense_1", "--quiet"], cwd=REPO, check=True,
-                   capture_output=True, timeout=300)
-    return d
+def run_dir(frozen_ring_run: Path) -> Path:
+    return frozen_ring_run
 
 
 def export(*args: str, platform: str | None = "offscreen") -> subprocess.CompletedProcess:

@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -18,16 +16,11 @@ from app.export.dialog import ExportDialog
 from app.store import MetricsStore
 from training_core import MetricsBatch, PhaseBlock
 
-REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def run_dir(tmp_path_factory) -> Path:
-    d = tmp_path_factory.mktemp("export_dialog") / "run"
-    subprocess.run([sys.executable, "main.py", "--headless", "--example", "ring", "--steps", "400", "--run-dir",
-                    str(d), "--freeze", "discriminator/dense_1", "--quiet"], cwd=REPO, check=True,
-                   capture_output=True, timeout=300)
-    return d
+def run_dir(frozen_ring_run: Path) -> Path:
+    return frozen_ring_run
 
 
 @pytest.fixture

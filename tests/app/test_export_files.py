@@ -5,8 +5,6 @@ from __future__ import annotations
 import csv
 import os
 import re
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -21,17 +19,12 @@ from app.export.data import minmax_decimate  # noqa: E402
 from app.store import MetricsStore  # noqa: E402
 from training_core import MetricsBatch, PhaseBlock, ema_smooth, read_events, read_scalars  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[2]
 SVG_NS = "{http://www.w3.org/2000/svg}"
 
 
 @pytest.fixture(scope="module")
-def run_dir(tmp_path_factory) -> Path:
-    d = tmp_path_factory.mktemp("export") / "run"
-    subprocess.run([sys.executable, "main.py", "--headless", "--example", "ring", "--steps", "400", "--run-dir",
-                    str(d), "--freeze", "discriminator/dense_1", "--quiet"], cwd=REPO, check=True,
-                   capture_output=True, timeout=300)
-    return d
+def run_dir(frozen_ring_run: Path) -> Path:
+    return frozen_ring_run
 
 
 @pytest.fixture
