@@ -1,0 +1,33 @@
+"""Makes the run behind the README's example figure: 3,000 ring steps with discriminator/dense_1 frozen from
+the start; at 30% the freeze set is replaced by generator/dense_1, at 55% D's learning rate drops to 5e-5,
+at 70% the ratio becomes 2:1. The commands are sent from an observer, as any script can steer a run.
+
+    python resources/docs/make_example_run.py /tmp/example-run 3000
+    python main.py --export /tmp/example-run --plots losses,updates --size 7.16x2.8 --out fig.pdf
+"""
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from training_core import Observer, RunConfig, SetFreeze, SetLearningRate, SetSchedule, Trainer  # noqa: E402
+
+
+class Plan(Observer):
+    def __init__(self, steps: int) -> None:
+        self.trainer: Trainer | None = None
+        self.plan = {int(steps * 0.3): SetFreeze(("generator/dense_1",)), int(steps * 0.55): SetLearningRate("D", 5e-5),
+                     int(steps * 0.7): SetSchedule({"policy": "fixed", "ratio": [2, 1]})}
+
+    def on_prepared(self, trainer: Trainer) -> None:
+        self.trainer = trainer
+
+    def on_metrics(self, batch) -> None:
+        for at in [a for a in self.plan if batch.status.step >= a]:
+            self.trainer.send(self.plan.pop(at))
+
+
+if __name__ == "__main__":
+    run_dir, steps = sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 3000
+    Trainer(RunConfig(example="ring", steps=steps, run_dir=run_dir, freeze=["discriminator/dense_1"], fetch_every=20),
+            Plan(steps)).run()
