@@ -22,13 +22,15 @@ from PySide6.QtWidgets import QGroupBox, QMainWindow, QMenu, QMessageBox, QSplit
 from training_core import (Pause, Resume, SetFreeze, SetFreezeMethod, SetLearningRate, SetSchedule,
                            Status, Step, Stop, builtin_examples)
 
+from training_core.trainer import default_run_dir
+
 from .errors import nan_message, show_error
 from .gui_gc import collector
 from .menus import build_menus, open_dialog, run_actions, shortcut_text
 from .panels import ExperimentPanel, SchedulePanel, ScopeTree
 from .panels.experiment import Source
 from .plots import PlotsPanel
-from .run_config import next_run_dir, run_config
+from .run_config import run_config
 from .settings import Settings
 from .status import StatusPanel
 from .store import MetricsStore
@@ -225,7 +227,8 @@ class MainWindow(QMainWindow):
             return
         same = self._prepared is not None and self._prepared_source == self._source
         cfg = run_config(self._source, self.experiment_panel, self.schedule_panel, self.scope_tree if same else None)
-        cfg.run_dir = self._run_dir_once or next_run_dir(self.settings.runs_folder(), self._source)
+        folder = self.settings.runs_folder()
+        cfg.run_dir = self._run_dir_once or (str(default_run_dir(cfg, folder)) if folder else None)
         self._run_dir_once = None
         self.store.clear()
         self.plots.reset()

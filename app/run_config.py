@@ -1,8 +1,5 @@
-"""From what the panels show to the `RunConfig` a Start hands to the core, and where the run goes."""
+"""From what the panels show to the `RunConfig` a Start hands to the core."""
 from __future__ import annotations
-
-from datetime import datetime
-from pathlib import Path
 
 from training_core import RunConfig
 
@@ -24,16 +21,3 @@ def run_config(source: Source, experiment: ExperimentPanel, schedule: SchedulePa
         cfg.lr = schedule.learning_rates()
         cfg.freeze = list(tree.frozen_scopes())
     return cfg
-
-
-def next_run_dir(folder: str, source: Source) -> str | None:
-    """FOLDER/NAME-TIME (like the core's default under runs/), or None for the core's default."""
-    if not folder:
-        return None
-    kind, value = source
-    base = Path(folder) / f"{Path(value).stem if kind == 'file' else value}-{datetime.now():%Y%m%d-%H%M%S}"
-    p, k = base, 1
-    while p.exists():
-        k += 1
-        p = base.with_name(f"{base.name}-{k}")
-    return str(p)

@@ -113,11 +113,16 @@ def _user_frame(e: BaseException, path: Path) -> str:
     return f" at line {frames[-1].lineno}" if frames else ""
 
 
-def load_module(path: str | Path) -> ModuleType:
-    """Import an experiment file; a file that is missing or raises becomes a one-line `UserError`."""
+def require_file(path: str | Path) -> Path:
     path = Path(path)
     if not path.is_file():
         raise UserError(f"experiment file {path} does not exist; check the path")
+    return path
+
+
+def load_module(path: str | Path) -> ModuleType:
+    """Import an experiment file; a file that is missing or raises becomes a one-line `UserError`."""
+    path = require_file(path)
     name = f"freezeframe_experiment_{hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:10]}"
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:

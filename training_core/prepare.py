@@ -18,7 +18,8 @@ import numpy as np
 from .config import RunConfig
 from .errors import UserError
 from .recorder import check_run_dir_free
-from .experiment import Experiment, Models, build_experiment, example_path, file_sha256, load_module
+from .experiment import (Experiment, Models, build_experiment, example_path, file_sha256, load_module,
+                         require_file)
 from .schedule import Policy, policy_from_dict
 from .scopes import ScopeNode, VarInfo, build_scope_tree, in_scope, resolve_scopes
 
@@ -106,9 +107,7 @@ def set_learning_rate(opt: Any, phase: str, value: Any) -> None:
 def prepare(config: RunConfig, on_trace: Callable[[str, str], None]) -> Prepared:
     # What can be checked without TensorFlow is checked first: a typo answers at once, not after ~4 s.
     config = config.validate()
-    source = _experiment_source(config)
-    if not source.is_file():
-        raise UserError(f"experiment file {source} does not exist; check the path")
+    source = require_file(_experiment_source(config))
     if config.run_dir:
         check_run_dir_free(config.run_dir)
 

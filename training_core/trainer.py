@@ -378,9 +378,10 @@ class Trainer:
         self._event("checkpoint", path=str(Path(path).relative_to(self.run_dir)))
 
 
-def default_run_dir(config: RunConfig) -> Path:
+def default_run_dir(config: RunConfig, folder: str | Path = "runs") -> Path:
+    """FOLDER/NAME-YYYYmmdd-HHMMSS, with -2, -3, ... if that exists (headless and the window alike)."""
     name = Path(config.experiment_file).stem if config.experiment_file else (config.example or "run")
-    base = Path("runs") / f"{name}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+    base = Path(folder) / f"{name}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
     p, k = base, 1
     while p.exists():
         k += 1
