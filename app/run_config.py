@@ -5,7 +5,7 @@ from training_core import RunConfig
 
 from .panels import ExperimentPanel, SchedulePanel, ScopeTree
 from .panels.experiment import Source
-from .worker import gui_intra_op_threads
+from .scheduling import gui_intra_op_threads
 
 
 def run_config(source: Source, experiment: ExperimentPanel, schedule: SchedulePanel,

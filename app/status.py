@@ -53,8 +53,13 @@ class StatusPanel(QStatusBar):
 
     @staticmethod
     def _set(label: QLabel, text: str) -> None:
+        """Labels only ever widen: a width that followed the text ("Step 9,999" to "Step 10,000", the
+        rate) re-laid out the status bar and repainted the window's bottom on almost every update."""
         if label.text() != text:
             label.setText(text)
+            width = label.sizeHint().width()
+            if width > label.minimumWidth():
+                label.setMinimumWidth(width)
 
     def set_state(self, text: str) -> None:
         self._set(self.state_label, text)

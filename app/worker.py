@@ -25,24 +25,7 @@ from PySide6.QtCore import QObject, QThread, Signal, Slot
 from training_core import (Command, MetricsBatch, Observer, RunConfig, ScopeNode, SetFreeze, SetFreezeMethod,
                            SetLearningRate, SetSchedule, Status, Stop, Trainer, UserError, VarInfo)
 
-GIL_SWITCH_INTERVAL_S = 0.0005
-
-
-def gui_intra_op_threads() -> int:
-    """TensorFlow's intra-op threads in the window's process: all cores but one (at least one)."""
-    import os
-    return max(1, (os.cpu_count() or 2) - 1)
-
-
-def configure_gui_process() -> None:
-    """Share the GIL finely between the GUI and training threads.
-
-    Between two TensorFlow ops the training thread needs the GIL for ~0.1 ms; while the GUI thread paints
-    (Python code in pyqtgraph) it waited up to Python's default 5 ms switch interval each time, so a ~1 ms
-    step took up to 5 ms during every redraw: measured 0.80x of a bare loop, 0.92x at 0.5 ms (bench/run.py)."""
-    import sys
-    sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
-
+from .scheduling import configure_gui_process, gui_intra_op_threads, lower_this_thread
 
 #: every training thread a window started and has not yet joined; tests fail if one is left running
 _THREADS: list[QThread] = []
@@ -260,6 +243,7 @@ class _PythonThread(QThread):
     """
 
     def run(self) -> None:
+        lower_this_thread()  # before TensorFlow starts its pools here: they inherit it
         self.exec()
 
 

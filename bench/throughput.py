@@ -45,7 +45,7 @@ def _child(argv: list[str]) -> None:
     sys.path.insert(0, str(ROOT))
     from training_core.tf_quiet import import_tensorflow
     if kind == "gui":
-        from app.worker import configure_gui_process, gui_intra_op_threads
+        from app.scheduling import configure_gui_process, gui_intra_op_threads
         import_tensorflow(gui_intra_op_threads())
         configure_gui_process()
     else:

@@ -17,11 +17,24 @@ def qapp():
     return QApplication.instance() or QApplication([])
 
 
-def wait_for(cond, timeout: float = 120.0) -> None:
+def _Waker(fn):
+    from PySide6.QtCore import QObject, Slot
+
+    class Waker(QObject):
+        @Slot(object)
+        def poke(self, _arg) -> None:
+            fn()
+    return Waker()
+
+
+def wait_for(cond, timeout: float = 120.0, signals: tuple = (), poll_ms: int = 5) -> None:
     """Run the Qt event loop (the window keeps drawing, idle in between) until `cond()` holds.
 
-    A real event loop, checked by a 5 ms timer: spinning processEvents() instead would burn a core of
-    this 2-core machine and slow exactly the training being measured."""
+    A real event loop: spinning processEvents() instead would burn a core of this 2-core machine and
+    slow exactly the training being measured. `cond()` is checked after each of `signals` (connected
+    after the window's own slots, so it sees their effect) and by a timer every `poll_ms`: with
+    signals, the timer is only a safety net, and the harness does not wake the GUI thread 200 times
+    a second (its GIL hand-overs would be counted against the window)."""
     from PySide6.QtCore import QEventLoop, QTimer
     qapp()
     if cond():
@@ -30,18 +43,25 @@ def wait_for(cond, timeout: float = 120.0) -> None:
     end = time.perf_counter() + timeout
     expired = []
 
-    def check() -> None:
+    def check(*_args) -> None:
         if cond():
             loop.quit()
         elif time.perf_counter() > end:
             expired.append(True)
             loop.quit()
 
-    timer.setInterval(5)
+    waker = _Waker(check)  # a receiver on this (GUI) thread: the slot runs here, queued after the window's
+    for sig in signals:
+        sig.connect(waker.poke)
+    timer.setInterval(100 if signals else poll_ms)
     timer.timeout.connect(check)
     timer.start()
-    loop.exec()
-    timer.stop()
+    try:
+        loop.exec()
+    finally:
+        timer.stop()
+        for sig in signals:
+            sig.disconnect(waker.poke)
     if expired:
         raise TimeoutError("window benchmark: condition not reached")
 
@@ -84,7 +104,9 @@ class Window:
         from training_core import Step
         start = self.w.store.last_step
         self.w.core.send(Step(n))
-        wait_for(lambda: self.w.paused and self.w.store.last_step >= start + n, 600)
+        worker = self.w.core.worker
+        wait_for(lambda: self.w.paused and self.w.store.last_step >= start + n, 600,
+                 signals=(worker.metrics, worker.event))
 
     def close(self) -> None:
         close_window(self.w)

@@ -55,8 +55,10 @@ class ScopeTree(QWidget):
         header = self.tree.header()
         header.setStretchLastSection(False)
         header.setSectionResizeMode(NAME, QHeaderView.ResizeMode.Interactive)
+        # Not ResizeToContents: that re-measures every row on each value change (~3 ms per refresh,
+        # on the GUI thread, while training waits for the GIL). Widths are set once per tree (_fit_columns).
         for col in (SHAPE, PARAMS, UPDATE, STATE):
-            header.setSectionResizeMode(col, QHeaderView.ResizeMode.ResizeToContents)
+            header.setSectionResizeMode(col, QHeaderView.ResizeMode.Interactive)
         header.setMinimumSectionSize(36)
         header.sectionResized.connect(lambda col, *_: None if col == NAME else self._fit_name())
         self._name_min = 110
@@ -106,6 +108,7 @@ class ScopeTree(QWidget):
             self.tree.expandAll()
         else:
             self.tree.expandToDepth(0)
+        self._fit_columns()
         self.tree.resizeColumnToContents(NAME)
         self._name_min = min(max(self.tree.columnWidth(NAME), 110), 260)
         self._fit_name()
@@ -140,6 +143,18 @@ class ScopeTree(QWidget):
             item.setTextAlignment(UPDATE, right)
             self._items[v.path] = item
             self._var_items[v.path] = item
+
+    def _fit_columns(self) -> None:
+        """Shape and parameter counts are fixed per tree; the update and state columns are as wide as the
+        widest text they can show, so values that change while training never resize a column."""
+        fm = self.tree.fontMetrics()
+        header = self.tree.header()
+        pad = 2 * self.tree.style().pixelMetric(self.tree.style().PixelMetric.PM_FocusFrameHMargin) + 12
+        for col in (SHAPE, PARAMS):
+            self.tree.resizeColumnToContents(col)
+        for col, widest in ((UPDATE, ("8.88e-88",)), (STATE, ("leaked", "frozen", "LEAK"))):
+            width = max(max(fm.horizontalAdvance(t) for t in widest) + pad, header.sectionSizeHint(col))
+            self.tree.setColumnWidth(col, width)
 
     def _fit_name(self) -> None:
         others = sum(self.tree.columnWidth(c) for c in (SHAPE, PARAMS, UPDATE, STATE))

@@ -1,44 +1,137 @@
 """Curves that stay cheap with millions of points, and the common look of the step plots.
 
-pyqtgraph clips to the view and peak-downsamples on every view-range change. A live plot that follows
-the newest step moves its x range on every refresh, so a plain PlotDataItem would decimate its whole
-array twice per refresh: once in `setData` (old range) and again when the range moves. `LiveCurve`
-lets the panel move the range first, with curves ignoring that change (`held()`), and then call
-`setData` once, so each refresh decimates every curve exactly once. Dynamic-range limiting is off
-because it re-decimates on every y change and scans all data for bounds; peak downsampling keeps the
-envelope, so the y autorange is still exact.
+A curve holds every point (`xData`, `yData` are the store's arrays) but draws a peak-decimated view
+of what is visible: one min and one max per pixel column, cut from a `PeakPyramid` that is extended
+by the new points only (decimate.py), so a refresh costs the same at 10^3 and 10^7 steps. A live plot
+that follows the newest step moves its x range on every refresh; `held()` lets the panel move the
+range first, with curves ignoring that change, and then call `setData` once, so each refresh
+decimates every curve exactly once. Dynamic-range limiting is off because it scans all data for
+bounds; peak decimation keeps the envelope, so the y autorange is still exact.
 """
 from __future__ import annotations
 
+import bisect
 from contextlib import contextmanager
 from typing import Iterator
 
+import numpy as np
 import pyqtgraph as pg
+from pyqtgraph.graphicsItems.PlotDataItem import PlotDataset
+from PySide6 import QtCore, QtGui
 
 from . import palette
+from .canvas import Stroke, pixel_offsets
+from .decimate import PeakPyramid
 from .grid import LightGrid
 
 LEFT_AXIS_WIDTH = 62  # same for both plots so their step axes line up
 
 
 class LiveCurve(pg.PlotDataItem):
+    """A PlotDataItem (data, pen, legend entry, as pyqtgraph knows them) drawn by a C++ `Stroke`."""
+
     _held = 0
 
     def __init__(self, *args, **kwargs) -> None:
         kwargs.setdefault("dynamicRangeLimit", None)
         kwargs.setdefault("autoDownsampleFactor", 1.0)  # peak: one min and one max per pixel column
         kwargs.setdefault("skipFiniteCheck", False)
+        self._pyramid = PeakPyramid()
+        self._grown = False
+        self.stroke = None
         super().__init__(*args, **kwargs)
-        self.setClipToView(True)
+        self.curve.hide()  # pyqtgraph's own curve item paints from Python: never given data
+        self.stroke = Stroke(self)
+        self.setClipToView(True)  # both on, so that pyqtgraph redraws on a range change; the work is ours
         self.setDownsampling(auto=True, method="peak")
+        self.updateItems(styleUpdate=True)
 
-    def viewRangeChanged(self, vb=None, ranges=None, changed=None) -> None:
+    def setData(self, *args, grown: bool = False, **kwargs) -> None:  # noqa: N802 (Qt name)
+        """`grown=True`: the caller promises the arrays only gained points at the end since the last
+        call, so the pyramid takes in the new points only; otherwise it is rebuilt (lazily, once)."""
+        self._grown = grown
+        super().setData(*args, **kwargs)
+
+    def updateItems(self, styleUpdate: bool = True) -> None:  # noqa: N802 (pyqtgraph's name)
+        if self.stroke is None:  # pyqtgraph's constructor, before the stroke exists
+            return
+        if styleUpdate:
+            self.stroke.set_pen(self._pen())
+        self._draw(self._getDisplayDataset())
+
+    def _draw(self, ds: PlotDataset | None) -> None:
+        if ds is None or len(ds.x) == 0:
+            self.stroke.set_path(QtGui.QPainterPath())
+            return
+        path = pg.arrayToQPath(ds.x, ds.y, connect="finite")  # NaN and inf: gaps
+        pen = self._pen()
+        offsets = pixel_offsets(pen.widthF(), pen.style() == QtCore.Qt.PenStyle.SolidLine) \
+            if pen is not None and pen.isCosmetic() else []
+        vb = self.getViewBox()
+        if offsets and vb is not None and vb.width() > 0 and vb.height() > 0:
+            rect = vb.viewRect()
+            px, py = rect.width() / vb.width(), rect.height() / vb.height()
+            self.stroke.set_path(path, [(dx * px, dy * py) for dx, dy in offsets])
+        else:
+            self.stroke.set_path(path)
+
+    def shown(self) -> tuple[np.ndarray, np.ndarray]:
+        """The points drawn now (the decimated view of `xData`, `yData`)."""
+        ds = self._getDisplayDataset()
+        return (np.empty(0), np.empty(0)) if ds is None else (ds.x, ds.y)
+
+    def _pen(self) -> QtGui.QPen | None:
+        pen = self.opts["pen"]
+        return None if pen is None else pg.mkPen(pen)
+
+    def dataBounds(self, ax: int, frac: float = 1.0, orthoRange=None):  # noqa: N802 (pyqtgraph's name)
+        """Bounds of what is drawn (the peak envelope contains every point), for the autorange."""
+        ds = self._datasetDisplay
+        if ds is None or len(ds.x) == 0:
+            return (None, None)
+        vals = ds.x if ax == 0 else ds.y
+        if orthoRange is not None:
+            other = ds.y if ax == 0 else ds.x
+            vals = vals[(other >= orthoRange[0]) & (other <= orthoRange[1])]
+        vals = vals[np.isfinite(vals)]
+        if not len(vals):
+            return (None, None)
+        return (float(vals.min()), float(vals.max()))
+
+    def _getDisplayDataset(self) -> PlotDataset | None:  # noqa: N802 (pyqtgraph's name)
+        ds = self._dataset
+        vb = self.getViewBox()
+        if ds is None or vb is None or vb.width() <= 0 or len(ds.x) < 2:
+            return super()._getDisplayDataset()
+        if self._datasetDisplay is not None and not self.property("xViewRangeWasChanged"):
+            return self._datasetDisplay
+        x, y = ds.x, ds.y
+        if not self._grown:
+            self._pyramid.reset()
+        self._grown = True  # until the next setData: a view change re-cuts the same data
+        self._pyramid.extend(y)
+        rect = vb.viewRect()
+        i0 = bisect.bisect_left(x, rect.left()) - 1
+        i1 = bisect.bisect_right(x, rect.right()) + 1
+        i0, i1 = max(0, i0), min(len(x), i1)
+        per_chunk = (i1 - i0) / (vb.width() * self.opts["autoDownsampleFactor"])
+        xo, yo = self._pyramid.view(x, y, i0, i1, per_chunk)
+        self._datasetDisplay = PlotDataset(xo, yo, None, None)
+        self.setProperty("xViewRangeWasChanged", False)
+        self.setProperty("yViewRangeWasChanged", False)
+        return self._datasetDisplay
+
+    def viewRangeChanged(self, vb=None, ranges=None, changed=None) -> None:  # noqa: N802 (pyqtgraph's name)
         if LiveCurve._held:
             # setData follows within the same refresh and recomputes against the new range
             self.setProperty("xViewRangeWasChanged", True)
             self._datasetDisplay = None
             return
-        super().viewRangeChanged(vb, ranges, changed)
+        x_changed = changed is None or changed[0]
+        super().viewRangeChanged(vb, ranges, changed)  # x: re-cut and redraw (updateItems)
+        pen = self._pen()
+        if not x_changed and self.stroke is not None and pen is not None and pixel_offsets(pen.widthF()):
+            self._draw(self._datasetDisplay)  # y only: a bold line's pixel offsets changed size
 
 
 @contextmanager

@@ -64,11 +64,12 @@ class LossCurves:
             if pc is None:
                 pc = self.phases[phase] = _PhaseCurves(self.plot, self.legend, phase, i)
             steps, _, values = store.loss(phase)
-            if len(values) < len(pc.smoothed):  # the store was refilled behind our back: start over
+            grown = len(values) >= len(pc.smoothed)
+            if not grown:  # the store was refilled behind our back: start over
                 pc.restart()
             pc.catch_up(values, self.weight)
-            pc.raw.setData(steps, values)
-            pc.smooth.setData(steps, pc.smoothed.view())
+            pc.raw.setData(steps, values, grown=grown)
+            pc.smooth.setData(steps, pc.smoothed.view(), grown=grown)
 
     def set_weight(self, weight: float, store: MetricsStore) -> None:
         """The only full recomputation: every curve re-smoothed from its first point."""

@@ -15,6 +15,7 @@ from app.store import MetricsStore
 
 from . import palette
 from .axes import FloorLogAxis
+from .canvas import Canvas
 from .curves import held, style_plot
 from .losses import LossCurves, warm_up
 from .markers import MarkerLines
@@ -25,6 +26,7 @@ from .updates import KIND, UpdateCurves
 DEFAULT_SMOOTHING = 0.6
 MAX_SMOOTHING = 0.999
 SLIDER_STEPS = 1000  # slider units per 1.0 of smoothing weight
+CLICK_PX = 6  # how near (pixels) a click must be to an update curve to select its variable
 
 
 class PlotsPanel(QtWidgets.QWidget):
@@ -39,7 +41,7 @@ class PlotsPanel(QtWidgets.QWidget):
 
         # rows: loss legend, losses, updates, update legend. Legends sit outside the data so no curve
         # (and no marker label) ever hides behind them.
-        self.graphics = pg.GraphicsLayoutWidget()
+        self.graphics = Canvas()
         self.graphics.setBackground(palette.BACKGROUND)
         legend_style = {"labelTextColor": palette.FOREGROUND, "labelTextSize": "8pt", "verSpacing": -8,
                         "horSpacing": 4, "frame": False}
@@ -61,7 +63,7 @@ class PlotsPanel(QtWidgets.QWidget):
             plot.setMenuEnabled(False, enableViewBoxMenu=True)  # no log/FFT toggles that fight ours
 
         self.losses = LossCurves(self.loss_plot, self.loss_legend, DEFAULT_SMOOTHING)
-        self.updates = UpdateCurves(self.update_plot, self.update_axis, self.update_legend, self.variableClicked.emit)
+        self.updates = UpdateCurves(self.update_plot, self.update_axis, self.update_legend)
         self.markers = MarkerLines([self.loss_plot, self.update_plot])
         self.samples_view = SamplesView()
 
@@ -74,6 +76,7 @@ class PlotsPanel(QtWidgets.QWidget):
         self.readout = HoverReadout(self.graphics.scene(), self.loss_plot, self.update_plot,
                                     self.losses, self.updates, self.readout_label)
 
+        self.graphics.scene().sigMouseClicked.connect(self._clicked)
         self.loss_plot.vb.sigXRangeChanged.connect(lambda *_: self.markers.place_labels())
         self.loss_plot.vb.sigResized.connect(lambda *_: self.markers.place_labels())
         for vb in (self.loss_plot.vb, self.update_plot.vb):
@@ -156,6 +159,9 @@ class PlotsPanel(QtWidgets.QWidget):
         self.updates.update(store)
         self.markers.update(store)
         self.samples_view.show_samples(store.samples)
+        # pyqtgraph's deferred y autorange, now: run first thing in the paint, it moved the range and
+        # asked for a second paint of every frame
+        self.graphics.scene().prepareForPaint()
         return True
 
     def reset(self) -> None:
@@ -224,6 +230,24 @@ class PlotsPanel(QtWidgets.QWidget):
     def following(self) -> bool:
         """True while the step axis follows the run (until the user zooms or pans; "A" resumes)."""
         return self._follow
+
+    def _clicked(self, event) -> None:
+        """A click on an update curve selects its variable. Resolved from the data (the curve nearest
+        the cursor at that step, within CLICK_PX pixels), as curves have no hit shape (canvas.Stroke)."""
+        vb = self.update_plot.vb
+        if event.button() != QtCore.Qt.MouseButton.LeftButton or not vb.sceneBoundingRect().contains(event.scenePos()):
+            return
+        p = vb.mapSceneToView(event.scenePos())
+        near = self.updates.nearest(p.x(), p.y())
+        if near is None:
+            return
+        path, _color, step, _value = near
+        y = self.updates.vars[path].log_at(step)
+        if y is None:
+            return
+        hit = vb.mapViewToScene(QtCore.QPointF(p.x(), y))
+        if abs(hit.y() - event.scenePos().y()) <= CLICK_PX:
+            self.variableClicked.emit(path)
 
     # -- following the run -----------------------------------------------------------------------------
     def _fit_steps(self) -> None:

@@ -14,6 +14,7 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtWidgets
 
 from . import palette
+from .canvas import CppPaint
 
 POINT_RANGE = 3.0
 GRID = 8  # images: up to GRID x GRID generated images
@@ -60,7 +61,7 @@ class SamplesView(QtWidgets.QStackedWidget):
         self.show_samples(None)
 
 
-class _PointsPage(pg.PlotWidget):
+class _PointsPage(CppPaint, pg.PlotWidget):
     def __init__(self) -> None:
         super().__init__(background=palette.BACKGROUND)
         p = self.getPlotItem()
@@ -78,6 +79,7 @@ class _PointsPage(pg.PlotWidget):
         p.setRange(xRange=(-POINT_RANGE, POINT_RANGE), yRange=(-POINT_RANGE, POINT_RANGE), padding=0)
         p.setAspectLocked(True)
         p.showGrid(x=True, y=True, alpha=palette.GRID_ALPHA)
+        self.paint_in_cpp()
 
     def show_samples(self, s: dict[str, Any]) -> None:
         self.real.setData(pos=_xy(s.get("real")))
@@ -85,7 +87,7 @@ class _PointsPage(pg.PlotWidget):
         self.getPlotItem().setTitle(f"samples at step {s.get('step', '?')}", color=palette.FOREGROUND, size="10pt")
 
 
-class _ImagesPage(pg.GraphicsLayoutWidget):
+class _ImagesPage(CppPaint, pg.GraphicsLayoutWidget):
     def __init__(self) -> None:
         super().__init__()
         self.setBackground(palette.BACKGROUND)
@@ -94,6 +96,7 @@ class _ImagesPage(pg.GraphicsLayoutWidget):
         self.view = self.addViewBox(lockAspect=True, enableMouse=False, invertY=True)
         self.image = pg.ImageItem(levels=palette.IMAGE_LEVELS)
         self.view.addItem(self.image)
+        self.paint_in_cpp()
 
     def show_samples(self, s: dict[str, Any]) -> None:
         self.image.setImage(image_grid(s.get("fake")), levels=palette.IMAGE_LEVELS, autoLevels=False)
@@ -101,7 +104,7 @@ class _ImagesPage(pg.GraphicsLayoutWidget):
         self.title.setText(f"generated at step {s.get('step', '?')}", color=palette.FOREGROUND, size="10pt")
 
 
-class _MatrixPage(pg.GraphicsLayoutWidget):
+class _MatrixPage(CppPaint, pg.GraphicsLayoutWidget):
     def __init__(self) -> None:
         super().__init__()
         self.setBackground(palette.BACKGROUND)
@@ -117,6 +120,7 @@ class _MatrixPage(pg.GraphicsLayoutWidget):
             v.addItem(img)
             self.views.append(v)
             self.images.append(img)
+        self.paint_in_cpp()
 
     def show_samples(self, s: dict[str, Any]) -> None:
         target = np.asarray(s.get("target"), dtype=np.float64)

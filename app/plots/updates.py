@@ -9,8 +9,6 @@ frozen now is drawn dashed and greyed, and its legend entry says so.
 from __future__ import annotations
 
 import math
-from typing import Callable
-
 import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore
@@ -37,14 +35,23 @@ class _VarCurve:
         self.frozen = False
         self.style: tuple | None = None
 
+    def log_at(self, step: float) -> float | None:
+        """The plotted (log10) value at the recorded step nearest `step`."""
+        xs = self.curve.xData
+        if xs is None or not len(xs):
+            return None
+        i = min(int(np.searchsorted(xs, step)), len(xs) - 1)
+        if i > 0 and step - xs[i - 1] < xs[i] - step:
+            i -= 1
+        y = float(self.log.view()[i])
+        return y if np.isfinite(y) else None
+
 
 class UpdateCurves:
-    def __init__(self, plot: pg.PlotItem, axis: FloorLogAxis, legend: pg.LegendItem,
-                 on_click: Callable[[str], None]) -> None:
+    def __init__(self, plot: pg.PlotItem, axis: FloorLogAxis, legend: pg.LegendItem) -> None:
         self.plot = plot
         self.axis = axis
         self.legend = legend
-        self.on_click = on_click
         self.mode = "relative"
         self.vars: dict[str, _VarCurve] = {}
         self.highlighted: str | None = None
@@ -75,24 +82,26 @@ class UpdateCurves:
         for path in store.var_paths:
             if path not in self.vars:
                 self._add(path)
-        fresh = {}
+        fresh, redo = {}, set()
         for path, vc in self.vars.items():
             steps, _, values = store.var_series(path, kind)
-            if len(values) < len(vc.log):
+            if len(values) < len(vc.log) or not len(vc.log):
                 vc.log = GrowArray(np.float64)
+                redo.add(path)
             fresh[path] = (steps, values)
             self._note_range(values[len(vc.log):])
         floor = self._floor()
         if floor != self.floor:
             self.floor = floor
-            for vc in self.vars.values():
+            for path, vc in self.vars.items():
                 vc.log = GrowArray(np.float64)
+                redo.add(path)
         for path, vc in self.vars.items():
             steps, values = fresh[path]
             vc.log.extend(self._to_log(values[len(vc.log):]))
             vc.frozen = store.frozen_now(path)
             self._style(vc)
-            vc.curve.setData(steps, vc.log.view())
+            vc.curve.setData(steps, vc.log.view(), grown=path not in redo)
         self.axis.set_floor(self.floor if self.has_zero else None)
         self.floor_line.setValue(self.floor)
         self.floor_line.setVisible(self.has_zero)
@@ -144,8 +153,6 @@ class UpdateCurves:
     def _add(self, path: str) -> None:
         curve = LiveCurve(name=path)
         vc = self.vars[path] = _VarCurve(path, len(self.vars), curve)
-        curve.setCurveClickable(True, width=8)
-        curve.sigClicked.connect(lambda *_a, p=path: self.on_click(p))
         self.plot.addItem(curve)
         if len(self.vars) <= MAX_LEGEND:
             self.legend.addItem(curve, path)
@@ -173,7 +180,6 @@ class UpdateCurves:
         label = self.legend.getLabel(vc.curve)
         if label is not None:
             label.setText(f"{vc.path} (frozen)" if vc.frozen else vc.path)
-        vc.curve.curve.setToolTip(f"{vc.path}: frozen, update 0" if vc.frozen else vc.path)
 
     def highlight(self, path: str | None) -> None:
         self.highlighted = path if path in self.vars else None

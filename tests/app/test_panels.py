@@ -101,3 +101,30 @@ def test_recent_files_survive_and_stay_short(tmp_path):
 def test_elapsed_format():
     assert format_elapsed(0) == "0.0 s" and format_elapsed(59.94) == "59.9 s"
     assert format_elapsed(60) == "0:01:00" and format_elapsed(3725.9) == "1:02:05"
+
+
+def test_changing_values_never_resize_tree_columns_or_status_labels(qtbot):
+    """Both used to re-lay out on every update while training (the tree re-measured every row: ~3 ms a
+    refresh; the status bar repainted the window's bottom)."""
+    from app.panels.scope_tree import STATE, UPDATE
+    from app.status import StatusPanel
+    from app.store import MetricsStore
+    from training_core import Status
+    tree = ScopeTree()
+    qtbot.addWidget(tree)
+    tree.set_tree(build_scope_tree(RING_LIKE))
+    widths = [tree.tree.columnWidth(c) for c in range(5)]
+    fm = tree.tree.fontMetrics()
+    assert tree.tree.columnWidth(UPDATE) > fm.horizontalAdvance("8.88e-88")
+    assert tree.tree.columnWidth(STATE) > fm.horizontalAdvance("leaked")
+    tree.refresh(MetricsStore())  # an empty store: nothing to show, nothing moves
+    assert [tree.tree.columnWidth(c) for c in range(5)] == widths
+
+    panel = StatusPanel()
+    qtbot.addWidget(panel)
+    seen = []
+    for step in (9, 99_999, 10, 1_234_567, 5):
+        panel.show_status(Status(step=step, steps_per_s=step * 1.5))
+        seen.append(panel.step_label.minimumWidth())
+        assert panel.step_label.minimumWidth() >= panel.step_label.sizeHint().width()
+    assert seen == sorted(seen) and seen[-1] == seen[3]  # only ever widens

@@ -366,5 +366,6 @@ def test_a_million_points_per_loss_curve(panel_of, qtbot):
     assert len(curves["update/g/out/kernel"].xData) == len(store.var_series("g/out/kernel")[0])
     assert curves["loss/D"].opts["clipToView"] and curves["loss/D"].opts["autoDownsample"]
     assert curves["loss/D"].opts["downsampleMethod"] == "peak"
-    shown = curves["loss/D"].curve.getData()[0]
+    shown = curves["loss/D"].shown()[0]
     assert 0 < len(shown) < 10_000  # drawn decimated to the pixel width, while holding every point
+    assert curves["loss/D"].stroke.path().elementCount() == len(shown)
