@@ -1,11 +1,11 @@
 """Garbage collection on the GUI thread only, while a window is open.
 
 Python's cyclic collector runs on whichever thread happens to allocate when a threshold is crossed.
-With a training thread allocating all the time, that is usually the training thread, and when the
-garbage holds Qt objects (a closed window, plot items dropped by a reset) PySide destroys them there:
-off the GUI thread, against Qt's rules. We saw it deadlock (the collector on the training thread
-waiting for the GIL inside ~QObject while the GUI thread held the GIL and waited for the same
-signal-slot lock). So while a window is open the automatic collector is off and a GUI-thread timer
+With another thread allocating all the time (training used to run on one; the report reader unpickles
+every batch), that is often that thread, and when the garbage holds Qt objects (a closed window, plot
+items dropped by a reset) PySide destroys them there: off the GUI thread, against Qt's rules. We saw
+it deadlock (the collector on the training thread waiting for the GIL inside ~QObject while the GUI
+thread held the GIL and waited for the same signal-slot lock). So while a window is open the automatic collector is off and a GUI-thread timer
 collects instead, generation by generation with the usual thresholds (as pyqtgraph's
 GarbageCollector does).
 """
@@ -36,7 +36,7 @@ class _GuiThreadCollector:
             self._timer.start()
 
     def release(self) -> None:
-        """A window closed, after joining its training thread: collect now, and hand back to Python
+        """A window closed, after its training process ended: collect now, and hand back to Python
         once no window is left."""
         self._users = max(0, self._users - 1)
         if self._users == 0 and self._timer is not None:

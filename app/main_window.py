@@ -5,8 +5,8 @@ a widget. Reports arrive as queued signals and only append to the `MetricsStore`
 timer redraws plots, tree values and the status bar from the store. Controls become commands in the
 trainer's queue. Before a run, panel edits are just remembered; Start hands them to the core.
 
-Only Qt, pyqtgraph and the TF-free parts of training_core are imported here: TensorFlow loads on the
-worker thread after the window is visible.
+Only Qt, pyqtgraph and the TF-free parts of training_core are imported here: TensorFlow loads in the
+training process (app/worker.py) after the window is visible, and never in the window's own process.
 """
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ from .run_config import run_config
 from .settings import Settings
 from .status import StatusPanel
 from .store import MetricsStore
-from .worker import PreparedInfo, TrainingThread
+from .worker import PreparedInfo, TrainingProcess
 
 REFRESH_MS = 40  # 25 Hz: plots, tree values, status bar
 SHUTDOWN_S = 2.0
@@ -60,9 +60,9 @@ class MainWindow(QMainWindow):
         self.setWindowTitle("Freezeframe")
         self.settings = Settings()
         self.store = MetricsStore()
-        collector.acquire()  # before the training thread exists: it must never run the collector
+        collector.acquire()  # before the report reader thread exists: it must never run the collector
         self._gc_held = True
-        self.core = TrainingThread(self)
+        self.core = TrainingProcess(self)
         self._run_dir_once = run_dir
         if source[0] == "file":
             source = ("file", str(Path(source[1]).resolve()))
@@ -174,7 +174,7 @@ class MainWindow(QMainWindow):
             QTimer.singleShot(50, self.load)  # after the first paint: the import competes for the GIL
 
     def load(self) -> None:
-        """Import TensorFlow and prepare the chosen experiment, on the worker thread."""
+        """Import TensorFlow and prepare the chosen experiment, in the training process."""
         self._loading_started = True
         if self._tf_ready or self._busy:
             return
@@ -287,8 +287,8 @@ class MainWindow(QMainWindow):
         self._update_controls()
 
     def _on_prepared(self, info: PreparedInfo) -> None:
-        # TensorFlow, Keras and the models are loaded now and live as long as the process: move them out of
-        # the collector's way, or each full collection on the GUI thread (app/gui_gc.py) takes ~200 ms.
+        # Qt, pyqtgraph and the window are built now and live as long as the process: move them out of the
+        # collector's way, so full collections on the GUI thread (app/gui_gc.py) stay short.
         gc.freeze()
         structure_changed = self._prepared is None or [v.path for v in info.var_infos] != \
             [v.path for v in self._prepared.var_infos] or info.phase_names != self._prepared.phase_names
@@ -424,7 +424,7 @@ class MainWindow(QMainWindow):
         self.settings.set_geometry("splitter", QByteArray(self.splitter.saveState()))
         t0 = time.perf_counter()
         if not self.core.shutdown(SHUTDOWN_S):
-            print(f"freezeframe: the training thread took {time.perf_counter() - t0:.1f}s to stop")
+            print(f"freezeframe: the training process took {time.perf_counter() - t0:.1f}s to stop")
         if self._gc_held:
             self._gc_held = False
             collector.release()

@@ -40,10 +40,9 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     q = a.quick
     chunk, rounds = (100, 2) if q else (600, 7)
-    from app.scheduling import configure_gui_process, gui_intra_op_threads
+    from app.scheduling import gui_intra_op_threads
     from training_core.tf_quiet import import_tensorflow
     import_tensorflow(gui_intra_op_threads())  # the rest measures the window: configure as its process
-    configure_gui_process()
     from bench.control import measure_control
     from bench.disk import measure_disk
     from bench.throughput import in_child

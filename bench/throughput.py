@@ -3,9 +3,9 @@ steps and the median steps/s of each is reported, so that a noisy, shared machin
 alike instead of skewing one.
 
 Each comparison runs in a child process configured as the product runs: `headless` beside `bare` and
-`fit_tb` with TensorFlow's defaults, as the CLI does; `window` beside its own `bare` in a process set
-up as the window's (one intra-op thread fewer, a short GIL switch interval). Every ratio is against a
-bare loop measured in the same process, in the same run.
+`fit_tb` with TensorFlow's defaults, as the CLI does; `window` (the real window; its training runs in
+the training process it starts, with one intra-op thread fewer than cores and at nice 10) beside a
+`bare` loop with that same thread count. Every ratio is against a bare loop measured in the same run.
 """
 from __future__ import annotations
 
@@ -45,9 +45,8 @@ def _child(argv: list[str]) -> None:
     sys.path.insert(0, str(ROOT))
     from training_core.tf_quiet import import_tensorflow
     if kind == "gui":
-        from app.scheduling import configure_gui_process, gui_intra_op_threads
+        from app.scheduling import gui_intra_op_threads
         import_tensorflow(gui_intra_op_threads())
-        configure_gui_process()
     else:
         import_tensorflow()
     from bench import variants as V

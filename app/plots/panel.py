@@ -18,7 +18,7 @@ from .axes import FloorLogAxis
 from .canvas import Canvas
 from .curves import held, style_plot
 from .losses import LossCurves, warm_up
-from .markers import MarkerLines
+from .markers import MarkerLine, MarkerLines
 from .readout import HoverReadout
 from .samples import SamplesView
 from .updates import KIND, UpdateCurves
@@ -77,8 +77,6 @@ class PlotsPanel(QtWidgets.QWidget):
                                     self.losses, self.updates, self.readout_label)
 
         self.graphics.scene().sigMouseClicked.connect(self._clicked)
-        self.loss_plot.vb.sigXRangeChanged.connect(lambda *_: self.markers.place_labels())
-        self.loss_plot.vb.sigResized.connect(lambda *_: self.markers.place_labels())
         for vb in (self.loss_plot.vb, self.update_plot.vb):
             vb.sigRangeChangedManually.connect(self._user_moved)
             vb.sigStateChanged.connect(self._autorange_asked)
@@ -222,8 +220,8 @@ class PlotsPanel(QtWidgets.QWidget):
         """{"loss/D": raw, "loss/D/smoothed": smoothed, "update/<path>": update curve (log10 values)}."""
         return {**self.losses.curves(), **self.updates.curves()}
 
-    def marker_lines(self, plot: str = "loss") -> list[pg.InfiniteLine]:
-        """The marker lines on the "loss" or "update" plot, in store order (line.marker is the Marker)."""
+    def marker_lines(self, plot: str = "loss") -> list[MarkerLine]:
+        """The markers on the "loss" or "update" plot, in store order (line.marker is the Marker)."""
         return self.markers.lines_of(0 if plot == "loss" else 1)
 
     @property

@@ -1,6 +1,6 @@
 """Shared fixtures for the window tests: offscreen Qt, isolated settings, real windows on real training,
-and a check that no training thread outlives its test (a QThread destroyed while running aborts the
-process, so a leak would crash some later, unrelated test)."""
+and a check that no training process (or its report reader thread) outlives its test: a leak would
+train on in the background and skew or break later, unrelated tests."""
 from __future__ import annotations
 
 import gc
@@ -26,18 +26,17 @@ def isolated_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture(autouse=True)
-def no_training_thread_left(request: pytest.FixtureRequest):
+def no_training_process_left(request: pytest.FixtureRequest):
     yield
     worker = sys.modules.get("app.worker")
     if worker is None:
         return
     left = worker.running_threads()
-    for t in left:  # clean up so the next test starts clean, then fail this one
-        t.quit()
-        t.wait(60_000)
-    gc.collect()  # this test's windows die here, on the GUI thread, not in a later test's training thread
+    for handle in list(worker._HANDLES):  # clean up so the next test starts clean, then fail this one
+        handle.shutdown(10)
+    gc.collect()  # this test's windows die here, on the GUI thread
     if left:
-        pytest.fail(f"{len(left)} training QThread(s) still running after {request.node.nodeid}")
+        pytest.fail(f"{len(left)} training process(es) or reader thread(s) still running after {request.node.nodeid}")
 
 
 class WindowDriver:

@@ -11,7 +11,6 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from app.plots.canvas import Canvas, Stroke, pixel_offsets
-from app.scheduling import GIL_SWITCH_INTERVAL_S
 from app.plots.curves import LiveCurve
 
 
@@ -49,7 +48,7 @@ def _python_progress_while_painting(view: QtWidgets.QWidget, seconds: float = 0.
     counter = PaintCounter()
     view.viewport().installEventFilter(counter)
     interval = sys.getswitchinterval()
-    sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)  # as in the window's process
+    sys.setswitchinterval(0.0005)  # short waits for the GIL, so paints are not throttled by the spinner
     thread = threading.Thread(target=spin, daemon=True)
     thread.start()
     loop, timer = QtCore.QEventLoop(), QtCore.QTimer()

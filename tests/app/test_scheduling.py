@@ -1,72 +1,44 @@
-"""The training thread yields the CPU to the GUI: it runs at a higher nice value (Linux), which the
-threads it starts (TensorFlow's pools, the recorder) inherit."""
+"""Training started from the window runs in a process of its own, at a lower priority than the GUI
+(Linux: a higher nice value, which every thread of it, TensorFlow's included, inherits)."""
 from __future__ import annotations
 
 import os
 import sys
-import threading
 
 import pytest
 
 from app import scheduling
-from app.worker import TrainingThread
+from app.worker import TrainingProcess
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice is Linux's")
 
 
-def _nice_in_thread(env: str | None, monkeypatch) -> tuple[int, int, bool]:
+def _thread_nices(pid: int) -> dict[str, int]:
+    out = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        stat = open(f"/proc/{pid}/task/{tid}/stat").read()
+        name = stat[stat.index("(") + 1:stat.rindex(")")]
+        out[f"{name}:{tid}"] = int(stat[stat.rindex(")") + 2:].split()[16])
+    return out
+
+
+@pytest.mark.parametrize("env, want", [(None, scheduling.DEFAULT_TRAINING_NICE), ("7", 7), ("0", 0),
+                                       ("not a number", scheduling.DEFAULT_TRAINING_NICE)])
+def test_training_process_runs_nicer_than_the_window(qtbot, monkeypatch, env, want):
     if env is None:
         monkeypatch.delenv(scheduling.NICE_ENV, raising=False)
     else:
         monkeypatch.setenv(scheduling.NICE_ENV, env)
-    out = {}
-
-    def body() -> None:
-        out["took"] = scheduling.lower_this_thread()
-        out["own"] = scheduling.thread_nice(threading.get_native_id())
-        child = threading.Thread(target=lambda: out.__setitem__("child", scheduling.thread_nice(threading.get_native_id())))
-        child.start()
-        child.join()
-
-    t = threading.Thread(target=body)
-    t.start()
-    t.join()
-    return out["own"], out["child"], out["took"]
-
-
-def test_training_thread_and_its_children_run_nicer(monkeypatch):
     base = os.getpriority(os.PRIO_PROCESS, 0)
-    own, child, took = _nice_in_thread(None, monkeypatch)
-    assert took and own == child == max(base, scheduling.DEFAULT_TRAINING_NICE)
-    assert scheduling.thread_nice(threading.get_native_id()) == base  # the calling (GUI) thread is untouched
-
-
-def test_nice_is_configurable_and_can_be_turned_off(monkeypatch):
-    base = os.getpriority(os.PRIO_PROCESS, 0)
-    own, child, took = _nice_in_thread("7", monkeypatch)
-    assert took and own == child == max(base, 7)
-    own, _, took = _nice_in_thread("0", monkeypatch)
-    assert not took and own == base
-    own, _, took = _nice_in_thread("not a number", monkeypatch)
-    assert took and own == max(base, scheduling.DEFAULT_TRAINING_NICE)
-
-
-def test_the_windows_worker_thread_is_lowered(qtbot, monkeypatch):
-    monkeypatch.delenv(scheduling.NICE_ENV, raising=False)
-    handle = TrainingThread()
+    proc = TrainingProcess()
     try:
-        seen = {}
-        from PySide6.QtCore import QMetaObject, Qt, QTimer
-
-        def record() -> None:
-            seen["nice"] = scheduling.thread_nice(threading.get_native_id())
-
-        timer = QTimer()  # fires on the worker thread: reads that thread's nice value
-        timer.moveToThread(handle.thread)
-        timer.setSingleShot(True)
-        timer.timeout.connect(record, Qt.ConnectionType.DirectConnection)
-        QMetaObject.invokeMethod(timer, "start", Qt.ConnectionType.QueuedConnection)
-        qtbot.waitUntil(lambda: "nice" in seen, timeout=5000)
-        assert seen["nice"] == max(os.getpriority(os.PRIO_PROCESS, 0), scheduling.DEFAULT_TRAINING_NICE)
+        loaded = []
+        proc.worker.loaded.connect(loaded.append)
+        proc.load()  # TensorFlow starts its thread pools in the service
+        qtbot.waitUntil(lambda: bool(loaded), timeout=60_000)
+        nices = _thread_nices(proc.process.pid)
+        assert len(nices) > 3 and set(nices.values()) == {max(base, want)}, nices
+        assert os.getpriority(os.PRIO_PROCESS, 0) == base  # the window's own process is untouched
     finally:
-        handle.shutdown()
+        assert proc.shutdown(10)
+    assert proc.process.returncode == 0 and not proc.alive()

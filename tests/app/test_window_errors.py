@@ -103,3 +103,16 @@ def test_missing_file_is_reported_and_forgotten(ui, qtbot, tmp_path):
     assert w.last_error[0] == f"experiment file {missing} does not exist; check the path"
     assert w.experiment_panel.current_source() == ("example", "ring")
     assert str(missing) not in Settings().recent_files()
+
+
+def test_training_process_killed_mid_run(ui, qtbot):
+    """Out of memory, a segfault in a kernel, `kill`: the window says so in one line (with the fix: restart
+    the window) and ends the run instead of waiting forever; the record on disk keeps what was flushed."""
+    w = ui.make(steps=None)
+    w.start()
+    ui.wait_steps(w, 50)
+    w.core.process.kill()
+    qtbot.waitUntil(lambda: not w.running, timeout=30_000)
+    assert w.last_error is not None and "training process ended unexpectedly" in w.last_error[0]
+    assert "restart the window" in w.last_error[0]
+    w.close()
