@@ -154,6 +154,7 @@ class MainWindow(QMainWindow):
 
     def _connect_core(self) -> None:
         w = self.core.worker
+        w.died.connect(self._on_core_died)
         w.busy.connect(self._on_busy)
         w.loaded.connect(self._on_loaded)
         w.prepared.connect(self._on_prepared)
@@ -272,6 +273,20 @@ class MainWindow(QMainWindow):
         self._send_live(SetFreeze(tuple(scopes), self.schedule_panel.update_frozen_stats()))
 
     # -- reports from the core (GUI thread, queued) ------------------------------------------------------
+    def _on_core_died(self, _code: int) -> None:
+        """The training process died (out of memory, killed): start a new one, load and prepare again, so
+        the next Start works without restarting the window. The old run's directory keeps what it flushed."""
+        if self._closing:
+            return
+        old = self.core
+        self.core = TrainingProcess(self)
+        self._connect_core()
+        old.shutdown(1.0)
+        old.deleteLater()
+        self._tf_ready, self._prepared = False, None
+        self._busy = ""
+        self.load()
+
     def _on_busy(self, text: str) -> None:
         self._busy = text
         self._update_controls()

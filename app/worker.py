@@ -59,6 +59,7 @@ class Reports(QObject):
     event = Signal(object)  # dict
     samples = Signal(object)  # dict
     status = Signal(object)  # Status
+    died = Signal(int)  # the service ended unexpectedly (exit code); the window starts a new one
 
 
 class TrainingProcess(QObject):
@@ -156,10 +157,11 @@ class TrainingProcess(QObject):
         if not self._stopping:  # the service died (killed, out of memory): say so, and end the run in the window
             code = self.process.wait()
             self._accepting = False
-            reports.failed.emit(f"the training process ended unexpectedly (exit code {code}); restart the window",
-                                "")
+            reports.failed.emit(f"the training process ended unexpectedly (exit code {code}); a new one is "
+                                "starting: check the run's memory use, then press Start", "")
             reports.busy.emit("")
             reports.runFinished.emit(None)
+            reports.died.emit(code)
 
     # -- shutting down -----------------------------------------------------------------------------------
     def alive(self) -> list:
