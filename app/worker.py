@@ -25,12 +25,12 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
-from training_core import Command, RunConfig, Stop
-from training_core.service import KEY_ENV, PreparedInfo, catch_up_commands, same_source
+from training_core import Command, RunConfig
+from training_core.service import KEY_ENV, PreparedInfo
 
 from .scheduling import gui_intra_op_threads, training_nice
 
-__all__ = ["PreparedInfo", "Reports", "TrainingProcess", "catch_up_commands", "running_threads", "same_source"]
+__all__ = ["PreparedInfo", "Reports", "TrainingProcess", "still_running"]
 
 ROOT = Path(__file__).resolve().parent.parent  # the project: `training_core` must import in the service
 
@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent  # the project: `training_core` mu
 _HANDLES: "weakref.WeakSet[TrainingProcess]" = weakref.WeakSet()
 
 
-def running_threads() -> list:
+def still_running() -> list:
     """Training processes (and their reader threads) still running, for the test suite's no-leftover check."""
     out: list = []
     for h in list(_HANDLES):
@@ -176,8 +176,7 @@ class TrainingProcess(QObject):
         if self._closed:
             return True
         self._stopping = True
-        self._post("send", Stop())
-        self._post("exit")
+        self._post("exit")  # the service stops the run (if any), lets it flush, and exits
         with self._send_lock:
             self._closed = True
             connected = self._conn is not None

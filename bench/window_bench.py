@@ -17,7 +17,7 @@ def qapp():
     return QApplication.instance() or QApplication([])
 
 
-def _Waker(fn):
+def _waker(fn):
     from PySide6.QtCore import QObject, Slot
 
     class Waker(QObject):
@@ -50,7 +50,7 @@ def wait_for(cond, timeout: float = 120.0, signals: tuple = (), poll_ms: int = 5
             expired.append(True)
             loop.quit()
 
-    waker = _Waker(check)  # a receiver on this (GUI) thread: the slot runs here, queued after the window's
+    waker = _waker(check)  # a receiver on this (GUI) thread: the slot runs here, queued after the window's
     for sig in signals:
         sig.connect(waker.poke)
     timer.setInterval(100 if signals else poll_ms)

@@ -8,8 +8,10 @@ times a second).
 
 So the window's plot views are painted by Qt: `Canvas` keeps QGraphicsView's C++ `paintEvent` (the
 Python step pyqtgraph needs before a paint, `prepareForPaint`, runs from an event filter, which
-returns before Qt paints), and the curves are `Stroke`s, plain QGraphicsPathItems that Qt draws in
-C++. Only small items (axes, legend samples, marker lines) still paint from Python.
+returns before Qt paints), and the curves, grid and marker lines are `Stroke`s, plain
+QGraphicsPathItems that Qt draws in C++. Only small items (axes, legend samples) still paint from
+Python. Training has since moved to a process of its own (app/worker.py); painting in C++ still keeps
+the window's GUI thread from holding the GIL against its report reader, and keeps paints short.
 """
 from __future__ import annotations
 
@@ -93,3 +95,14 @@ def pixel_offsets(width: float, solid: bool = True) -> list[tuple[int, int]]:
     if not solid:
         return [(0, j) for j in range(lo, lo + k)]
     return [(i, j) for i in range(lo, lo + k) for j in range(lo, lo + k)]
+
+
+def view_offsets(pen: QtGui.QPen | None, vb) -> list[tuple[float, float]]:
+    """`pixel_offsets` of a cosmetic `pen`, in the data units of view box `vb` (what `Stroke.set_path`
+    takes); [] for a thin line or a view with no size yet."""
+    if pen is None or not pen.isCosmetic() or vb is None or vb.width() <= 0 or vb.height() <= 0:
+        return []
+    offsets = pixel_offsets(pen.widthF(), pen.style() == QtCore.Qt.PenStyle.SolidLine)
+    rect = vb.viewRect()
+    px, py = rect.width() / vb.width(), rect.height() / vb.height()
+    return [(dx * px, dy * py) for dx, dy in offsets]

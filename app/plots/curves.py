@@ -17,10 +17,10 @@ from typing import Iterator
 import numpy as np
 import pyqtgraph as pg
 from pyqtgraph.graphicsItems.PlotDataItem import PlotDataset
-from PySide6 import QtCore, QtGui
+from PySide6 import QtGui
 
 from . import palette
-from .canvas import Stroke, pixel_offsets
+from .canvas import Stroke, pixel_offsets, view_offsets
 from .decimate import PeakPyramid
 from .grid import LightGrid
 
@@ -64,16 +64,7 @@ class LiveCurve(pg.PlotDataItem):
             self.stroke.set_path(QtGui.QPainterPath())
             return
         path = pg.arrayToQPath(ds.x, ds.y, connect="finite")  # NaN and inf: gaps
-        pen = self._pen()
-        offsets = pixel_offsets(pen.widthF(), pen.style() == QtCore.Qt.PenStyle.SolidLine) \
-            if pen is not None and pen.isCosmetic() else []
-        vb = self.getViewBox()
-        if offsets and vb is not None and vb.width() > 0 and vb.height() > 0:
-            rect = vb.viewRect()
-            px, py = rect.width() / vb.width(), rect.height() / vb.height()
-            self.stroke.set_path(path, [(dx * px, dy * py) for dx, dy in offsets])
-        else:
-            self.stroke.set_path(path)
+        self.stroke.set_path(path, view_offsets(self._pen(), self.getViewBox()))
 
     def shown(self) -> tuple[np.ndarray, np.ndarray]:
         """The points drawn now (the decimated view of `xData`, `yData`)."""
@@ -132,6 +123,16 @@ class LiveCurve(pg.PlotDataItem):
         pen = self._pen()
         if not x_changed and self.stroke is not None and pen is not None and pixel_offsets(pen.widthF()):
             self._draw(self._datasetDisplay)  # y only: a bold line's pixel offsets changed size
+
+
+def nearest_index(xs: np.ndarray, x: float) -> int:
+    """Index of the value of sorted, non-empty `xs` nearest to `x` (the later one on a tie)."""
+    i = int(np.searchsorted(xs, x))
+    if i >= len(xs):
+        return len(xs) - 1
+    if i > 0 and x - xs[i - 1] < xs[i] - x:
+        return i - 1
+    return i
 
 
 @contextmanager

@@ -15,7 +15,7 @@ from app.store import GrowArray, MetricsStore
 from training_core import EmaState, ema_smooth
 
 from . import palette
-from .curves import LiveCurve
+from .curves import LiveCurve, nearest_index
 
 
 class _PhaseCurves:
@@ -94,7 +94,7 @@ class LossCurves:
             xs = pc.raw.xData
             if xs is None or not len(xs) or len(pc.smoothed) < len(xs):
                 continue
-            i = _nearest(xs, step)
+            i = nearest_index(xs, step)
             out.append((phase, pc.color, int(xs[i]), float(pc.raw.yData[i]), float(pc.smoothed.view()[i])))
         return out
 
@@ -111,11 +111,3 @@ def warm_up() -> None:
     with data, which runs on the GUI thread while training has started."""
     threading.Thread(target=ema_smooth, args=(np.zeros(2), 0.5), name="warm-smoothing", daemon=True).start()
 
-
-def _nearest(xs: np.ndarray, x: float) -> int:
-    i = int(np.searchsorted(xs, x))
-    if i >= len(xs):
-        return len(xs) - 1
-    if i > 0 and x - xs[i - 1] < xs[i] - x:
-        return i - 1
-    return i

@@ -20,7 +20,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from app.store import Marker, MetricsStore
 
 from . import palette
-from .canvas import Stroke
+from .canvas import Stroke, view_offsets
 
 MAX_LABEL = 28  # characters; the full label is in the tooltip
 LABEL_ROWS = (0.96, 0.86, 0.76, 0.66, 0.56)  # label heights, as fractions of the plot height
@@ -48,7 +48,8 @@ class MarkerLine:
 
     @property
     def look(self) -> tuple:
-        return (self.pen.color().name(), self.pen.style() == QtCore.Qt.PenStyle.SolidLine)
+        """Markers that look alike share one stroke."""
+        return (self.pen.color().name(), self.pen.style(), self.pen.widthF())
 
     def value(self) -> int:
         return self.marker.step
@@ -62,6 +63,7 @@ class _PlotMarkers:
         self.plot = plot
         self.lines: list[MarkerLine] = []
         self.strokes: dict[tuple, Stroke] = {}
+        self.pens: dict[tuple, QtGui.QPen] = {}
         plot.vb.sigRangeChanged.connect(self.layout)
         plot.vb.sigResized.connect(self.layout)
 
@@ -74,6 +76,7 @@ class _PlotMarkers:
             stroke.setZValue(5)
             self.plot.addItem(stroke, ignoreBounds=True)
             self.strokes[line.look] = stroke
+            self.pens[line.look] = line.pen
 
     def layout(self, *_args) -> None:
         """Lines from the bottom to the top of the view; each label where it overlaps no other: right of
@@ -92,8 +95,7 @@ class _PlotMarkers:
             path.lineTo(line.value(), y1)
         px = (x1 - x0) / width
         for look, stroke in self.strokes.items():
-            bold = look[1]  # alarms: solid, two pixels wide
-            stroke.set_path(paths[look], [(0.0, 0.0), (px, 0.0)] if bold else None)
+            stroke.set_path(paths[look], view_offsets(self.pens[look], vb))  # alarms: two pixels wide
         taken: list[list[tuple[float, float]]] = [[] for _ in LABEL_ROWS]
         for line in sorted(self.lines, key=lambda ln: ln.value()):
             x = (line.value() - x0) / px
@@ -116,6 +118,7 @@ class _PlotMarkers:
             self.plot.removeItem(stroke)
         self.lines.clear()
         self.strokes.clear()
+        self.pens.clear()
 
 
 class MarkerLines:

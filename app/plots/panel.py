@@ -240,9 +240,7 @@ class PlotsPanel(QtWidgets.QWidget):
         if near is None:
             return
         path, _color, step, _value = near
-        y = self.updates.vars[path].log_at(step)
-        if y is None:
-            return
+        _, y = self.updates.vars[path].point_near(step)
         hit = vb.mapViewToScene(QtCore.QPointF(p.x(), y))
         if abs(hit.y() - event.scenePos().y()) <= CLICK_PX:
             self.variableClicked.emit(path)

@@ -9,6 +9,7 @@ frozen now is drawn dashed and greyed, and its legend entry says so.
 from __future__ import annotations
 
 import math
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore
@@ -17,7 +18,7 @@ from app.store import GrowArray, MetricsStore
 
 from . import palette
 from .axes import FloorLogAxis
-from .curves import LiveCurve
+from .curves import LiveCurve, nearest_index
 
 KIND = {"relative": "update_ratio", "absolute": "update_norm"}
 AXIS_LABEL = {"relative": "‖ΔW‖ / ‖W‖", "absolute": "‖ΔW‖"}
@@ -35,16 +36,14 @@ class _VarCurve:
         self.frozen = False
         self.style: tuple | None = None
 
-    def log_at(self, step: float) -> float | None:
-        """The plotted (log10) value at the recorded step nearest `step`."""
+    def point_near(self, step: float) -> tuple[int, float] | None:
+        """(recorded step, plotted log10 value) nearest `step`; None if there is none or it is a gap."""
         xs = self.curve.xData
         if xs is None or not len(xs):
             return None
-        i = min(int(np.searchsorted(xs, step)), len(xs) - 1)
-        if i > 0 and step - xs[i - 1] < xs[i] - step:
-            i -= 1
+        i = nearest_index(xs, step)
         y = float(self.log.view()[i])
-        return y if np.isfinite(y) else None
+        return (int(xs[i]), y) if np.isfinite(y) else None
 
 
 class UpdateCurves:
@@ -194,19 +193,14 @@ class UpdateCurves:
         """The visible variable whose value at `step` is closest to the cursor: (path, colour, step, value)."""
         best = None
         for path, vc in self.vars.items():
-            xs = vc.curve.xData
-            if xs is None or not len(xs) or not vc.curve.isVisible():
+            near = vc.point_near(step) if vc.curve.isVisible() else None
+            if near is None:
                 continue
-            i = min(int(np.searchsorted(xs, step)), len(xs) - 1)
-            if i > 0 and step - xs[i - 1] < xs[i] - step:
-                i -= 1
-            ly = vc.log.view()[i]
-            if not np.isfinite(ly):
-                continue
+            at, ly = near
             d = abs(ly - log_y)
             if best is None or d < best[0]:
                 value = 0.0 if ly <= self.floor and self.has_zero else 10.0 ** ly
-                best = (d, (path, vc.color, int(xs[i]), value))
+                best = (d, (path, vc.color, at, value))
         return None if best is None else best[1]
 
     def clear(self) -> None:

@@ -31,7 +31,7 @@ def no_training_process_left(request: pytest.FixtureRequest):
     worker = sys.modules.get("app.worker")
     if worker is None:
         return
-    left = worker.running_threads()
+    left = worker.still_running()
     for handle in list(worker._HANDLES):  # clean up so the next test starts clean, then fail this one
         handle.shutdown(10)
     gc.collect()  # this test's windows die here, on the GUI thread
