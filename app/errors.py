@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QMessageBox, QWidget
 
+from training_core.events import Nan
+
 
 def show_error(parent: QWidget | None, summary: str, detail: str = "", title: str = "Freezeframe",
                warning: bool = False) -> QMessageBox:
@@ -19,10 +21,10 @@ def show_error(parent: QWidget | None, summary: str, detail: str = "", title: st
     return box
 
 
-def nan_message(event: dict) -> tuple[str, str]:
+def nan_message(event: Nan) -> tuple[str, str]:
     """(summary, details) for the core's `nan` event; the core has paused itself."""
-    phase, at = event.get("phase", "?"), event.get("at_step", event.get("step"))
-    summary = (f"The loss of phase {phase} became {event.get('value', 'NaN')} at step {at}; training is paused. "
+    phase, at = event.phase, event.at_step
+    summary = (f"The loss of phase {phase} became {event.value} at step {at}; training is paused. "
                f"Lower phase {phase}'s learning rate (or fix the loss), then Resume, or Stop.")
-    detail = "\n".join(f"{k}: {v}" for k, v in event.items())
+    detail = "\n".join(f"{k}: {v}" for k, v in event.to_dict().items())
     return summary, detail

@@ -104,9 +104,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         a = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
         _check_paths(a)
         spec = spec_from_args(a)
-        from app.store import MetricsStore
+        from training_core.runs import RunData
         try:
-            store = MetricsStore.from_run_dir(a.export)
+            store = RunData.from_run_dir(a.export)
         except (OSError, ValueError, KeyError, IndexError) as e:
             raise UserError(f"could not read the run in {a.export} ({e}); is it complete?") from None
         if not store.phases:

@@ -1,7 +1,7 @@
 """The main window: experiment, schedule and scope tree on the left, plots on the right, status below.
 
 Threading contract (see app/worker.py): the window never waits on training and the core never touches
-a widget. Reports arrive as queued signals and only append to the `MetricsStore` (cheap); a 25 Hz
+a widget. Reports arrive as queued signals and only append to the `RunData` (cheap); a 25 Hz
 timer redraws plots, tree values and the status bar from the store. Controls become commands in the
 trainer's queue. Before a run, panel edits are just remembered; Start hands them to the core.
 
@@ -19,7 +19,7 @@ from PySide6.QtCore import QByteArray, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QShowEvent
 from PySide6.QtWidgets import QGroupBox, QMainWindow, QMenu, QMessageBox, QSplitter, QStyle, QVBoxLayout, QWidget
 
-from training_core import (Pause, Resume, SetFreeze, SetFreezeMethod, SetLearningRate, SetSchedule,
+from training_core import (Pause, Resume, events, SetFreeze, SetFreezeMethod, SetLearningRate, SetSchedule,
                            Status, Step, Stop, builtin_examples)
 
 from training_core.trainer import default_run_dir
@@ -33,7 +33,7 @@ from .plots import PlotsPanel
 from .run_config import run_config
 from .settings import Settings
 from .status import StatusPanel
-from .store import MetricsStore
+from training_core.runs import RunData
 from .worker import PreparedInfo, TrainingProcess
 
 REFRESH_MS = 40  # 25 Hz: plots, tree values, status bar
@@ -59,7 +59,7 @@ class MainWindow(QMainWindow):
         super().__init__(parent)
         self.setWindowTitle("Freezeframe")
         self.settings = Settings()
-        self.store = MetricsStore()
+        self.store = RunData()
         collector.acquire()  # before the report reader thread exists: it must never run the collector
         self._gc_held = True
         self.core = TrainingProcess(self)
@@ -350,23 +350,22 @@ class MainWindow(QMainWindow):
             self._paused = status.paused
             self._update_controls()
 
-    def _on_event(self, e: dict) -> None:
+    def _on_event(self, e: events.Event) -> None:
         self.store.add_event(e)
-        kind = e.get("kind")
-        if kind == "pause":
-            self._paused, self._pause_reason = True, e.get("reason", "")
+        if isinstance(e, events.Pause):
+            self._paused, self._pause_reason = True, e.reason
             self._update_controls()
-        elif kind == "resume":
+        elif isinstance(e, events.Resume):
             self._paused, self._pause_reason = False, ""
             self._update_controls()
-        elif kind == "nan":
+        elif isinstance(e, events.Nan):
             self._error(*nan_message(e))
-        elif kind in ("warning", "rejected"):
-            self.statusBar().showMessage(f"Step {e.get('step')}: {e.get('message')}", 10000)
-        elif kind == "start":
-            self.status_panel.set_run_dir(str(e.get("run_dir", "")))
-        elif kind == "stop":
-            self._stop_reason = e.get("reason", "")
+        elif isinstance(e, (events.Warning, events.Rejected)):
+            self.statusBar().showMessage(f"Step {e.step}: {e.message}", 10000)
+        elif isinstance(e, events.Start):
+            self.status_panel.set_run_dir(e.run_dir)
+        elif isinstance(e, events.Stop):
+            self._stop_reason = e.reason
 
     def _error(self, summary: str, detail: str) -> None:
         self.last_error = (summary, detail)

@@ -2,9 +2,9 @@
 
 Training runs in a process of its own (`training_core.service`): a thread of the window's process would
 share the GIL with the GUI, and every bit of Python the GUI runs would stall it (README, Performance).
-The window talks to it through one pipe: jobs (load TensorFlow, prepare, run) and commands go out as
-plain tuples; reports come back and a reader thread turns each into a Qt signal of `Reports`, queued to
-the GUI thread. Nothing here touches a widget.
+The window talks to it through one pipe: requests (load TensorFlow, prepare, run, commands) go out as
+the typed messages of `training_core.protocol`; reports come back and a reader thread turns each into
+the Qt signal that a table maps its type to, queued to the GUI thread. Nothing here touches a widget.
 
 TensorFlow is imported by the service's first job, so the window is visible long before the ~3 s
 import finishes (and the window's own process never imports TensorFlow at all).
@@ -26,7 +26,9 @@ from typing import Any
 from PySide6.QtCore import QObject, Signal
 
 from training_core import Command, RunConfig
-from training_core.service import KEY_ENV, PreparedInfo
+from training_core import protocol as P
+from training_core.protocol import PreparedInfo
+from training_core.service import KEY_ENV
 
 from .scheduling import gui_intra_op_threads, training_nice
 
@@ -56,10 +58,28 @@ class Reports(QObject):
     runStarted = Signal(str)  # run directory (may be "" until the core creates it)
     runFinished = Signal(object)  # final Status, or None when the run never started
     metrics = Signal(object)  # MetricsBatch
-    event = Signal(object)  # dict
+    event = Signal(object)  # training_core.events.Event
     samples = Signal(object)  # dict
     status = Signal(object)  # Status
     died = Signal(int)  # the service ended unexpectedly (exit code); the window starts a new one
+
+    def emit_report(self, report: object) -> None:
+        """Emit the signal a protocol report maps to (reader thread; queued to the GUI thread)."""
+        for kind, (signal, args) in _SIGNALS.items():
+            if isinstance(report, kind):
+                getattr(self, signal).emit(*args(report))
+                return
+        self.failed.emit(f"an unknown report from training was ignored: {type(report).__name__}", "")
+
+
+#: protocol report -> (Reports signal, its arguments)
+_SIGNALS = {
+    P.Busy: ("busy", lambda r: (r.text,)), P.Loaded: ("loaded", lambda r: (r.devices,)),
+    P.Prepared: ("prepared", lambda r: (r.info,)), P.Failed: ("failed", lambda r: (r.summary, r.detail)),
+    P.RunStarted: ("runStarted", lambda r: (r.run_dir,)), P.RunFinished: ("runFinished", lambda r: (r.status,)),
+    P.Metrics: ("metrics", lambda r: (r.batch,)), P.Emitted: ("event", lambda r: (r.event,)),
+    P.Samples: ("samples", lambda r: (r.samples,)), P.StatusChanged: ("status", lambda r: (r.status,)),
+}
 
 
 class TrainingProcess(QObject):
@@ -78,7 +98,7 @@ class TrainingProcess(QObject):
         self.process = subprocess.Popen([sys.executable, "-m", "training_core.service",
                                          str(self._listener.address), str(training_nice())], env=env)
         self._conn = None
-        self._queued: list[tuple] = []  # requests made before the service connected
+        self._queued: list[object] = []  # requests made before the service connected
         self._send_lock = threading.Lock()
         self._accepting = False  # a run was requested and has not finished: commands are taken
         self._closed = False  # no more requests
@@ -88,7 +108,7 @@ class TrainingProcess(QObject):
         _HANDLES.add(self)
 
     # -- requests ----------------------------------------------------------------------------------------
-    def _post(self, *msg: Any) -> bool:
+    def _post(self, msg: object) -> bool:
         with self._send_lock:
             if self._closed:
                 return False
@@ -103,23 +123,23 @@ class TrainingProcess(QObject):
 
     def load(self) -> None:
         """Import TensorFlow and list devices (reports `loaded`)."""
-        self._post("job", "load", gui_intra_op_threads())
+        self._post(P.Load(gui_intra_op_threads()))
 
     def prepare(self, config: RunConfig) -> None:
         """Prepare a trainer for `config` (reports `prepared` or `failed`); Start reuses it."""
-        self._post("job", "prepare", copy.deepcopy(config))
+        self._post(P.Prepare(copy.deepcopy(config)))
 
     def start(self, config: RunConfig) -> None:
         """Run `config`: reuse the prepared trainer when it matches, otherwise prepare a new one first."""
         self._accepting = True
-        self._post("begin_run")
-        self._post("job", "run", copy.deepcopy(config))
+        self._post(P.BeginRun())
+        self._post(P.Run(copy.deepcopy(config)))
 
     def send(self, command: Command) -> bool:
         """Hand a command to the running trainer (or to the one about to run). False if none will."""
         if not self._accepting:
             return False
-        return self._post("send", command)
+        return self._post(P.Send(command))
 
     # -- reports -----------------------------------------------------------------------------------------
     def _read(self) -> None:
@@ -150,10 +170,9 @@ class TrainingProcess(QObject):
             except Exception as e:  # noqa: BLE001 - one unreadable report must not end the window's link
                 reports.failed.emit(f"a report from training could not be read: {type(e).__name__}: {e}", "")
                 continue
-            kind, args = msg[0], msg[1:]
-            if kind == "runFinished":
+            if isinstance(msg, P.RunFinished):
                 self._accepting = False
-            getattr(reports, kind).emit(*args)
+            reports.emit_report(msg)
         if not self._stopping:  # the service died (killed, out of memory): say so, and end the run in the window
             code = self.process.wait()
             self._accepting = False
@@ -176,7 +195,7 @@ class TrainingProcess(QObject):
         if self._closed:
             return True
         self._stopping = True
-        self._post("exit")  # the service stops the run (if any), lets it flush, and exits
+        self._post(P.Exit())  # the service stops the run (if any), lets it flush, and exits
         with self._send_lock:
             self._closed = True
             connected = self._conn is not None

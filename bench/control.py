@@ -30,15 +30,15 @@ def measure_control(steps: int = 600) -> dict:
     thread.join()
     events = read_events(run_dir)
     sc = read_scalars(run_dir)
-    applied = [e for e in events if e["kind"] in ("freeze", "ratio", "lr")]
-    lags = [a["step"] - s for a, s in zip(applied, sent_at)]
+    applied = [e for e in events if e.kind in ("freeze", "ratio", "lr")]
+    lags = [a.step - s for a, s in zip(applied, sent_at)]
     # effect: the frozen kernel's first zero update comes at the first D step after the freeze event
-    first_freeze = applied[0]["step"]
+    first_freeze = applied[0].step
     un = sc["update_norm/discriminator/dense_1/kernel"]
     d_steps = sc["loss/D"].steps
     next_d = int(d_steps[d_steps > first_freeze][0])
     zero_from = int(un.steps[(un.steps > first_freeze) & (un.values == 0)][0])
-    nonzero_after = int(np.count_nonzero(un.values[(un.steps > first_freeze) & (un.steps <= applied[3]["step"])]))
+    nonzero_after = int(np.count_nonzero(un.values[(un.steps > first_freeze) & (un.steps <= applied[3].step)]))
     return {"steps_from_send_to_apply": lags, "freeze_event_step": first_freeze, "first_zero_update_step": zero_from,
             "first_D_step_after_freeze": next_d, "nonzero_updates_while_frozen": nonzero_after,
             "traces_at_warm_up": warm_traces, "traces_after_warm_up": trainer.retraces}

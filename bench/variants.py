@@ -131,7 +131,7 @@ class Headless:
 
         class Obs(Observer):
             def on_event(self, e):
-                if e["kind"] == "pause":
+                if e.kind == "pause":
                     paused.set()
 
         self.dir = Path(tempfile.mkdtemp(prefix="ff-bench-headless-")) / "run"

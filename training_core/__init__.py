@@ -4,17 +4,19 @@ No Qt here, ever. Importing this package does not import TensorFlow either (the 
 the GUI thread); TensorFlow loads when a `Trainer` prepares.
 
 Public interface:
-  Trainer, Observer                      run training, receive reports
+  Trainer, Observer                      run training, receive reports (observers.py: the policies)
+  events                                 what a run reports: typed events (`events.Freeze`, ...)
   RunConfig                              what to run (and what `config.toml` holds)
   commands: Pause, Resume, Step, Stop, SetFreeze, SetSchedule, SetLearningRate, SetFreezeMethod,
             SampleNow, SaveCheckpoint, command_from_dict
   Experiment, Phase, StepContext, SampleContext, Models   the experiment-file API
   MetricsBatch, PhaseBlock, Status       what observers receive
   VarInfo, ScopeNode, build_scope_tree, in_scope, format_tree
-  read_scalars, read_events, read_config, Series          reading a run directory
+  read_scalars, read_events, read_config, read_variables, Series   reading a run directory
   ema_smooth, EmaState                   the smoothing the plots and exports share
   UserError                              bad input, with a one-line message
 """
+from . import events
 from .commands import (Command, Pause, Resume, SampleNow, SaveCheckpoint, SetFreeze, SetFreezeMethod,
                        SetLearningRate, SetSchedule, Step, Stop, command_from_dict, FREEZE_METHODS)
 from .config import RunConfig
@@ -22,10 +24,12 @@ from .errors import UserError
 from .experiment import (Experiment, Models, Phase, SampleContext, StepContext, builtin_examples,
                          example_path)
 from .metrics import MetricsBatch, PhaseBlock, Status
+from .observers import Observer
 from .runlog import Series, is_run_dir, read_config, read_events, read_scalars
+from .varstore import read_variables
 from .schedule import parse_ratio
 from .scopes import ScopeNode, VarInfo, build_scope_tree, format_tree, in_scope
 from .smoothing import EmaState, ema_smooth
-from .trainer import Observer, Trainer
+from .trainer import Trainer
 
 __all__ = [n for n in dir() if not n.startswith("_")]

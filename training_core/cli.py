@@ -12,10 +12,12 @@ import sys
 import time
 from typing import Any, Sequence
 
+from . import events as E
 from .config import RunConfig
 from .errors import UserError
 from .metrics import MetricsBatch
-from .trainer import Observer, Trainer
+from .observers import Observer
+from .trainer import Trainer
 
 
 class _Parser(argparse.ArgumentParser):
@@ -128,10 +130,11 @@ class ProgressBar(Observer):
         self.stream.write(("\r" + text) if self.tty else text + "\n")
         self.stream.flush()
 
-    def on_event(self, e: dict) -> None:
-        if e["kind"] in ("warning", "leak", "nan", "rejected", "retrace"):
-            detail = e.get("message") or e.get("variable") or e.get("phase") or ""
-            self.stream.write(("\n" if self.tty else "") + f"[step {e['step']}] {e['kind']}: {detail}\n")
+    def on_event(self, e: E.Event) -> None:
+        detail = {E.Warning: lambda: e.message, E.Rejected: lambda: e.message, E.Leak: lambda: e.variable,
+                  E.Nan: lambda: e.phase, E.Retrace: lambda: e.phase}.get(type(e))
+        if detail is not None:
+            self.stream.write(("\n" if self.tty else "") + f"[step {e.step}] {e.kind}: {detail()}\n")
 
     def on_status(self, s: Any) -> None:
         if not s.running and s.step and not self.quiet:
@@ -153,15 +156,15 @@ class HeadlessObserver(ProgressBar):
     def on_prepared(self, trainer: Trainer) -> None:
         self._trainer = trainer
 
-    def on_event(self, e: dict) -> None:
+    def on_event(self, e: E.Event) -> None:
         super().on_event(e)
-        if e["kind"] == "nan":
-            self._cause = (f"the loss of phase {e['phase']} became {e.get('value', 'nan')} at step {e['at_step']}; "
-                           f"lower its learning rate (--lr {e['phase']}=...)")
-        elif e["kind"] == "warning":
-            self._cause = e.get("message", "")
-        elif e["kind"] == "pause" and self._trainer is not None and self.halted is None:
-            self.halted = f"training stopped at step {e['step']}: {self._cause or e.get('reason')}"
+        if isinstance(e, E.Nan):
+            self._cause = (f"the loss of phase {e.phase} became {e.value} at step {e.at_step}; "
+                           f"lower its learning rate (--lr {e.phase}=...)")
+        elif isinstance(e, E.Warning):
+            self._cause = e.message
+        elif isinstance(e, E.Pause) and self._trainer is not None and self.halted is None:
+            self.halted = f"training stopped at step {e.step}: {self._cause or e.reason}"
             self._trainer.send(_stop())
 
 

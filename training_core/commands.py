@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import queue
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 from .errors import UserError
 
@@ -114,6 +114,14 @@ def command_from_dict(d: dict[str, Any]) -> Command:
     return cls(**d)
 
 
+class Envelope(NamedTuple):
+    """A command on its way to the trainer, with the id its sender gave it (`commands.jsonl` lines have one),
+    which the event that acknowledges it carries."""
+
+    command: Command
+    id: str | None = None
+
+
 class CommandQueue:
     """Thread-safe hand-over from any thread to the training thread.
 
@@ -122,23 +130,23 @@ class CommandQueue:
     """
 
     def __init__(self) -> None:
-        self._q: queue.SimpleQueue[Command] = queue.SimpleQueue()
+        self._q: queue.SimpleQueue[Envelope] = queue.SimpleQueue()
 
-    def put(self, command: Command) -> None:
+    def put(self, command: Command, id: str | None = None) -> None:  # noqa: A002 - the wire name
         if not isinstance(command, Command):
             raise TypeError(f"expected a Command, got {type(command).__name__}")
-        self._q.put(command)
+        self._q.put(Envelope(command, id))
 
     def pending(self) -> bool:
         return not self._q.empty()
 
-    def get(self, timeout: float | None = None) -> Command | None:
+    def get(self, timeout: float | None = None) -> Envelope | None:
         try:
             return self._q.get(timeout=timeout)
         except queue.Empty:
             return None
 
-    def drain(self) -> list[Command]:
+    def drain(self) -> list[Envelope]:
         out = []
         while True:
             try:

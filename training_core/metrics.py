@@ -28,6 +28,7 @@ class PhaseBlock:
     #: bool (n,): per-variable numbers of this step go to disk (every `var_every`-th step *of this phase*,
     #: so that a schedule can never alias a phase out of the record)
     record: np.ndarray = None
+    weight_norm: np.ndarray = None  # ||W_after||_2
 
     @classmethod
     def from_packed(cls, phase: str, var_paths: tuple[str, ...], steps, wall_time, packed: np.ndarray,
@@ -40,7 +41,7 @@ class PhaseBlock:
             ratio = np.where(w > 0, upd / np.where(w > 0, w, 1.0), np.where(upd > 0, np.inf, 0.0))
         return cls(phase, var_paths, np.asarray(steps, dtype=np.int64), np.asarray(wall_time, dtype=np.float64),
                    packed[:, 0], upd, ratio, np.sqrt(packed[:, 1 + 2 * n:]), np.asarray(frozen, dtype=bool),
-                   np.ones(len(steps), dtype=bool) if record is None else np.asarray(record, dtype=bool))
+                   np.ones(len(steps), dtype=bool) if record is None else np.asarray(record, dtype=bool), w)
 
     def __len__(self) -> int:
         return len(self.steps)

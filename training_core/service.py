@@ -5,13 +5,8 @@ every bit of Python the GUI ran (handling a metrics batch, laying out an axis) s
 thread, which needs the GIL between TensorFlow ops: the window trained at ~0.85x of a bare loop while
 the same core, headless, ran at ~0.97x (bench/run.py). A process of its own has its own GIL.
 
-The protocol is plain picklable tuples, in the spirit of the commands (which are already plain data):
-  to the service:   ("job", "load", intra_op_threads) | ("job", "prepare", RunConfig)
-                    | ("job", "run", RunConfig) | ("begin_run",) | ("send", Command) | ("exit",)
-  from the service: (report, *args) with report one of busy, loaded, prepared, failed, runStarted,
-                    runFinished, metrics, event, samples, status (the window's signals, by name).
-Jobs run one after another on the service's main thread; `begin_run` and `send` are handled at once by
-the reader thread, so a command reaches a running trainer at its next step boundary.
+What crosses the connection is the typed protocol of `protocol.py`. Jobs run one after another on the
+service's main thread; `BeginRun`, `Send` and `Exit` are handled at once by the reader thread.
 """
 from __future__ import annotations
 
@@ -21,35 +16,17 @@ import queue
 import sys
 import threading
 import traceback
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-from .commands import Command, SetFreeze, SetFreezeMethod, SetLearningRate, SetSchedule, Stop
+from . import protocol as P
+from .commands import Command, Envelope, SetFreeze, SetFreezeMethod, SetLearningRate, SetSchedule, Stop
 from .config import RunConfig
 from .errors import UserError
+from .events import Event
 from .metrics import MetricsBatch, Status
-from .scopes import ScopeNode, VarInfo
-from .trainer import Observer, Trainer
-
-
-@dataclass(frozen=True)
-class PreparedInfo:
-    """What the window needs of a prepared trainer (sent across the process boundary)."""
-
-    config: RunConfig  # resolved: schedule, learning rates, freeze filled in
-    var_infos: list[VarInfo]
-    tree: ScopeNode
-    phase_names: list[str]
-    sample_kind: str
-    device_name: str
-    description: str
-
-    @classmethod
-    def of(cls, trainer: Trainer) -> "PreparedInfo":
-        exp = trainer.prepared.experiment
-        return cls(copy.deepcopy(trainer.config), list(trainer.var_infos), trainer.scope_tree,
-                   list(trainer.phase_names), exp.sample_kind, trainer.prepared.device_name, exp.description)
+from .observers import Observer
+from .trainer import Trainer
 
 
 def same_source(trainer: Trainer, config: RunConfig) -> bool:
@@ -85,36 +62,36 @@ def catch_up_commands(trainer: Trainer, config: RunConfig) -> list[Command]:
 class _Reporter(Observer):
     """Called on the training thread; sends reports, never blocks on the window."""
 
-    def __init__(self, send) -> None:
+    def __init__(self, send: Callable[[Any], None]) -> None:
         self._send = send
 
     def on_prepared(self, trainer: Trainer) -> None:
-        self._send("prepared", PreparedInfo.of(trainer))
+        self._send(P.Prepared(P.PreparedInfo.of(trainer)))
 
     def on_metrics(self, batch: MetricsBatch) -> None:
-        self._send("metrics", batch)
+        self._send(P.Metrics(batch))
 
-    def on_event(self, event: dict[str, Any]) -> None:
-        self._send("event", event)
+    def on_event(self, event: Event) -> None:
+        self._send(P.Emitted(event))
 
     def on_samples(self, samples: dict[str, Any]) -> None:
-        self._send("samples", samples)
+        self._send(P.Samples(samples))
 
     def on_status(self, status: Status) -> None:
-        self._send("status", status)
+        self._send(P.StatusChanged(status))
 
 
 class Service:
     """Jobs (load, prepare, run) and live commands for one window; reports go out through `send`."""
 
-    def __init__(self, send) -> None:
+    def __init__(self, send: Callable[[Any], None]) -> None:
         self.send = send
         self._observer = _Reporter(send)
         self._lock = threading.Lock()
         self._fresh: Trainer | None = None  # prepared, never run: Start can reuse it
         self._active: Trainer | None = None  # running
         self._accepting = False  # a run was requested: commands wait in _pending until it starts
-        self._pending: list[Command] = []
+        self._pending: list[Envelope] = []
 
     # -- any thread ---------------------------------------------------------------------------------------
     def begin_run(self) -> None:
@@ -122,28 +99,28 @@ class Service:
             self._pending.clear()
             self._accepting = True
 
-    def command(self, command: Command) -> None:
+    def command(self, command: Command, id: str | None = None) -> None:  # noqa: A002 - the wire name
         with self._lock:
             trainer = self._active
             if trainer is None:
                 if self._accepting:
-                    self._pending.append(command)
+                    self._pending.append(Envelope(command, id))
                 return
-        trainer.send(command)
+        trainer.send(command, id)
 
     # -- jobs (main thread) -------------------------------------------------------------------------------
     def load(self, intra_op_threads: int) -> None:
-        self.send("busy", "Loading TensorFlow…")
+        self.send(P.Busy("Loading TensorFlow…"))
         try:
             from .devices import list_devices
             from .tf_quiet import import_tensorflow
             import_tensorflow(intra_op_threads=intra_op_threads)
             devices = list_devices()
         except Exception as e:  # noqa: BLE001 - a broken TensorFlow install is shown, not raised
-            self.send("failed", f"TensorFlow could not be loaded: {type(e).__name__}: {e}", traceback.format_exc())
+            self.send(P.Failed(f"TensorFlow could not be loaded: {type(e).__name__}: {e}", traceback.format_exc()))
             devices = []
-        self.send("busy", "")
-        self.send("loaded", devices)
+        self.send(P.Busy(""))
+        self.send(P.Loaded(devices))
 
     def prepare(self, config: RunConfig) -> None:
         self._fresh = None
@@ -152,7 +129,7 @@ class Service:
         except BaseException as e:  # noqa: BLE001 - reported to the window
             self._report(e)
         finally:
-            self.send("busy", "")
+            self.send(P.Busy(""))
 
     def run(self, config: RunConfig) -> None:
         trainer, status = None, None
@@ -168,16 +145,16 @@ class Service:
             trainer.config.run_dir = config.run_dir
             with self._lock:
                 pending, self._pending = self._pending, []
-                stopped = any(isinstance(c, Stop) for c in pending)
+                stopped = any(isinstance(c.command, Stop) for c in pending)
                 if not stopped:
                     self._active = trainer
             if stopped:  # stopped (or the window closed) while preparing: nothing to record
                 self._fresh = trainer
                 return
-            for cmd in pending:
-                trainer.send(cmd)
-            self.send("busy", "")
-            self.send("runStarted", str(config.run_dir or ""))
+            for env in pending:
+                trainer.send(env.command, env.id)
+            self.send(P.Busy(""))
+            self.send(P.RunStarted(str(config.run_dir or "")))
             status = trainer.run()
         except BaseException as e:  # noqa: BLE001 - the core recorded it; the window shows it
             self._report(e)
@@ -191,21 +168,21 @@ class Service:
             if trainer is not None and trainer.prepared is not None and trainer.run_dir is None \
                     and self._fresh is None:
                 self._fresh = trainer  # failed before its run directory existed (unwritable): reusable
-            self.send("busy", "")
-            self.send("runFinished", status)
+            self.send(P.Busy(""))
+            self.send(P.RunFinished(status))
 
     def _new_trainer(self, config: RunConfig) -> Trainer:
         name = Path(config.experiment_file).name if config.experiment_file else config.example
-        self.send("busy", f"Preparing {name}…")
+        self.send(P.Busy(f"Preparing {name}…"))
         trainer = Trainer(copy.deepcopy(config), self._observer)
         trainer.prepare()
         return trainer
 
     def _report(self, e: BaseException) -> None:
         if isinstance(e, UserError):
-            self.send("failed", str(e), e.detail or "")
+            self.send(P.Failed(str(e), e.detail or ""))
         else:
-            self.send("failed", f"{type(e).__name__}: {e}", traceback.format_exc())
+            self.send(P.Failed(f"{type(e).__name__}: {e}", traceback.format_exc()))
 
 
 def lower_priority(nice: int) -> None:
@@ -223,12 +200,12 @@ def lower_priority(nice: int) -> None:
             pass
 
 
-def serve(conn, nice: int = 0) -> None:
-    """The service process's main: read requests, run jobs in order, until ("exit",) or the window is gone."""
+def serve(conn: Any, nice: int = 0) -> None:
+    """The service process's main: read requests, run jobs in order, until `Exit` or the window is gone."""
     lower_priority(nice)
     send_lock = threading.Lock()
 
-    def send(*report: Any) -> None:
+    def send(report: Any) -> None:
         with send_lock:
             try:
                 conn.send(report)
@@ -237,32 +214,34 @@ def serve(conn, nice: int = 0) -> None:
 
     service = Service(send)
     jobs: queue.Queue = queue.Queue()
+    job_methods = {P.Load: lambda r: service.load(r.intra_op_threads), P.Prepare: lambda r: service.prepare(r.config),
+                   P.Run: lambda r: service.run(r.config)}
 
     def read() -> None:
         while True:
             try:
                 msg = conn.recv()
             except (EOFError, OSError):
-                msg = ("exit",)  # the window died: stop the run cleanly, then exit
-            if msg[0] == "job":
-                jobs.put(msg[1:])
-            elif msg[0] == "begin_run":
+                msg = P.Exit()  # the window died: stop the run cleanly, then exit
+            if isinstance(msg, P.JOBS):
+                jobs.put(msg)
+            elif isinstance(msg, P.BeginRun):
                 service.begin_run()
-            elif msg[0] == "send":
-                service.command(msg[1])
-            elif msg[0] == "exit":
+            elif isinstance(msg, P.Send):
+                service.command(msg.command, msg.id)
+            elif isinstance(msg, P.Exit):
                 service.command(Stop())
                 while not jobs.empty():  # jobs not started yet are dropped; the one running ends
                     jobs.get_nowait()
-                jobs.put(("exit",))
+                jobs.put(msg)
                 return
 
     threading.Thread(target=read, name="freezeframe-service-reader", daemon=True).start()
     while True:
         job = jobs.get()
-        if job[0] == "exit":
+        if isinstance(job, P.Exit):
             break
-        getattr(service, job[0])(*job[1:])
+        job_methods[type(job)](job)
     with send_lock:
         conn.close()
     sys.stdout.flush()

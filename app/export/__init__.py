@@ -1,6 +1,6 @@
 """Figures for papers: export plots as PNG/SVG/PDF, their data as CSV, from the window or headless.
 
-Everything here reads a `MetricsStore` (a GUI-side snapshot of the metrics) and never the trainer, so
+Everything here reads a `RunData` (a GUI-side snapshot of the metrics) and never the trainer, so
 exporting while training runs neither pauses nor slows it.
 
   FigureSpec, parse_size           what to draw (size in inches, format, theme, options)      spec.py

@@ -1,6 +1,6 @@
 """File-menu entries for figures, data and screenshots: the only glue between the window and export.
 
-The window passes a callable that returns its `MetricsStore`; every action reads that store on the
+The window passes a callable that returns its `RunData`; every action reads that store on the
 GUI thread and never talks to the trainer, so exporting mid-run costs the training nothing.
 """
 from __future__ import annotations

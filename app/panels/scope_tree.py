@@ -5,7 +5,7 @@ of scope prefixes that covers exactly the ticked variables and emits it whole (`
 the freeze set, so a replay needs no history). Qt's auto-tristate changes one item per child, so
 those changes are coalesced into a single emission.
 
-Values (relative update, frozen, leak) come from the `MetricsStore`, i.e. what the core measured, not
+Values (relative update, frozen, leak) come from the `RunData`, i.e. what the core measured, not
 what was asked: a row reads "frozen" once the core reports the variable frozen.
 """
 from __future__ import annotations
@@ -17,6 +17,7 @@ from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import QHeaderView, QLineEdit, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
 
 from training_core import ScopeNode, in_scope
+from training_core import events as E
 
 NAME, SHAPE, PARAMS, UPDATE, STATE = range(5)
 PATH_ROLE = Qt.ItemDataRole.UserRole
@@ -81,7 +82,7 @@ class ScopeTree(QWidget):
         self._coalesce.timeout.connect(self._emit_if_changed)
         self._store_version = -1
         self._events_seen = 0
-        self._leaks: dict[str, dict] = {}
+        self._leaks: dict[str, E.Leak] = {}
         self.set_placeholder("Loading TensorFlow…")
 
     # -- building --------------------------------------------------------------------------------------
@@ -272,8 +273,8 @@ class ScopeTree(QWidget):
             moving = bool(leak) and (store.latest(path, "update_norm") or 0.0) > 0
             values[path] = v
             state[path] = "LEAK" if moving else "leaked" if leak else "frozen" if frozen else ""
-            tip = (f"frozen, but moved at step {leak['at_step']} (||ΔW|| = {leak['update_norm']:.3g}) with the "
-                   f"{leak.get('method')} method: optimizer momentum "
+            tip = (f"frozen, but moved at step {leak.at_step} (||ΔW|| = {leak.update_norm:.3g}) with the "
+                   f"{leak.method} method: optimizer momentum "
                    f"{'still moves it' if moving else 'moved it for a while'}") if leak else ""
             self._show(item, v, state[path], tip)
         for path, item in self._items.items():
@@ -295,9 +296,9 @@ class ScopeTree(QWidget):
         if len(events) < self._events_seen:  # the store was cleared: a new run
             self._events_seen, self._leaks = 0, {}
         for e in events[self._events_seen:]:
-            if e.get("kind") == "leak":
-                self._leaks[e["variable"]] = e
-            elif e.get("kind") in ("freeze", "method"):
+            if isinstance(e, E.Leak):
+                self._leaks[e.variable] = e
+            elif isinstance(e, (E.Freeze, E.Method)):
                 self._leaks = {}
         self._events_seen = len(events)
 

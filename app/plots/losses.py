@@ -11,7 +11,7 @@ import threading
 import numpy as np
 import pyqtgraph as pg
 
-from app.store import GrowArray, MetricsStore
+from training_core.runs import GrowArray, RunData
 from training_core import EmaState, ema_smooth
 
 from . import palette
@@ -57,7 +57,7 @@ class LossCurves:
         self.weight = weight
         self.phases: dict[str, _PhaseCurves] = {}
 
-    def update(self, store: MetricsStore) -> None:
+    def update(self, store: RunData) -> None:
         """One setData per curve, with the store's arrays (no copies) and the smoothed tail appended."""
         for i, phase in enumerate(store.phases):
             pc = self.phases.get(phase)
@@ -71,7 +71,7 @@ class LossCurves:
             pc.raw.setData(steps, values, grown=grown)
             pc.smooth.setData(steps, pc.smoothed.view(), grown=grown)
 
-    def set_weight(self, weight: float, store: MetricsStore) -> None:
+    def set_weight(self, weight: float, store: RunData) -> None:
         """The only full recomputation: every curve re-smoothed from its first point."""
         self.weight = weight
         for phase, pc in self.phases.items():

@@ -17,7 +17,7 @@ import html
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from app.store import Marker, MetricsStore
+from training_core.runs import Marker, RunData
 
 from . import palette
 from .canvas import Stroke, view_offsets
@@ -126,7 +126,7 @@ class MarkerLines:
         self.plots = [_PlotMarkers(p) for p in plots]
         self.markers: list[Marker] = []
 
-    def update(self, store: MetricsStore) -> None:
+    def update(self, store: RunData) -> None:
         if len(store.markers) < len(self.markers):
             self.clear()
         new = store.markers[len(self.markers):]

@@ -1,6 +1,6 @@
 """The window's live plots: losses and update magnitudes over steps, with control markers, and samples.
 
-A view of a `MetricsStore`: the window's ~25 Hz timer calls `refresh()`, which does nothing unless
+A view of a `RunData`: the window's ~25 Hz timer calls `refresh()`, which does nothing unless
 the store's version moved, and otherwise gives every curve exactly one `setData` with the store's
 own arrays (no copies, no dropped points; pyqtgraph clips to the view and peak-downsamples to the
 pixel width). While the user has not zoomed or panned, the step axis follows the run: the panel sets
@@ -11,7 +11,7 @@ from __future__ import annotations
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from app.store import MetricsStore
+from training_core.runs import RunData
 
 from . import palette
 from .axes import FloorLogAxis
@@ -32,7 +32,7 @@ CLICK_PX = 6  # how near (pixels) a click must be to an update curve to select i
 class PlotsPanel(QtWidgets.QWidget):
     variableClicked = QtCore.Signal(str)
 
-    def __init__(self, store: MetricsStore, parent: QtWidgets.QWidget | None = None) -> None:
+    def __init__(self, store: RunData, parent: QtWidgets.QWidget | None = None) -> None:
         super().__init__(parent)
         self.store = store
         self._seen_version: int | None = None

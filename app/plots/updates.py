@@ -14,7 +14,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore
 
-from app.store import GrowArray, MetricsStore
+from training_core.runs import GrowArray, RunData
 
 from . import palette
 from .axes import FloorLogAxis
@@ -75,7 +75,7 @@ class UpdateCurves:
         plot.setLabel("left", AXIS_LABEL[self.mode], color=palette.FOREGROUND)
 
     # -- data ------------------------------------------------------------------------------------------
-    def update(self, store: MetricsStore) -> None:
+    def update(self, store: RunData) -> None:
         """Append the new log values of every variable; redo all only if the floor had to move down."""
         kind = KIND[self.mode]
         for path in store.var_paths:
@@ -105,7 +105,7 @@ class UpdateCurves:
         self.floor_line.setValue(self.floor)
         self.floor_line.setVisible(self.has_zero)
 
-    def set_mode(self, mode: str, store: MetricsStore) -> None:
+    def set_mode(self, mode: str, store: RunData) -> None:
         if mode not in KIND:
             raise ValueError(f"update mode must be 'relative' or 'absolute', got {mode!r}")
         if mode == self.mode:

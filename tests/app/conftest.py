@@ -72,8 +72,8 @@ class WindowDriver:
         found: list[dict] = []
 
         def check() -> bool:
-            found[:] = [e for e in w.store.events if e.get("kind") == kind
-                        and all(e.get(k) == v for k, v in match.items())]
+            found[:] = [e for e in w.store.events if e.kind == kind
+                        and all(getattr(e, k) == v for k, v in match.items())]
             return bool(found)
 
         self.qtbot.waitUntil(check, timeout=timeout)

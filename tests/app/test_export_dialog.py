@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QFileDialog, QLabel, QMainWindow
 from app.export.actions import install_export_menu
 from app.export.clipboard import save_window_screenshot
 from app.export.dialog import ExportDialog
-from app.store import MetricsStore
+from training_core.runs import RunData
 from training_core import MetricsBatch, PhaseBlock
 
 
@@ -24,8 +24,8 @@ def run_dir(frozen_ring_run: Path) -> Path:
 
 
 @pytest.fixture
-def store(run_dir) -> MetricsStore:
-    return MetricsStore.from_run_dir(run_dir)
+def store(run_dir) -> RunData:
+    return RunData.from_run_dir(run_dir)
 
 
 @pytest.fixture

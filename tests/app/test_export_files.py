@@ -16,8 +16,8 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 from app.export import (CSV_HEADER, Figure, FigureSpec, svg_bytes, write_csv, write_pdf,  # noqa: E402
                         write_png, write_svg)
 from app.export.data import minmax_decimate  # noqa: E402
-from app.store import MetricsStore  # noqa: E402
-from training_core import MetricsBatch, PhaseBlock, ema_smooth, read_events, read_scalars  # noqa: E402
+from training_core.runs import RunData  # noqa: E402
+from training_core import MetricsBatch, PhaseBlock, ema_smooth, events, read_events, read_scalars  # noqa: E402
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
 
@@ -28,8 +28,8 @@ def run_dir(frozen_ring_run: Path) -> Path:
 
 
 @pytest.fixture
-def store(run_dir, qapp) -> MetricsStore:
-    return MetricsStore.from_run_dir(run_dir)
+def store(run_dir, qapp) -> RunData:
+    return RunData.from_run_dir(run_dir)
 
 
 def mediabox_in(pdf: bytes) -> tuple[float, float]:
@@ -122,8 +122,8 @@ def test_frozen_variables_drawn_apart_at_a_floor(store, tmp_path):
 
 
 def test_markers_and_custom_labels_are_text(store, tmp_path):
-    store.add_event({"kind": "freeze", "step": 200, "time": 0.0, "scopes": ["generator"]})
-    store.add_event({"kind": "lr", "step": 300, "time": 0.0, "command": {"phase": "D", "value": 5e-5}})
+    store.add_event(events.Freeze(step=200, scopes=["generator"]))
+    store.add_event(events.LearningRate(step=300, phase="D", value=5e-5))
     spec = FigureSpec(labels={"losses": ("Iteration", "BCE loss")})
     texts = [el.text for el in ET.fromstring(svg_bytes(Figure(store, spec))).iter(SVG_NS + "text")]
     assert "freeze: generator" in texts and "lr D=5e-05" in texts
@@ -137,7 +137,7 @@ def test_long_run_svg_stays_small_and_keeps_spikes(qapp):
     """1e5 steps per phase: min/max decimation keeps the SVG small without losing a one-step spike."""
     n, paths = 100_000, tuple(f"generator/dense_{i}/{leaf}" for i in range(3) for leaf in ("kernel", "bias"))
     rng = np.random.default_rng(0)
-    store = MetricsStore()
+    store = RunData()
     for phase, offset in (("D", 0), ("G", 1)):
         steps = np.arange(n, dtype=np.int64) * 2 + 1 + offset
         loss = 1.0 + np.cumsum(rng.normal(0, 0.01, n))
@@ -187,7 +187,7 @@ def test_export_while_training_runs(tmp_path, qapp):
     trainer.prepare()
     worker = threading.Thread(target=trainer.run)
     worker.start()
-    store, during, last = MetricsStore(), 0, -1
+    store, during, last = RunData(), 0, -1
     while worker.is_alive():
         while not batches.empty():
             store.add_batch(batches.get())
@@ -201,4 +201,4 @@ def test_export_while_training_runs(tmp_path, qapp):
         store.add_batch(batches.get())
     assert during >= 2  # several exports while the trainer was running
     assert trainer.status().step == 1000 and store.last_step == 1000
-    assert [e["kind"] for e in read_events(tmp_path / "live") if e["kind"] in ("pause", "stop")] == ["stop"]
+    assert [e.kind for e in read_events(tmp_path / "live") if e.kind in ("pause", "stop")] == ["stop"]

@@ -108,7 +108,7 @@ def test_changing_values_never_resize_tree_columns_or_status_labels(qtbot):
     refresh; the status bar repainted the window's bottom)."""
     from app.panels.scope_tree import STATE, UPDATE
     from app.status import StatusPanel
-    from app.store import MetricsStore
+    from training_core.runs import RunData
     from training_core import Status
     tree = ScopeTree()
     qtbot.addWidget(tree)
@@ -117,7 +117,7 @@ def test_changing_values_never_resize_tree_columns_or_status_labels(qtbot):
     fm = tree.tree.fontMetrics()
     assert tree.tree.columnWidth(UPDATE) > fm.horizontalAdvance("8.88e-88")
     assert tree.tree.columnWidth(STATE) > fm.horizontalAdvance("leaked")
-    tree.refresh(MetricsStore())  # an empty store: nothing to show, nothing moves
+    tree.refresh(RunData())  # an empty store: nothing to show, nothing moves
     assert [tree.tree.columnWidth(c) for c in range(5)] == widths
 
     panel = StatusPanel()

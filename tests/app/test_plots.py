@@ -1,5 +1,5 @@
 """The live plots draw what the store holds: one real headless ring run (with generator/dense_1 frozen
-from the start) read back with `MetricsStore.from_run_dir`, plus synthetic PhaseBlocks where a test
+from the start) read back with `RunData.from_run_dir`, plus synthetic PhaseBlocks where a test
 needs a freeze in mid-run or a million steps."""
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from PySide6 import QtCore, QtGui  # noqa: E402
 
 from app.plots import PlotsPanel, palette  # noqa: E402
 from app.plots.samples import image_grid  # noqa: E402
-from app.store import MetricsStore  # noqa: E402
-from training_core import MetricsBatch, PhaseBlock, ema_smooth  # noqa: E402
+from training_core.runs import RunData  # noqa: E402
+from training_core import MetricsBatch, PhaseBlock, ema_smooth, events  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 FROZEN = ("generator/dense_1/kernel", "generator/dense_1/bias")
@@ -36,13 +36,13 @@ def ring_dir(tmp_path_factory) -> Path:
 
 
 @pytest.fixture
-def ring(ring_dir) -> MetricsStore:
-    return MetricsStore.from_run_dir(ring_dir)
+def ring(ring_dir) -> RunData:
+    return RunData.from_run_dir(ring_dir)
 
 
 @pytest.fixture
 def panel_of(qtbot):
-    def make(store: MetricsStore) -> PlotsPanel:
+    def make(store: RunData) -> PlotsPanel:
         panel = PlotsPanel(store)
         qtbot.addWidget(panel)
         panel.resize(1100, 700)
@@ -94,7 +94,7 @@ def test_curves_hold_the_stores_data_and_debiased_ema(ring, panel_of):
 
 
 def test_smoothing_is_incremental_and_the_slider_recomputes(panel_of):
-    store = MetricsStore()
+    store = RunData()
     panel = panel_of(store)
     rng = np.random.default_rng(1)
     values = np.concatenate([rng.normal(2.0, 0.5, 700), [np.nan], rng.normal(1.0, 0.5, 299)])
@@ -123,7 +123,7 @@ def test_refresh_is_a_noop_until_the_version_moves_then_one_setdata_per_curve(ri
         c.sigPlotChanged.connect(lambda *_a, n=name: counts.__setitem__(n, counts[n] + 1))
     assert panel.refresh() is False and panel.refresh() is False
     assert set(counts.values()) == {0}
-    ring.add_event({"kind": "lr", "step": 280, "time": 0, "command": {"phase": "D", "value": 1e-4}})
+    ring.add_event(events.LearningRate(step=280, phase="D", value=1e-4))
     assert panel.refresh() is True
     assert set(counts.values()) == {1}, counts
     assert panel.refresh() is False
@@ -134,10 +134,10 @@ def test_markers_at_their_steps_on_both_plots_alarms_in_red(ring, panel_of):
     panel = panel_of(ring)
     panel.refresh()
     assert panel.marker_lines("loss") == []  # the run's only freeze was at the start: no marker
-    ring.add_event({"kind": "freeze", "step": 120, "time": 0, "scopes": ["discriminator/out"]})
-    ring.add_event({"kind": "ratio", "step": 150, "time": 0, "policy": {"policy": "fixed", "ratio": [5, 1]}})
-    ring.add_event({"kind": "nan", "step": 260, "at_step": 251, "time": 0, "phase": "D"})
-    ring.add_event({"kind": "warning", "step": 270, "time": 0, "message": "not a marker"})
+    ring.add_event(events.Freeze(step=120, scopes=["discriminator/out"]))
+    ring.add_event(events.Ratio(step=150, policy={"policy": "fixed", "ratio": [5, 1]}))
+    ring.add_event(events.Nan(step=260, at_step=251, phase="D"))
+    ring.add_event(events.Warning(step=270, message="not a marker"))
     panel.refresh()
     for plot in ("loss", "update"):
         lines = panel.marker_lines(plot)
@@ -174,14 +174,14 @@ def test_frozen_variable_sits_on_the_zero_floor_dashed(ring, panel_of):
 
 def test_freeze_in_mid_run_drops_the_curve_to_zero_and_unfreeze_lifts_it(panel_of):
     paths = ("g/d1/kernel", "g/d1/bias")
-    store = MetricsStore()
+    store = RunData()
     panel = panel_of(store)
     store.add_batch(MetricsBatch([block("G", np.arange(1, 101), paths)]))
     panel.refresh()
     c = panel.curves()["update/g/d1/kernel"]
     assert not panel.updates.has_zero and not panel.update_axis.floor
     assert c.opts["pen"].style() == QtCore.Qt.PenStyle.SolidLine
-    store.add_event({"kind": "freeze", "step": 100, "time": 0, "scopes": ["g/d1/kernel"]})
+    store.add_event(events.Freeze(step=100, scopes=["g/d1/kernel"]))
     store.add_batch(MetricsBatch([block("G", np.arange(101, 201), paths, frozen=[[True, False]] * 100)]))
     panel.refresh()
     floor = panel.updates.floor
@@ -259,7 +259,7 @@ def test_hover_readout_names_step_and_values(ring, panel_of, qtbot):
 
 # -- following the run -----------------------------------------------------------------------------------
 def test_the_step_axis_follows_the_run_until_the_user_zooms(panel_of, qtbot):
-    store = MetricsStore()
+    store = RunData()
     panel = panel_of(store)
     panel.show()
     qtbot.waitExposed(panel)
@@ -285,7 +285,7 @@ def test_the_step_axis_follows_the_run_until_the_user_zooms(panel_of, qtbot):
 
 # -- samples ---------------------------------------------------------------------------------------------
 def test_samples_view_shows_each_kind(panel_of):
-    store = MetricsStore()
+    store = RunData()
     panel = panel_of(store)
     view = panel.samples_view
     panel.refresh()
@@ -320,7 +320,7 @@ def test_samples_view_shows_each_kind(panel_of):
 
 def test_reset_forgets_the_run(ring, panel_of):
     panel = panel_of(ring)
-    ring.add_event({"kind": "pause", "step": 100, "time": 0, "reason": "user"})
+    ring.add_event(events.Pause(step=100, reason="user"))
     panel.refresh()
     assert panel.curves() and panel.marker_lines("loss")
     ring.clear()
@@ -337,7 +337,7 @@ def test_reset_forgets_the_run(ring, panel_of):
 def test_a_million_points_per_loss_curve(panel_of, qtbot):
     n, chunk = 1_000_000, 250_000
     paths = {"D": ("d/l1/kernel", "d/l1/bias", "d/out/kernel"), "G": ("g/l1/kernel", "g/l1/bias", "g/out/kernel")}
-    store = MetricsStore()
+    store = RunData()
     for lo in range(0, n, chunk):
         idx = np.arange(lo, lo + chunk)
         store.add_batch(MetricsBatch([block(p, 2 * idx + k, paths[p], loss=np.sin(idx / 1e4) + k, every=10)

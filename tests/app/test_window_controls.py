@@ -1,14 +1,13 @@
 """The run controls and the scope tree drive real training (ring example) through the real window."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox
 
-from training_core import read_scalars
+from training_core import events, read_events, read_scalars
 
 
 def click(qtbot, w, name: str) -> None:
@@ -17,9 +16,8 @@ def click(qtbot, w, name: str) -> None:
     qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
 
 
-def last_event(run_dir: str | Path) -> dict:
-    lines = (Path(run_dir) / "events.jsonl").read_text().strip().splitlines()
-    return json.loads(lines[-1])
+def last_event(run_dir: str | Path) -> events.Event:
+    return read_events(run_dir)[-1]
 
 
 def test_start_pause_step_stop_buttons(ui, qtbot, tmp_path):
@@ -38,7 +36,7 @@ def test_start_pause_step_stop_buttons(ui, qtbot, tmp_path):
 
     click(qtbot, w, "pause")
     pause = ui.wait_event(w, "pause", reason="user")
-    held = pause["step"]
+    held = pause.step
     qtbot.waitUntil(lambda: w.store.last_step == held and sp.step_label.text() == f"Step {held:,}", timeout=5000)
     assert w.experiment_panel.control_buttons["pause"].text() == "Resume"
     assert sp.state_label.text() == "Paused"
@@ -59,7 +57,7 @@ def test_start_pause_step_stop_buttons(ui, qtbot, tmp_path):
     final = w.store.last_step
     assert final > held + 100
     stop = last_event(tmp_path / "run0")
-    assert stop["kind"] == "stop" and stop["reason"] == "stopped" and stop["step"] == final
+    assert stop.kind == "stop" and stop.reason == "stopped" and stop.step == final
     assert w.start_action.isEnabled() and not w.stop_action.isEnabled()
     assert sp.state_label.text() == f"Stopped at step {final:,}"
     assert w.experiment_panel.source_combo.isEnabled()
@@ -79,7 +77,7 @@ def test_keyboard_shortcuts_and_tooltips(ui, qtbot):
     ui.wait_steps(w, 50)
     qtbot.keyClick(w, Qt.Key.Key_R, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
     ui.wait_finished(w)
-    assert ui.wait_event(w, "stop")["reason"] == "stopped"
+    assert ui.wait_event(w, "stop").reason == "stopped"
 
 
 def _rows_after(store, path: str, lo: int, hi: float = np.inf) -> np.ndarray:
@@ -93,7 +91,7 @@ def test_ticking_a_scope_freezes_it_live_and_unticking_resumes(ui, qtbot, tmp_pa
     ui.wait_steps(w, 150)
     item = w.scope_tree.item("generator/dense_1")
     item.setCheckState(0, Qt.CheckState.Checked)  # as a click on its checkbox does
-    frozen_at = ui.wait_event(w, "freeze", scopes=["generator/dense_1"])["step"]
+    frozen_at = ui.wait_event(w, "freeze", scopes=["generator/dense_1"]).step
     assert w.scope_tree.item("generator").checkState(0) == Qt.CheckState.PartiallyChecked
     ui.wait_steps(w, frozen_at + 300)
     for path in ("generator/dense_1/kernel", "generator/dense_1/bias"):
@@ -106,7 +104,7 @@ def test_ticking_a_scope_freezes_it_live_and_unticking_resumes(ui, qtbot, tmp_pa
     assert w.scope_tree.item("generator/dense_2/kernel").text(4) == ""
 
     item.setCheckState(0, Qt.CheckState.Unchecked)
-    thawed_at = ui.wait_event(w, "freeze", scopes=[])["step"]
+    thawed_at = ui.wait_event(w, "freeze", scopes=[]).step
     ui.wait_steps(w, thawed_at + 300)
     resumed = _rows_after(w.store, "generator/dense_1/kernel", thawed_at)
     assert len(resumed) >= 3 and np.all(resumed > 0)
@@ -117,7 +115,7 @@ def test_ticking_a_scope_freezes_it_live_and_unticking_resumes(ui, qtbot, tmp_pa
     s, v = np.asarray(on_disk.steps), np.asarray(on_disk.values)
     assert np.all(v[(s > frozen_at) & (s <= thawed_at)] == 0.0)
     assert np.all(v[s > thawed_at] > 0) and np.all(v[s <= frozen_at] > 0)
-    assert len([e for e in w.store.events if e["kind"] == "freeze"]) == 2  # one command per change
+    assert len([e for e in w.store.events if e.kind == "freeze"]) == 2  # one command per change
 
 
 def test_tree_sets_initial_freeze_with_minimal_scopes(ui, qtbot, tmp_path):
@@ -143,8 +141,8 @@ def test_tree_sets_initial_freeze_with_minimal_scopes(ui, qtbot, tmp_path):
     w.experiment_panel.steps_spin.setValue(120)
     w.start()  # the ticks made before Start are the run's initial freeze
     ui.wait_finished(w)
-    freeze = [e for e in w.store.events if e["kind"] == "freeze"]
-    assert freeze and freeze[0]["step"] == 0 and freeze[0]["scopes"] == ["generator", "discriminator/out/bias"]
+    freeze = [e for e in w.store.events if e.kind == "freeze"]
+    assert freeze and freeze[0].step == 0 and freeze[0].scopes == ["generator", "discriminator/out/bias"]
     assert set(w.store.phases) == {"D"}  # G has every variable frozen: it is skipped
     assert np.all(_rows_after(w.store, "discriminator/out/bias", 0) == 0.0)
     assert w.status_panel.progress.isVisible() and w.status_panel.progress.value() == 120

@@ -2,11 +2,10 @@
 usable and Start works again once the cause is fixed."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from app.settings import Settings
-from training_core import example_path
+from training_core import example_path, read_events
 
 NAN_EXPERIMENT = '''
 import keras
@@ -62,15 +61,15 @@ def test_nan_loss_pauses_and_shows_dialog(ui, qtbot, tmp_path):
     w.start()
     nan = ui.wait_event(w, "nan")
     qtbot.waitUntil(lambda: w.paused and w.last_error is not None, timeout=10_000)
-    assert nan["phase"] == "A" and nan["at_step"] == 2
+    assert nan.phase == "A" and nan.at_step == 2
     assert "became nan at step 2" in w.last_error[0] and w.error_dialog.isVisible()
     assert w.status_panel.state_label.text() == "Paused (nan)"
     assert w.running and w.stop_action.isEnabled()
     w.error_dialog.close()
     w.stop()
     ui.wait_finished(w)
-    events = [json.loads(line) for line in (tmp_path / "run0" / "events.jsonl").read_text().splitlines()]
-    assert events[-1]["kind"] == "stop" and any(e["kind"] == "nan" for e in events)
+    events = read_events(tmp_path / "run0")
+    assert events[-1].kind == "stop" and any(e.kind == "nan" for e in events)
 
     w.choose_source(("example", "ring"))  # still usable: another experiment trains
     ui.wait_prepared(w)

@@ -2,7 +2,6 @@
 exits 0 with the run record flushed, `--screenshot` writes a real picture, bad options fail in one line."""
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -12,6 +11,7 @@ import numpy as np
 from PySide6.QtGui import QImage
 
 from app.main_window import DEFAULT_SIZE
+from training_core import read_events
 
 MAIN = Path(__file__).resolve().parents[2] / "main.py"
 
@@ -30,12 +30,12 @@ def test_visible_before_tensorflow_and_close_mid_training_exits_cleanly(tmp_path
     assert p.returncode == 0, p.stderr[-2000:]
     visible = [line for line in p.stdout.splitlines() if line.startswith("freezeframe: visible")]
     assert visible and visible[0].endswith("tensorflow_imported=False"), p.stdout
-    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
-    assert events[-1]["kind"] == "stop" and events[-1]["reason"] == "stopped"
-    assert events[-1]["step"] > 0 and any(e["kind"] == "checkpoint" for e in events)
+    events = read_events(run_dir)
+    assert events[-1].kind == "stop" and events[-1].reason == "stopped"
+    assert events[-1].step > 0 and any(e.kind == "checkpoint" for e in events)
     loss_rows = [line for line in (run_dir / "scalars.csv").read_text().splitlines() if ",loss/" in line]
     steps = sorted(int(r.split(",")[0]) for r in loss_rows)
-    assert steps == list(range(1, events[-1]["step"] + 1))  # every step up to the stop is on disk
+    assert steps == list(range(1, events[-1].step + 1))  # every step up to the stop is on disk
 
 
 def test_screenshot_writes_the_trained_window(tmp_path):
@@ -48,8 +48,8 @@ def test_screenshot_writes_the_trained_window(tmp_path):
     image = image.convertToFormat(QImage.Format.Format_RGB888)
     pixels = np.frombuffer(image.constBits(), np.uint8, image.sizeInBytes()).reshape(image.height(), -1)
     assert pixels.std() > 20, "the screenshot is blank"
-    events = [json.loads(line) for line in (tmp_path / "run" / "events.jsonl").read_text().splitlines()]
-    assert events[-1]["kind"] == "stop" and events[-1]["reason"] == "done" and events[-1]["step"] == 150
+    events = read_events(tmp_path / "run")
+    assert events[-1].kind == "stop" and events[-1].reason == "done" and events[-1].step == 150
 
 
 def test_bad_options_fail_in_one_line(tmp_path):

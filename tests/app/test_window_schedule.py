@@ -33,12 +33,12 @@ def test_ratio_change_mid_run_changes_recorded_phase_sequence(ui, qtbot, tmp_pat
     ui.wait_steps(w, 150)
     sp.steps["D"].setValue(2)  # two quick edits: one command after the debounce
     sp.steps["D"].setValue(3)
-    changed_at = ui.wait_event(w, "ratio")["step"]
+    changed_at = ui.wait_event(w, "ratio").step
     ui.wait_steps(w, changed_at + 200)
     w.stop()
     ui.wait_finished(w)
-    ratio_events = [e for e in w.store.events if e["kind"] == "ratio"]
-    assert len(ratio_events) == 1 and ratio_events[0]["policy"] == {"policy": "fixed", "ratio": [3, 1]}
+    ratio_events = [e for e in w.store.events if e.kind == "ratio"]
+    assert len(ratio_events) == 1 and ratio_events[0].policy == {"policy": "fixed", "ratio": [3, 1]}
 
     before = phase_runs(tmp_path / "run0", 0, changed_at)
     assert all(n == 1 for _, n in before), "1:1 should alternate D, G"
@@ -64,20 +64,20 @@ def test_learning_rate_method_and_leak_live(ui, qtbot, tmp_path):
     qtbot.keyClicks(edit, "5e-5")
     qtbot.keyClick(edit, Qt.Key.Key_Return)
     lr = ui.wait_event(w, "lr")
-    assert lr["command"]["phase"] == "D" and lr["command"]["value"] == 5e-5
+    assert lr.command["phase"] == "D" and lr.command["value"] == 5e-5
 
     sp.method_combo.setCurrentIndex(sp.method_combo.findData("gate"))
     ui.wait_event(w, "method")
     w.scope_tree.item("generator/dense_2").setCheckState(0, Qt.CheckState.Checked)
     leak = ui.wait_event(w, "leak", timeout=20000)  # Adam's momentum still moves gated variables
-    assert leak["variable"].startswith("generator/dense_2/")
-    row = w.scope_tree.item(leak["variable"])
+    assert leak.variable.startswith("generator/dense_2/")
+    row = w.scope_tree.item(leak.variable)
     qtbot.waitUntil(lambda: row.text(4) in ("LEAK", "leaked"), timeout=5000)  # "leaked" once momentum died
-    assert f"moved at step {leak['at_step']}" in row.toolTip(4)
+    assert f"moved at step {leak.at_step}" in row.toolTip(4)
     assert w.scope_tree.item("generator").text(4) in ("LEAK", "leaked")
 
     sp.method_combo.setCurrentIndex(sp.method_combo.findData("exact"))
-    exact_at = ui.wait_event(w, "method", command={"kind": "method", "method": "exact"})["step"]
+    exact_at = ui.wait_event(w, "method", command={"kind": "method", "method": "exact"}).step
     ui.wait_steps(w, exact_at + 200)
     steps, _, norms = w.store.var_series("generator/dense_2/kernel", "update_norm")
     assert np.all(norms[steps > exact_at] == 0.0)
@@ -100,10 +100,10 @@ def test_adaptive_policy_and_settings_before_start(ui, qtbot, tmp_path):
     w.experiment_panel.steps_spin.setValue(200)
     w.start()  # edits made before Start become the run's starting settings
     ui.wait_finished(w)
-    ratio = [e for e in w.store.events if e["kind"] == "ratio"]
-    assert ratio and ratio[0]["step"] == 0
-    assert ratio[0]["policy"] == {"policy": "adaptive", "thresholds": [1.2, 0.6], "max_steps": 7, "min_steps": 1}
-    assert [e["command"]["value"] for e in w.store.events if e["kind"] == "lr"] == [3e-4]
+    ratio = [e for e in w.store.events if e.kind == "ratio"]
+    assert ratio and ratio[0].step == 0
+    assert ratio[0].policy == {"policy": "adaptive", "thresholds": [1.2, 0.6], "max_steps": 7, "min_steps": 1}
+    assert [e.command["value"] for e in w.store.events if e.kind == "lr"] == [3e-4]
     runs = phase_runs(tmp_path / "run0", 0, 200)
     assert max(n for _, n in runs) <= 7 and {p for p, _ in runs} == {"D", "G"}
     assert w.store.last_step == 200

@@ -191,7 +191,7 @@ class Script(Observer):
             self.trainer.send(action)
 
     def kinds(self, *kinds: str) -> list[dict]:
-        return [e for e in self.events if e["kind"] in kinds]
+        return [e for e in self.events if e.kind in kinds]
 
     def column(self, kind: str, path: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(steps, values, frozen) of one variable over every step its phase ran."""

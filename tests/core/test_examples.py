@@ -28,7 +28,7 @@ def example(name: str, run_dir, steps: int, at=None, **kw) -> tuple:
     losses = {t: s for t, s in sc.items() if t.startswith("loss/")}
     assert sum(len(s.steps) for s in losses.values()) == steps
     assert all(np.isfinite(s.values).all() for s in sc.values())
-    assert not [e for e in read_events(run_dir) if e["kind"] in ("error", "nan", "retrace", "warning")]
+    assert not [e for e in read_events(run_dir) if e.kind in ("error", "nan", "retrace", "warning")]
     return trainer, obs, losses
 
 

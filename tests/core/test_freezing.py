@@ -45,7 +45,7 @@ def test_frozen_variable_and_slots_bitwise_unchanged_through_freeze_unfreeze_ref
     _, other, _ = script.column("update_norm", "generator/dense_10/kernel")
     assert (other > 0).all(), "generator/dense_10 is not under generator/dense_1 and keeps training"
     assert trainer.retraces == 0 and not script.kinds("leak", "retrace")
-    assert [e["step"] for e in script.kinds("freeze")] == [10, 30, 40]
+    assert [e.step for e in script.kinds("freeze")] == [10, 30, 40]
 
 
 @pytest.mark.parametrize("opt", ["sgdm", "adam", "adamw", "adam_clip"])
@@ -111,10 +111,10 @@ def test_gate_method_leaks_under_adam_and_records_it(tmp_path, run_dir):
         assert not np.array_equal(after[path], states["before"][path]), f"{path} did not move under the gate"
     steps, norm, frozen = script.column("update_norm", "generator/dense_1/kernel")
     assert frozen[steps > 10].all() and (norm[steps > 10] > 0).all()
-    leaks = [e for e in read_events(run_dir) if e["kind"] == "leak"]
-    assert {e["variable"] for e in leaks} == set(G1)
-    assert all(e["method"] == "gate" and e["at_step"] == 12 and e["update_norm"] > 0 for e in leaks)
-    assert [e["command"]["method"] for e in script.kinds("method")] == ["gate"]
+    leaks = [e for e in read_events(run_dir) if e.kind == "leak"]
+    assert {e.variable for e in leaks} == set(G1)
+    assert all(e.method == "gate" and e.at_step == 12 and e.update_norm > 0 for e in leaks)
+    assert [e.command["method"] for e in script.kinds("method")] == ["gate"]
 
 
 BN_STATS = ("generator/bn_1/moving_mean", "generator/bn_1/moving_variance")
@@ -158,9 +158,9 @@ def test_phase_with_everything_frozen_is_skipped_with_a_warning(tmp_path, run_di
     script = Script()
     trainer = run(config(tiny_gan(tmp_path), run_dir, steps=12, freeze=["discriminator"]), script)
     assert set(phase_of_step(run_dir).values()) == {"G"} and trainer.step == 12
-    warnings = [e for e in read_events(run_dir) if e["kind"] == "warning"]
-    assert [w.get("phase") for w in warnings] == ["D"] and "skipped" in warnings[0]["message"]
-    assert not [e for e in read_events(run_dir) if e["kind"] == "error"]
+    warnings = [e for e in read_events(run_dir) if e.kind == "warning"]
+    assert [w.phase for w in warnings] == ["D"] and "skipped" in warnings[0].message
+    assert not [e for e in read_events(run_dir) if e.kind == "error"]
     d_vars = [p for p in variables(trainer) if p.startswith("discriminator/")]
     assert d_vars and all(np.isfinite(variables(trainer)[p].numpy()).all() for p in d_vars)
 

@@ -30,7 +30,7 @@ class Waiter(Observer):
     def wait(self, kind: str, after: int = 0, **match) -> dict:
         """The first event of `kind` (the `after`-th and later) whose fields match."""
         def found():
-            hits = [e for e in self.events if e["kind"] == kind and all(e.get(k) == v for k, v in match.items())]
+            hits = [e for e in self.events if e.kind == kind and all(getattr(e, k) == v for k, v in match.items())]
             return hits[after] if len(hits) > after else None
         with self.cond:
             assert self.cond.wait_for(found, timeout=60), f"no {kind} event {match}"
@@ -59,9 +59,9 @@ class Background:
 
     def send(self, command, kind: str, **match) -> int:
         """Send from this (the test) thread; return the step its event records."""
-        n = len([e for e in self.obs.events if e["kind"] == kind])
+        n = len([e for e in self.obs.events if e.kind == kind])
         self.trainer.send(command)
-        return self.obs.wait(kind, after=n, **match)["step"]
+        return self.obs.wait(kind, after=n, **match).step
 
     def stop(self) -> None:
         self.trainer.send(Stop())
@@ -102,7 +102,7 @@ def test_freeze_schedule_and_lr_from_another_thread_apply_at_the_next_step(tmp_p
     np.testing.assert_allclose(lr[u.steps > t_lr], 0.01, rtol=1e-3)
 
     assert trainer.traces == 4 and trainer.retraces == 0
-    assert not [e for e in read_events(run_dir) if e["kind"] in ("retrace", "error", "rejected")]
+    assert not [e for e in read_events(run_dir) if e.kind in ("retrace", "error", "rejected")]
 
 
 def test_returning_to_an_earlier_configuration_does_not_retrace(tmp_path, run_dir):
@@ -118,9 +118,9 @@ def test_returning_to_an_earlier_configuration_does_not_retrace(tmp_path, run_di
     bg.stop()
     assert bg.trainer.traces == 4 and bg.trainer.retraces == 0
     events = read_events(run_dir)
-    assert not [e for e in events if e["kind"] == "retrace"]
-    assert [e["kind"] for e in events if e["kind"] == "trace"] == ["trace"] * 4
-    assert all(e["step"] == 0 for e in events if e["kind"] == "trace")
+    assert not [e for e in events if e.kind == "retrace"]
+    assert [e.kind for e in events if e.kind == "trace"] == ["trace"] * 4
+    assert all(e.step == 0 for e in events if e.kind == "trace")
 
 
 def test_pause_step_resume_from_another_thread(tmp_path, run_dir):
@@ -130,14 +130,14 @@ def test_pause_step_resume_from_another_thread(tmp_path, run_dir):
     assert wait_for(lambda: bg.trainer.status().paused)
     assert not wait_for(lambda: bg.trainer.step != paused_at, timeout=0.5), "trained while paused"
     assert bg.send(Step(3), "step") == paused_at
-    assert bg.obs.wait("pause", reason="step")["step"] == paused_at + 3
+    assert bg.obs.wait("pause", reason="step").step == paused_at + 3
     assert bg.trainer.step == paused_at + 3
     bg.send(Resume(), "resume")
     bg.after(10)
     rejected = bg.send(SetFreeze(["nosuch"]), "rejected")
     bg.stop()
     assert rejected > paused_at + 3
-    msg = next(e for e in read_events(run_dir) if e["kind"] == "rejected")["message"]
+    msg = next(e for e in read_events(run_dir) if e.kind == "rejected").message
     assert "nosuch" in msg and "\n" not in msg
     assert list(phase_of_step(run_dir)) == list(range(1, bg.trainer.step + 1))
 
@@ -151,8 +151,8 @@ def test_malformed_commands_are_rejected_and_training_goes_on(tmp_path, run_dir)
     trainer = run(config(tiny_gan(tmp_path), run_dir, steps=12), script)
     assert trainer.step == 12
     rejected = script.kinds("rejected")
-    assert [e["command"] for e in rejected] == [c.to_dict() for c in bad]
-    assert all(e["step"] == 5 and e["message"] and "\n" not in e["message"] for e in rejected)
+    assert [e.command for e in rejected] == [c.to_dict() for c in bad]
+    assert all(e.step == 5 and e.message and "\n" not in e.message for e in rejected)
     assert not script.kinds("error", "lr", "ratio", "freeze", "method", "step")
 
 

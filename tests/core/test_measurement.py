@@ -52,16 +52,16 @@ def test_nan_loss_is_an_event_and_pauses(tmp_path, run_dir):
     class StopOnPause(Script):
         def on_event(self, event):
             super().on_event(event)
-            if event["kind"] == "pause":
+            if event.kind == "pause":
                 self.trainer.send(Stop())
 
     script = StopOnPause()
     trainer = run(config(nan_experiment(tmp_path), run_dir, steps=50), script)
     events = read_events(run_dir)
-    nan = [e for e in events if e["kind"] == "nan"]
-    assert len(nan) == 1 and nan[0]["phase"] == "P" and nan[0]["at_step"] == 2
-    pause = [e for e in events if e["kind"] == "pause"]
-    assert [(e["reason"], e["step"]) for e in pause] == [("nan", 2)]
-    assert events[-1]["kind"] == "stop" and events[-1]["reason"] == "stopped" and trainer.step == 2
+    nan = [e for e in events if e.kind == "nan"]
+    assert len(nan) == 1 and nan[0].phase == "P" and nan[0].at_step == 2
+    pause = [e for e in events if e.kind == "pause"]
+    assert [(e.reason, e.step) for e in pause] == [("nan", 2)]
+    assert events[-1].kind == "stop" and events[-1].reason == "stopped" and trainer.step == 2
     losses = np.concatenate([b.loss for b in script.blocks])
     assert losses[0] == 0.0 and np.isnan(losses[1])

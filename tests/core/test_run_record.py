@@ -11,6 +11,7 @@ import pytest
 import tensorflow as tf
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+from training_core.checkpoints import CheckpointStore
 from training_core import Observer, RunConfig, Trainer, read_config, read_events, read_scalars
 
 from .helpers import main_cmd, start, wait_for
@@ -45,18 +46,18 @@ def test_config_toml_parses_and_round_trips(ring_run):
 def test_events_are_ordered_and_agree_with_the_scalars(ring_run):
     d, trainer = ring_run
     events = read_events(d)
-    assert all({"step", "kind", "time"} <= e.keys() for e in events)
-    kinds = [e["kind"] for e in events]
+    assert all({"step", "kind", "time"} <= e.to_dict().keys() for e in events)
+    kinds = [e.kind for e in events]
     assert set(kinds) <= DOCUMENTED_KINDS
     first = kinds.index("start")
     # what happened while preparing (before the directory existed) comes first, at step 0
-    assert set(kinds[:first]) == {"trace"} and all(e["step"] == 0 for e in events[:first + 1])
-    assert kinds[-1] == "stop" and events[-1]["step"] == STEPS and events[-1]["reason"] == "done"
-    assert events[-1]["retraces"] == 0 and "retrace" not in kinds
-    steps = [e["step"] for e in events]
+    assert set(kinds[:first]) == {"trace"} and all(e.step == 0 for e in events[:first + 1])
+    assert kinds[-1] == "stop" and events[-1].step == STEPS and events[-1].reason == "done"
+    assert events[-1].retraces == 0 and "retrace" not in kinds
+    steps = [e.step for e in events]
     assert steps == sorted(steps)
-    assert [e["step"] for e in events if e["kind"] == "checkpoint"] == [60, 120, 150]
-    assert events[first]["freeze"] == ["discriminator/dense_1"] and events[first]["phases"] == ["D", "G"]
+    assert [e.step for e in events if e.kind == "checkpoint"] == [0, 60, 120, 150]  # step 0: resumable at once
+    assert events[first].freeze == ["discriminator/dense_1"] and events[first].phases == ["D", "G"]
 
     sc = read_scalars(d)
     loss_steps = np.sort(np.concatenate([sc["loss/D"].steps, sc["loss/G"].steps]))
@@ -104,14 +105,16 @@ def test_checkpoint_restores_models_optimizers_and_generators(ring_run, tmp_path
 
     final = state(p)
     assert state(q)["model/generator/out/kernel"].tobytes() != final["model/generator/out/kernel"].tobytes()
-    step = tf.Variable(0, dtype=tf.int64)
-    ckpt = tf.train.Checkpoint(step=step, rng=q.rng, sample_rng=q.sample_rng,
-                               **{f"model_{k}": m for k, m in q.experiment.models.items()},
-                               **{f"optimizer_{n}": o for n, o in zip(q.phase_names, q.optimizers)})
     latest = tf.train.latest_checkpoint(str(d / "checkpoints"))
     assert latest.endswith("ckpt-150")
-    ckpt.restore(latest).assert_consumed()
-    assert int(step.numpy()) == STEPS
+    store = CheckpointStore(q, tmp_path / "unused")
+    store.checkpoint.restore(latest).assert_consumed()
+    assert int(store.step.numpy()) == STEPS
+    # keys read as scope paths, so a user finds a variable and its optimizer slots by name
+    keys = {k for k, _ in tf.train.list_variables(latest)}
+    assert "variables/generator/dense_1/kernel/.ATTRIBUTES/VARIABLE_VALUE" in keys
+    assert "optimizers/D/slots/discriminator/out/bias/momentum/.ATTRIBUTES/VARIABLE_VALUE" in keys
+    assert "optimizers/G/iteration/.ATTRIBUTES/VARIABLE_VALUE" in keys
     restored = state(q)
     assert restored.keys() == final.keys()
     assert [k for k in final if restored[k].tobytes() != final[k].tobytes()] == []
@@ -180,7 +183,7 @@ def _check_readable(d) -> list[dict]:
     cfg = RunConfig.from_dict(read_config(d))
     assert cfg.example == "ring" and cfg.run_dir == str(d) and cfg.steps is None
     events = read_events(d)
-    assert events[0]["kind"] == "trace" and "start" in [e["kind"] for e in events]
+    assert events[0].kind == "trace" and "start" in [e.kind for e in events]
     return events
 
 
@@ -188,7 +191,7 @@ def test_killed_process_leaves_readable_files(interrupted):
     d, code, _, _ = interrupted[signal.SIGKILL]
     assert code == -signal.SIGKILL
     events = _check_readable(d)
-    assert "stop" not in [e["kind"] for e in events]
+    assert "stop" not in [e.kind for e in events]
 
 
 def test_ctrl_c_stops_cleanly_and_keeps_the_record(interrupted):
@@ -196,6 +199,6 @@ def test_ctrl_c_stops_cleanly_and_keeps_the_record(interrupted):
     assert code == 0, stderr
     events = _check_readable(d)
     last = max(max(s.steps) for t, s in read_scalars(d).items() if t.startswith("loss/"))
-    assert events[-1]["kind"] == "stop" and events[-1]["reason"] == "stopped" and events[-1]["step"] == last
-    assert events[-2]["kind"] == "checkpoint" and (d / events[-2]["path"]).with_suffix(".index").is_file()
+    assert events[-1].kind == "stop" and events[-1].reason == "stopped" and events[-1].step == last
+    assert events[-2].kind == "checkpoint" and (d / events[-2].path).with_suffix(".index").is_file()
     assert f"{last} steps" in stdout and "Traceback" not in stderr

@@ -96,8 +96,8 @@ def test_ratio_5_to_1_runs_five_d_steps_per_g_step(tmp_path, run_dir):
     phases = phase_of_step(run_dir)
     assert list(phases) == list(range(1, 61))
     assert runs_of(list(phases.values())) == [("D", 5), ("G", 1)] * 10
-    start = next(e for e in read_events(run_dir) if e["kind"] == "start")
-    assert start["schedule"] == {"policy": "fixed", "ratio": [5, 1]}
+    start = next(e for e in read_events(run_dir) if e.kind == "start")
+    assert start.schedule == {"policy": "fixed", "ratio": [5, 1]}
     # per-variable rows: every 7th step *of each phase*, so the rare G steps are recorded too
     sc = read_scalars(run_dir)
     assert sc["update_norm/generator/out/kernel"].steps.tolist() == [42]  # the 7th G step

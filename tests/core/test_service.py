@@ -1,5 +1,6 @@
 """The training service the window talks to: jobs in order, live commands at the next step, reports as
-plain picklable tuples, and a clean end (flushed record) when the window says exit or disappears."""
+typed protocol messages that cross a process boundary, and a clean end (flushed record) when the window
+says exit or disappears."""
 from __future__ import annotations
 
 import pickle
@@ -7,8 +8,9 @@ import threading
 import time
 from multiprocessing import Pipe
 
-from training_core import RunConfig, SetFreeze, Step, read_events
-from training_core.service import PreparedInfo, serve
+from training_core import RunConfig, SetFreeze, Step, events, read_events
+from training_core import protocol as P
+from training_core.service import serve
 
 
 class Window:
@@ -18,62 +20,62 @@ class Window:
         self.conn, child = Pipe(duplex=True)
         self.thread = threading.Thread(target=serve, args=(child,), daemon=True)
         self.thread.start()
-        self.reports: list[tuple] = []
+        self.reports: list = []
 
-    def send(self, *msg) -> None:
+    def send(self, msg) -> None:
         self.conn.send(msg)
 
-    def wait(self, kind: str, timeout: float = 120.0) -> tuple:
+    def wait(self, kind: type, timeout: float = 120.0, where=lambda r: True):
         end = time.time() + timeout
         while time.time() < end:
             for r in self.reports:
-                if r[0] == kind:
+                if isinstance(r, kind) and where(r):
                     return r
             if self.conn.poll(0.1):
                 r = self.conn.recv()
                 pickle.dumps(r)  # everything the service reports crosses a process boundary
+                assert isinstance(r, P.REPORTS), r
                 self.reports.append(r)
-        raise TimeoutError(f"no {kind!r} report; got {[r[0] for r in self.reports]}")
+        raise TimeoutError(f"no {kind.__name__} report; got {[type(r).__name__ for r in self.reports]}")
 
 
 def test_jobs_commands_and_reports(run_dir):
     w = Window()
-    w.send("job", "load", 1)
-    assert w.wait("loaded")[1][0] == "cpu"
-    w.send("job", "prepare", RunConfig(example="ring"))
-    info = w.wait("prepared")[1]
-    assert isinstance(info, PreparedInfo) and info.phase_names == ["D", "G"]
+    w.send(P.Load(1))
+    assert w.wait(P.Loaded).devices[0] == "cpu"
+    w.send(P.Prepare(RunConfig(example="ring")))
+    info = w.wait(P.Prepared).info
+    assert isinstance(info, P.PreparedInfo) and info.phase_names == ["D", "G"]
     assert any(v.path == "discriminator/dense_1/kernel" for v in info.var_infos)
-    # a command sent between Start and the run's first step is kept and applied first
-    w.send("begin_run")
-    w.send("send", SetFreeze(("discriminator/dense_1",)))
-    w.send("send", Step(30))
-    w.send("job", "run", RunConfig(example="ring", run_dir=str(run_dir), steps=None))
-    assert w.wait("runStarted")[1] == str(run_dir)
-    w.wait("metrics")
-    end = time.time() + 60
-    while time.time() < end and not any(r[0] == "event" and r[1]["kind"] == "pause" for r in w.reports):
-        w.wait("status", 1)
-        if w.conn.poll(0.1):
-            w.reports.append(w.conn.recv())
-    w.send("exit")
-    status = w.wait("runFinished")[1]
+    assert all(p.startswith("discriminator/") for p in info.phase_paths[0]) and len(info.phase_paths[1]) == 6
+    # a command sent between Start and the run's first step is kept and applied first, with its id
+    w.send(P.BeginRun())
+    w.send(P.Send(SetFreeze(("discriminator/dense_1",)), id="f1"))
+    w.send(P.Send(Step(30)))
+    w.send(P.Run(RunConfig(example="ring", run_dir=str(run_dir), steps=None)))
+    assert w.wait(P.RunStarted).run_dir == str(run_dir)
+    w.wait(P.Metrics)
+    w.wait(P.Emitted, 60, lambda r: isinstance(r.event, events.Pause))
+    w.send(P.Exit())
+    status = w.wait(P.RunFinished).status
     w.thread.join(30)
     assert not w.thread.is_alive()
     assert status.step == 30  # Step(30) ran, then paused until the exit stopped it
-    kinds = [e["kind"] for e in read_events(run_dir)]
+    record = read_events(run_dir)
+    kinds = [e.kind for e in record]
     assert kinds.index("freeze") < kinds.index("step") and kinds[-1] == "stop"
+    assert next(e for e in record if isinstance(e, events.Freeze)).id == "f1"
 
 
 def test_window_gone_ends_the_run_cleanly(run_dir):
     w = Window()
-    w.send("job", "load", 1)
-    w.send("begin_run")
-    w.send("job", "run", RunConfig(example="ring", run_dir=str(run_dir), steps=None))
-    w.wait("runStarted")
-    w.wait("metrics")
+    w.send(P.Load(1))
+    w.send(P.BeginRun())
+    w.send(P.Run(RunConfig(example="ring", run_dir=str(run_dir), steps=None)))
+    w.wait(P.RunStarted)
+    w.wait(P.Metrics)
     w.conn.close()  # the window's process died
     w.thread.join(60)
     assert not w.thread.is_alive()
-    events = read_events(run_dir)
-    assert events[-1]["kind"] == "stop" and events[-1]["reason"] == "stopped"
+    record = read_events(run_dir)
+    assert record[-1].kind == "stop" and record[-1].reason == "stopped"

@@ -150,7 +150,7 @@ def test_read_events_ignores_a_torn_last_line(tmp_path):
     lines = [json.dumps({"step": s, "kind": k, "time": 1.0}) for s, k in [(0, "start"), (5, "freeze")]]
     for torn in ['{"step": 9, "kind": "pa', '{', ""]:
         (tmp_path / "events.jsonl").write_text("\n".join(lines) + "\n" + torn)
-        assert [e["kind"] for e in read_events(tmp_path)] == ["start", "freeze"]
+        assert [e.kind for e in read_events(tmp_path)] == ["start", "freeze"]
 
 
 # -- configuration ------------------------------------------------------------------------------------------

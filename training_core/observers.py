@@ -1,0 +1,162 @@
+"""The trainer's observers, as Keras runs callbacks: the loop stays plain, and every policy is an
+observer in a list.
+
+`Observer` is the base (every hook a no-op). The policies here decide *when*; the trainer provides the
+mechanics they call (`save_checkpoint`, `sample`, `pause`, `emit`):
+  Checkpointer  a checkpoint at step 0, every `checkpoint_every` steps and at the end
+  Sampler       samples every `sample_seconds` while someone shows them, and at the end
+  LeakAlarm     a `leak` event when a frozen variable moved (once per variable and freeze set)
+  NanAlarm      a `nan` event when a loss is not finite (once per episode), and a pause
+The run record (recorder.py) and the CLI's progress bar are observers too.
+
+Hooks run on the training thread between steps and must return quickly. `on_step_end` runs after
+every step, so the trainer calls it only on observers that override it.
+"""
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from . import events as E
+from .metrics import MetricsBatch, PhaseBlock, Status
+
+if TYPE_CHECKING:
+    from .trainer import Trainer
+
+
+class Observer:
+    """Receives a run's reports on the training thread. Override what you need."""
+
+    def on_prepared(self, trainer: "Trainer") -> None:
+        """Models built and steps traced; no run directory yet."""
+
+    def on_run_begin(self, trainer: "Trainer") -> None:
+        """The run directory exists and the `start` event is about to be emitted."""
+
+    def on_step_end(self, trainer: "Trainer") -> None:
+        """After every step (only called when overridden)."""
+
+    def on_idle(self, trainer: "Trainer") -> None:
+        """While paused, a few times a second."""
+
+    def on_metrics(self, batch: MetricsBatch) -> None:
+        """Every `fetch_every` steps or `fetch_seconds`: the numbers of the steps since the last batch."""
+
+    def on_event(self, event: E.Event) -> None:
+        """Every event, in order (also those before the run directory exists: traces)."""
+
+    def on_samples(self, samples: dict[str, Any]) -> None:
+        """Generated samples (see `Experiment.sample`)."""
+
+    def on_status(self, status: Status) -> None:
+        """The trainer's state changed (paused, resumed, ended)."""
+
+    def on_run_end(self, trainer: "Trainer", reason: str) -> None:
+        """Training ended (`done`, `stopped` or `error`); the `stop` event follows."""
+
+
+def overrides(observer: Observer, hook: str) -> bool:
+    return getattr(type(observer), hook) is not getattr(Observer, hook)
+
+
+class Checkpointer(Observer):
+    """Checkpoints at step 0 (so a run killed early can resume), every `every` steps (0: none between),
+    and at the end."""
+
+    def __init__(self, every: int) -> None:
+        self.every = every
+
+    def on_run_begin(self, trainer: "Trainer") -> None:
+        trainer.save_checkpoint()
+
+    def on_step_end(self, trainer: "Trainer") -> None:
+        if self.every and trainer.step % self.every == 0:
+            trainer.save_checkpoint()
+
+    def on_run_end(self, trainer: "Trainer", reason: str) -> None:
+        trainer.save_checkpoint()
+
+
+class Sampler(Observer):
+    """Draws samples every `seconds` while another observer shows them (the window), and once at the end,
+    so the samples view ends on the final state. Headless, with nobody listening, no step is spent on it."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._next = 0.0
+        self._wanted = False
+
+    def on_run_begin(self, trainer: "Trainer") -> None:
+        self._wanted = trainer.has_listener("on_samples", besides=self)
+        self._next = time.perf_counter()
+
+    def on_step_end(self, trainer: "Trainer") -> None:
+        if self._wanted and time.perf_counter() >= self._next:
+            self._next = time.perf_counter() + self.seconds
+            trainer.sample()
+
+    def on_run_end(self, trainer: "Trainer", reason: str) -> None:
+        if self._wanted and reason != "error":
+            trainer.sample()
+
+
+class LeakAlarm(Observer):
+    """A frozen variable whose update is not exactly 0 leaked (the gate method: Adam's momentum, AdamW's
+    decay). Reported once per variable until the freeze set or the method changes."""
+
+    def __init__(self) -> None:
+        self._trainer: "Trainer | None" = None
+        self._seen: set[str] = set()
+
+    def on_run_begin(self, trainer: "Trainer") -> None:
+        self._trainer = trainer
+
+    def on_event(self, event: E.Event) -> None:
+        if isinstance(event, (E.Freeze, E.Method)):
+            self._seen.clear()
+
+    def on_metrics(self, batch: MetricsBatch) -> None:
+        for b in batch.blocks:
+            self._check(b)
+
+    def _check(self, b: PhaseBlock) -> None:
+        leaks = b.frozen & (b.update_norm > 0)
+        for j in np.flatnonzero(leaks.any(axis=0)):
+            path = b.var_paths[j]
+            if path in self._seen or self._trainer is None:
+                continue
+            self._seen.add(path)
+            r = int(np.flatnonzero(leaks[:, j])[0])
+            self._trainer.emit(E.Leak(variable=path, phase=b.phase, at_step=int(b.steps[r]),
+                                      update_norm=float(b.update_norm[r, j]), method=self._trainer.method))
+
+
+class NanAlarm(Observer):
+    """A loss that is NaN or Inf: one `nan` event per phase and episode (a loss that stays NaN is not
+    reported again at every fetch; a finite loss or a resume re-arms it), and a pause if asked."""
+
+    def __init__(self, pause: bool) -> None:
+        self.pause = pause
+        self._trainer: "Trainer | None" = None
+        self._phases: set[str] = set()
+
+    def on_run_begin(self, trainer: "Trainer") -> None:
+        self._trainer = trainer
+
+    def on_event(self, event: E.Event) -> None:
+        if isinstance(event, E.Resume):
+            self._phases.clear()
+
+    def on_metrics(self, batch: MetricsBatch) -> None:
+        for b in batch.blocks:
+            bad = ~np.isfinite(b.loss)
+            if bad.any() and b.phase not in self._phases and self._trainer is not None:
+                self._phases.add(b.phase)
+                r = int(np.flatnonzero(bad)[0])
+                self._trainer.emit(E.Nan(phase=b.phase, at_step=int(b.steps[r]), value=str(b.loss[r])))
+                if self.pause:
+                    self._trainer.pause("nan")
+            elif len(b.loss) and np.isfinite(b.loss[-1]):
+                self._phases.discard(b.phase)

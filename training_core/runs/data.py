@@ -1,0 +1,258 @@
+"""One run's numbers in memory: `RunData`, the model the plots, the tree and the exporter read.
+
+Plain Python and numpy. Losses (and other per-step scalars such as `metric/<name>`) are kept for
+every step; per-variable series for the steps the trainer records (every `var_every`-th step of each
+phase, as on disk), so memory stays flat over long runs. `version` bumps on every change: a view
+redraws only when it moved. The same object is filled live (`add_batch`, `add_event`) or from a run
+directory (`RunFollower`), so what the window shows while training and what a review shows later
+are the same numbers.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from .. import events as E
+from ..metrics import MetricsBatch
+from ..varstore import KINDS as VAR_KINDS
+from ..varstore import VarRows
+
+
+class GrowArray:
+    """Amortised O(1) append of rows; `view()` is a no-copy slice."""
+
+    def __init__(self, dtype: Any, width: int | None = None, capacity: int = 1024) -> None:
+        shape = (capacity,) if width is None else (capacity, width)
+        self._a = np.empty(shape, dtype=dtype)
+        self._n = 0
+
+    def extend(self, rows: np.ndarray) -> None:
+        rows = np.asarray(rows, dtype=self._a.dtype)
+        need = self._n + len(rows)
+        if need > len(self._a):
+            cap = max(need, 2 * len(self._a))
+            grown = np.empty((cap,) + self._a.shape[1:], dtype=self._a.dtype)
+            grown[: self._n] = self._a[: self._n]
+            self._a = grown
+        self._a[self._n:need] = rows
+        self._n = need
+
+    def view(self) -> np.ndarray:
+        return self._a[: self._n]
+
+    def __len__(self) -> int:
+        return self._n
+
+
+@dataclass
+class Marker:
+    step: int
+    kind: str
+    label: str
+
+
+def _ratio_label(e: E.Ratio) -> str:
+    p = e.policy
+    if p.get("policy") == "adaptive":
+        return "adaptive " + "/".join(f"{t:g}" for t in p.get("thresholds", []))
+    return "ratio " + ":".join(str(c) for c in p.get("ratio", []))
+
+
+_LABELS: dict[type, Callable[[Any], str]] = {
+    E.Freeze: lambda e: "freeze: " + (", ".join(e.scopes) if e.scopes else "none"),
+    E.Ratio: _ratio_label,
+    E.LearningRate: lambda e: f"lr {e.phase}={e.value:g}",
+    E.Method: lambda e: f"method {e.method}",
+    E.Pause: lambda e: "pause" if e.reason == "user" else f"pause ({e.reason})",
+    E.Nan: lambda e: f"NaN in {e.phase}",
+    E.Leak: lambda e: f"leak {e.variable}",
+}
+
+
+def marker_label(e: E.Event) -> str | None:
+    """A short label for a control or alarm event, or None if the event is not marked on plots."""
+    label = _LABELS.get(type(e))
+    return None if label is None else label(e)
+
+
+class _Series:
+    """A per-step scalar (a phase's loss, a metric): steps, wall times, values."""
+
+    def __init__(self) -> None:
+        self.steps = GrowArray(np.int64)
+        self.wall = GrowArray(np.float64)
+        self.values = GrowArray(np.float64)
+
+    def extend(self, steps: Any, wall: Any, values: Any) -> None:
+        self.steps.extend(steps)
+        self.wall.extend(wall)
+        self.values.extend(values)
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return self.steps.view(), self.wall.view(), self.values.view()
+
+
+class _PhaseVars:
+    """Per-variable rows of one phase, in the order of the phase's variables."""
+
+    def __init__(self, var_paths: tuple[str, ...]) -> None:
+        self.var_paths = var_paths
+        self.steps = GrowArray(np.int64)
+        self.wall = GrowArray(np.float64)
+        w = len(var_paths)
+        self.vars = {k: GrowArray(np.float32 if k != "update_norm" else np.float64, w) for k in VAR_KINDS}
+        self.frozen = GrowArray(bool, w)
+
+    def extend(self, steps: Any, wall: Any, values: dict[str, Any], frozen: Any) -> None:
+        self.steps.extend(steps)
+        self.wall.extend(wall)
+        for k in VAR_KINDS:
+            self.vars[k].extend(values[k])
+        self.frozen.extend(frozen)
+
+
+class RunData:
+    """The metrics, events, markers and latest samples of one run."""
+
+    def __init__(self, run_dir: str | Path | None = None) -> None:
+        self.run_dir = None if run_dir is None else Path(run_dir)
+        self.clear()
+
+    def clear(self) -> None:
+        self._scalars: dict[str, _Series] = {}  # "loss/D", "metric/modes_covered", ...
+        self._phases: dict[str, _PhaseVars] = {}
+        self._var_index: dict[str, tuple[str, int]] = {}
+        self.events: list[E.Event] = []
+        self.markers: list[Marker] = []
+        self.samples: dict[str, Any] | None = None
+        self.start: E.Start | None = None
+        self.stop: E.Stop | None = None
+        self.last_step = 0
+        self.version = 0  # bumps on every change; views redraw when it moved
+
+    # -- feeding ---------------------------------------------------------------------------------------------
+    def add_batch(self, batch: MetricsBatch) -> None:
+        """A live batch from the trainer (every step's loss; per-variable numbers of the recorded steps)."""
+        for b in batch.blocks:
+            self.add_scalar(f"loss/{b.phase}", b.steps, b.wall_time, b.loss, bump=False)
+            keep = b.record
+            if keep.any():
+                self._phase_vars(b.phase, b.var_paths).extend(
+                    b.steps[keep], b.wall_time[keep],
+                    {"update_norm": b.update_norm[keep], "update_ratio": b.update_ratio[keep],
+                     "grad_norm": b.grad_norm[keep]}, b.frozen[keep])
+        self.version += 1
+
+    def add_var_rows(self, rows: VarRows) -> None:
+        """Per-variable rows read from the record."""
+        if len(rows):
+            self._phase_vars(rows.phase, rows.paths).extend(
+                rows.steps, rows.wall, {k: getattr(rows, k) for k in VAR_KINDS}, rows.frozen)
+            self.last_step = max(self.last_step, int(rows.steps[-1]))
+            self.version += 1
+
+    def add_scalar(self, tag: str, steps: Any, wall: Any, values: Any, bump: bool = True) -> None:
+        s = self._scalars.get(tag)
+        if s is None:
+            s = self._scalars[tag] = _Series()
+        s.extend(steps, wall, values)
+        if len(steps):
+            self.last_step = max(self.last_step, int(np.max(steps)))
+        if bump:
+            self.version += 1
+
+    def add_event(self, event: E.Event) -> None:
+        self.events.append(event)
+        if isinstance(event, E.Start):
+            self.start = event
+            for phase, paths in event.phase_variables.items():
+                self._phase_vars(phase, tuple(paths))
+        elif isinstance(event, E.Stop):
+            self.stop = event
+        label = marker_label(event)
+        if label is not None:
+            self.markers.append(Marker(event.marker_step, event.kind, label))
+        self.version += 1
+
+    def set_samples(self, samples: dict[str, Any]) -> None:
+        self.samples = samples
+        self.version += 1
+
+    def _phase_vars(self, phase: str, paths: tuple[str, ...]) -> _PhaseVars:
+        pv = self._phases.get(phase)
+        if pv is None:
+            pv = self._phases[phase] = _PhaseVars(tuple(paths))
+            for j, path in enumerate(pv.var_paths):
+                self._var_index.setdefault(path, (phase, j))
+        return pv
+
+    # -- reading ---------------------------------------------------------------------------------------------
+    @property
+    def phases(self) -> list[str]:
+        """Phases with a loss series, in the order they first ran (or as the `start` event lists them)."""
+        started = list(self.start.phases) if self.start is not None else []
+        seen = [t[5:] for t in self._scalars if t.startswith("loss/")]
+        return [p for p in started if p in seen] + [p for p in seen if p not in started]
+
+    @property
+    def var_paths(self) -> list[str]:
+        return list(self._var_index)
+
+    @property
+    def scalar_tags(self) -> list[str]:
+        return list(self._scalars)
+
+    def phase_of(self, path: str) -> str:
+        return self._var_index[path][0]
+
+    def loss(self, phase: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(steps, wall_time, values) of one phase's loss, every step it ran."""
+        return self._scalars[f"loss/{phase}"].arrays()
+
+    def scalar(self, tag: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return self._scalars[tag].arrays()
+
+    def var_series(self, path: str, kind: str = "update_ratio") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(steps, wall_time, values) of one variable's metric, at the recorded steps."""
+        phase, j = self._var_index[path]
+        pv = self._phases[phase]
+        return pv.steps.view(), pv.wall.view(), pv.vars[kind].view()[:, j]
+
+    def frozen_series(self, path: str) -> np.ndarray:
+        phase, j = self._var_index[path]
+        return self._phases[phase].frozen.view()[:, j]
+
+    def frozen_now(self, path: str) -> bool:
+        f = self.frozen_series(path)
+        return bool(f[-1]) if len(f) else False
+
+    def latest(self, path: str, kind: str = "update_ratio") -> float | None:
+        _, _, v = self.var_series(path, kind)
+        return float(v[-1]) if len(v) else None
+
+    def tags(self) -> list[str]:
+        out = list(self._scalars)
+        for kind in VAR_KINDS:
+            out += [f"{kind}/{p}" for p in self._var_index]
+        return out
+
+    def series(self, tag: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """By record tag: `loss/D`, `metric/x`, `update_ratio/generator/dense_1/kernel`, ..."""
+        if tag in self._scalars:
+            return self._scalars[tag].arrays()
+        kind, _, rest = tag.partition("/")
+        if kind in VAR_KINDS:
+            return self.var_series(rest, kind)
+        raise KeyError(tag)
+
+    # -- from disk -------------------------------------------------------------------------------------------
+    @classmethod
+    def from_run_dir(cls, run_dir: str | Path) -> "RunData":
+        """Everything a run directory holds now (see `RunFollower` to keep following it)."""
+        from .follow import RunFollower
+        data = cls(run_dir)
+        RunFollower(run_dir, data).poll()
+        return data

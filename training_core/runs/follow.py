@@ -1,0 +1,63 @@
+"""Following a run directory as it grows: `RunFollower.poll()` reads only the bytes added since the
+last poll (scalars.csv, events.jsonl, variables/*.bin) into a `RunData`.
+
+This is what review of a growing run and attaching to a run another process writes stand on: the
+cost of a poll is proportional to what is new, not to the run's length, and a record cut at any byte
+(a kill, a full disk, a network file system that shows a file half-written) yields what is complete.
+When a file shrank (a resumed run dropped the rows after its checkpoint), the model is rebuilt from
+the start.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ..runlog import EVENTS_FILE, SCALARS_FILE, LineTail, parse_event_lines, parse_scalar_lines
+from ..varstore import VARIABLES_DIR, VarFileReader
+from .data import RunData
+
+
+class RunFollower:
+    def __init__(self, run_dir: str | Path, data: RunData | None = None) -> None:
+        self.dir = Path(run_dir)
+        self.data = data if data is not None else RunData(run_dir)
+        self._reset()
+
+    def _reset(self) -> None:
+        self._scalars = LineTail(self.dir / SCALARS_FILE)
+        self._events = LineTail(self.dir / EVENTS_FILE)
+        self._vars: dict[Path, VarFileReader] = {}
+
+    def poll(self) -> bool:
+        """Read what is new; True if the model changed."""
+        version = self.data.version
+        got = self._read()
+        if got is None:  # a file shrank: start over
+            self.data.clear()
+            self._reset()
+            got = self._read() or ([], [], [])
+        event_lines, scalar_lines, var_rows = got
+        for e in parse_event_lines(event_lines):
+            self.data.add_event(e)
+        for tag, (s, w, v) in parse_scalar_lines(scalar_lines).items():
+            self.data.add_scalar(tag, np.array(s, dtype=np.int64), np.array(w), np.array(v))
+        for rows in var_rows:
+            self.data.add_var_rows(rows)
+        return self.data.version != version
+
+    def _read(self) -> tuple[list[str], list[str], list] | None:
+        event_lines = self._events.read_lines()
+        scalar_lines = self._scalars.read_lines()
+        var_rows = []
+        var_dir = self.dir / VARIABLES_DIR
+        for path in sorted(var_dir.glob("*.bin")) if var_dir.is_dir() else []:
+            reader = self._vars.setdefault(path, VarFileReader(path))
+            rows = reader.read_new()
+            if reader.reset:
+                return None
+            if rows is not None:
+                var_rows.append(rows)
+        if self._events.reset or self._scalars.reset:
+            return None
+        return event_lines, scalar_lines, var_rows
