@@ -162,8 +162,8 @@ def prepare(config: RunConfig, on_trace: Callable[[str, str], None]) -> Prepared
             ops = escaping_random_ops([st.fast.get_concrete_function(), st.masked.get_concrete_function()],
                                       [rng])
             if ops:
-                warnings.append(f"phase {st.phase.name}'s loss draws from tf.random ({', '.join(ops)}), which the "
-                                f"run's seed and checkpoints do not cover; use ctx.normal/ctx.uniform")
+                warnings.append(f"phase {st.phase.name}'s loss draws from tf.random ({', '.join(ops)}), whose state the "
+                                f"run's checkpoints do not save; use ctx.normal/ctx.uniform")
     resolved = RunConfig.from_dict({
         **config.to_dict(),
         "experiment_sha256": file_sha256(source) if config.experiment_file else None,

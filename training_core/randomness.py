@@ -1,9 +1,9 @@
 """Finding random draws that escape the run's seeded generators.
 
-A loss that calls `tf.random.normal` gets numbers from TensorFlow's global, stateful kernels: the run's
-seed does not fix them and a checkpoint does not save their state, so a rerun or a resumed run draws
-different numbers, silently. `ctx.normal`/`ctx.uniform` draw from the run's `tf.random.Generator`,
-which is seeded and checkpointed. Its ops are `RngReadAndSkip` on its own state variable followed by
+A loss that calls `tf.random.normal` gets numbers from a stateful kernel of its own: the run's seed
+fixes its stream only through TensorFlow's global seed, and a checkpoint does not save its state, so a
+run resumed from a checkpoint draws different numbers, silently. `ctx.normal`/`ctx.uniform` draw from
+the run's `tf.random.Generator`, which is seeded and checkpointed. Its ops are `RngReadAndSkip` on its own state variable followed by
 `StatelessRandom*V2`; everything else that draws statefully is found here in the traced step's graph
 (and in the graphs of the functions it calls, e.g. `tf.cond` branches) so the run can warn about it.
 """

@@ -136,9 +136,9 @@ def test_a_loss_drawing_from_tf_random_is_warned_about(tmp_path):
     path = write_file(tmp_path, "random_loss.py", _RANDOM_LOSS)
     p = prepare(RunConfig(experiment_file=str(path)), lambda *_: None)
     assert p.warnings == [
-        "phase D's loss draws from tf.random (RandomStandardNormal), which the run's seed and checkpoints do not "
-        "cover; use ctx.normal/ctx.uniform",
-        "phase O's loss draws from tf.random (RngReadAndSkip), which the run's seed and checkpoints do not "
-        "cover; use ctx.normal/ctx.uniform"]
+        "phase D's loss draws from tf.random (RandomStandardNormal), whose state the run's checkpoints do not "
+        "save; use ctx.normal/ctx.uniform",
+        "phase O's loss draws from tf.random (RngReadAndSkip), whose state the run's checkpoints do not "
+        "save; use ctx.normal/ctx.uniform"]
     gan = prepare(RunConfig(experiment_file=str(tiny_gan(tmp_path))), lambda *_: None)
     assert gan.warnings == []  # ctx.normal, and the batch drawn by the run's generator, are covered
