@@ -1,5 +1,5 @@
-"""Freezeframe: `python main.py` opens the window; `--headless` trains on the terminal; `--export` renders
-figures from a run directory. See README."""
+"""Freezeframe: `python main.py` opens the window; `--headless` trains on the terminal (no window);
+`--export RUN_DIR` renders figures from a run directory. `python main.py --help` says so too. See README."""
 import os
 import sys
 

@@ -12,18 +12,15 @@ from pathlib import Path
 from typing import Sequence
 
 from training_core import UserError, in_scope, is_run_dir
+from training_core.cli_args import ArgParser, run_cli
 
 from app.export.spec import (FORMATS, LAYOUTS, PLOT_NAMES, THEMES, UNITS, FigureSpec, format_from_path,
                              parse_size)
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2, no usage dump
-        raise UserError(f"{message} (see main.py --export RUN_DIR --help)")
-
-
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="main.py", description="Render paper figures from a run directory.")
+    p = ArgParser(prog="main.py", description="Render paper figures from a run directory.",
+                  help_hint="see main.py --export RUN_DIR --help")
     p.add_argument("--export", metavar="RUN_DIR", required=True, help="the run directory to draw")
     p.add_argument("--out", metavar="FILE", help="figure file; the format follows its extension (.png/.svg/.pdf)")
     p.add_argument("--plots", default="losses,updates", help=f"comma-separated, from: {', '.join(PLOT_NAMES)}")
@@ -100,30 +97,30 @@ def _ensure_gui_app() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    return run_cli(lambda: _main(list(sys.argv[1:] if argv is None else argv)))
+
+
+def _main(argv: list[str]) -> int:
+    a = build_parser().parse_args(argv)
+    _check_paths(a)
+    spec = spec_from_args(a)
+    from training_core.runs import read_run
     try:
-        a = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
-        _check_paths(a)
-        spec = spec_from_args(a)
-        from training_core.runs import RunData
-        try:
-            store = RunData.from_run_dir(a.export)
-        except (OSError, ValueError, KeyError, IndexError) as e:
-            raise UserError(f"could not read the run in {a.export} ({e}); is it complete?") from None
-        if not store.phases:
-            raise UserError(f"{a.export} has no recorded steps yet; export after the run has trained a little")
-        if spec.variables and not any(in_scope(p, s) for p in store.var_paths for s in spec.variables):
-            raise UserError(f"--vars {','.join(spec.variables)} matches no variable; see --list-scopes")
-        _ensure_gui_app()
-        from app.export import Figure, write_csv, write_pdf, write_png, write_svg
-        fig = Figure(store, spec)
-        if a.out:
-            {"png": lambda: write_png(fig, a.out, spec.dpi), "svg": lambda: write_svg(fig, a.out),
-             "pdf": lambda: write_pdf(fig, a.out)}[spec.format]()
-            print(f"wrote {a.out} ({spec.width_in:.3g} x {spec.height_in:.3g} in, {spec.format})")
-        if a.csv:
-            rows = write_csv(fig.data, a.csv)
-            print(f"wrote {a.csv} ({rows} rows)")
-        return 0
-    except UserError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        store = read_run(a.export)
+    except (OSError, ValueError, KeyError, IndexError) as e:
+        raise UserError(f"could not read the run in {a.export} ({e}); is it complete?") from None
+    if not store.phases:
+        raise UserError(f"{a.export} has no recorded steps yet; export after the run has trained a little")
+    if spec.variables and not any(in_scope(p, s) for p in store.var_paths for s in spec.variables):
+        raise UserError(f"--vars {','.join(spec.variables)} matches no variable; see --list-scopes")
+    _ensure_gui_app()
+    from app.export import Figure, write_csv, write_pdf, write_png, write_svg
+    fig = Figure(store, spec)
+    if a.out:
+        {"png": lambda: write_png(fig, a.out, spec.dpi), "svg": lambda: write_svg(fig, a.out),
+         "pdf": lambda: write_pdf(fig, a.out)}[spec.format]()
+        print(f"wrote {a.out} ({spec.width_in:.3g} x {spec.height_in:.3g} in, {spec.format})")
+    if a.csv:
+        rows = write_csv(fig.data, a.csv)
+        print(f"wrote {a.csv} ({rows} rows)")
+    return 0

@@ -15,18 +15,26 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from training_core import UserError, builtin_examples
+from training_core import UserError, builtin_examples, example_path
+from training_core.cli_args import ArgParser, run_cli
+from training_core.loading import require_file
 
 STARTUP_ENV = "FREEZEFRAME_STARTUP_REPORT"  # print a line when the window is first visible (benchmarks)
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:
-        raise UserError(f"{message} (see --help)")
+OTHER_MODES = """\
+other modes (main.py dispatches on these options):
+  main.py --headless [options]   train on the terminal, without a window (also on a server);
+                                 `main.py --headless --help` lists its options
+  main.py --export RUN_DIR --out FIG.pdf [options]
+                                 render paper figures (PDF, SVG, PNG) or CSV from a run directory,
+                                 without a window; `main.py --export RUN_DIR --help` lists its options"""
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="main.py", description="Freezeframe: a training monitor for alternating-phase training.")
+    p = ArgParser(prog="main.py", description="Freezeframe: a training monitor for alternating-phase training. "
+                                              "Without --headless or --export, this opens the window.",
+                  epilog=OTHER_MODES, formatter_class=argparse.RawDescriptionHelpFormatter)
     src = p.add_mutually_exclusive_group()
     src.add_argument("--example", help=f"built-in example to open: {', '.join(builtin_examples())} (default ring)")
     src.add_argument("--experiment", metavar="FILE", help="your own experiment file (.py)")
@@ -44,10 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def parse(argv: Sequence[str]) -> argparse.Namespace:
     a = build_parser().parse_args(list(argv))
-    if a.example and a.example not in builtin_examples():
-        raise UserError(f"unknown example {a.example!r}; choose one of {', '.join(builtin_examples())}")
-    if a.experiment and not Path(a.experiment).is_file():
-        raise UserError(f"experiment file {a.experiment} does not exist; check the path")
+    if a.example:
+        example_path(a.example)  # an unknown name is a one-line UserError
+    if a.experiment:
+        require_file(a.experiment)
     if a.steps is not None and a.steps < 0:
         raise UserError(f"--steps must be >= 0, got {a.steps}")
     if a.close_after is not None and a.close_after < 0:
@@ -63,12 +71,11 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
 
 
 def run_app(argv: Sequence[str]) -> int:
-    try:
-        args = parse(argv)
-    except UserError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    """Open the window (bad arguments: one line on stderr and exit code 2, before Qt starts)."""
+    return run_cli(lambda: _open_window(parse(argv)))
 
+
+def _open_window(args: argparse.Namespace) -> int:
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
 

@@ -45,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     import_tensorflow(gui_intra_op_threads())  # the rest measures the window: configure as its process
     from bench.control import measure_control
     from bench.disk import measure_disk
+    from bench.paint_bench import measure_gil_free_painting
     from bench.throughput import in_child
     from bench.window_bench import measure_memory, measure_responsiveness
 
@@ -63,6 +64,11 @@ def main(argv: list[str] | None = None) -> int:
     rows.append(("timer lateness, 10 ms timer", f"p99 {resp['p99_ms']:.1f} ms, max {resp['max_ms']:.1f} ms "
                  f"({resp['points_per_loss_curve']:,} pts/loss curve, {resp['live_steps']} live steps)",
                  "p99 < 16 ms, max < 50 ms"))
+    paint = measure_gil_free_painting(0.4 if q else 0.8, 1 if q else 5)
+    rows.append(("Python thread speed while the plots repaint", f"Canvas {paint['canvas']:.2f}, pyqtgraph's own view "
+                 f"{paint['pyqtgraph']:.2f} of its idle speed = {paint['canvas'] / paint['pyqtgraph']:.1f} x "
+                 f"({paint['paints']['canvas']} and {paint['paints']['pyqtgraph']} paints)",
+                 "Canvas > 0.5 and > 3 x pyqtgraph's"))
     ctl = measure_control(300 if q else 1200)
     rows.append(("control change -> effect", f"applied {max(ctl['steps_from_send_to_apply'])} step(s) after sending; "
                  f"first zero update at step {ctl['first_zero_update_step']} (freeze at {ctl['freeze_event_step']})",

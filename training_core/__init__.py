@@ -10,6 +10,7 @@ Public interface:
   commands: Pause, Resume, Step, Stop, SetFreeze, SetSchedule, SetLearningRate, SetFreezeMethod,
             SampleNow, SaveCheckpoint, command_from_dict
   Experiment, Phase, StepContext, SampleContext, Models   the experiment-file API
+  builtin_examples, example_path         the built-in examples (loading.py loads any file)
   MetricsBatch, PhaseBlock, Status       what observers receive
   VarInfo, ScopeNode, build_scope_tree, in_scope, format_tree
   read_scalars, read_events, read_config, read_variables, Series   reading a run directory
@@ -21,8 +22,8 @@ from .commands import (Command, Pause, Resume, SampleNow, SaveCheckpoint, SetFre
                        SetLearningRate, SetSchedule, Step, Stop, command_from_dict, FREEZE_METHODS)
 from .config import RunConfig
 from .errors import UserError
-from .experiment import (Experiment, Models, Phase, SampleContext, StepContext, builtin_examples,
-                         example_path)
+from .experiment import Experiment, Models, Phase, SampleContext, StepContext
+from .loading import builtin_examples, example_path
 from .metrics import MetricsBatch, PhaseBlock, Status
 from .observers import Observer
 from .runlog import Series, is_run_dir, read_config, read_events, read_scalars

@@ -13,6 +13,7 @@ import time
 from typing import Any, Sequence
 
 from . import events as E
+from .cli_args import ArgParser, run_cli
 from .config import RunConfig
 from .errors import UserError
 from .metrics import MetricsBatch
@@ -20,13 +21,8 @@ from .observers import Observer
 from .trainer import Trainer
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2, no usage dump
-        raise UserError(f"{message} (see --help)")
-
-
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="main.py --headless", description="Train a Freezeframe experiment without the window.")
+    p = ArgParser(prog="main.py --headless", description="Train a Freezeframe experiment without the window.")
     p.add_argument("--headless", action="store_true", help="run without the window (this mode)")
     src = p.add_mutually_exclusive_group()
     src.add_argument("--example", help="built-in example: ring (default), digits, factorization")
@@ -169,30 +165,36 @@ class HeadlessObserver(ProgressBar):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    try:
-        args = build_parser().parse_args(argv)
-        cfg = config_from_args(args)
-        if args.list_scopes:
-            from .prepare import prepare
-            from .scopes import format_tree
-            p = prepare(cfg, lambda *_: None)
-            print(format_tree(p.tree))
-            print("phases: " + ", ".join(f"{n} trains {', '.join(ph.trains)}"
-                                         for n, ph in zip(p.phase_names, p.experiment.phases)))
-            return 0
-        observer = HeadlessObserver(cfg.steps, quiet=args.quiet)
-        trainer = Trainer(cfg, observer)
-        trainer.prepare()
-        signal.signal(signal.SIGINT, lambda *_: trainer.send(_stop()))
-        status = trainer.run()
-        print(f"{status.step} steps in {status.elapsed_s:.1f}s on {status.device}; run directory: {status.run_dir}")
-        if observer.halted:
-            print(f"error: {observer.halted}", file=sys.stderr)
-            return 1
-        return 0
-    except UserError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    return run_cli(lambda: _main(argv))
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    args = build_parser().parse_args(argv)
+    cfg = config_from_args(args)
+    if args.list_scopes:
+        return _list_scopes(cfg)
+    observer = HeadlessObserver(cfg.steps, quiet=args.quiet)
+    trainer = Trainer(cfg, observer)
+    trainer.prepare()
+    signal.signal(signal.SIGINT, lambda *_: trainer.send(_stop()))
+    status = trainer.run()
+    print(f"{status.step} steps in {status.elapsed_s:.1f}s on {status.device}; run directory: {status.run_dir}")
+    if observer.halted:
+        print(f"error: {observer.halted}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _list_scopes(cfg: RunConfig) -> int:
+    """The scope tree, then what each phase trains (prepared for real, so it is what a run would use)."""
+    from .prepare import prepare
+    from .scopes import format_phases, format_tree
+    p = prepare(cfg, lambda *_: None)
+    phases = [(n, list(ph.trains), paths) for n, ph, paths in zip(p.phase_names, p.experiment.phases, p.phase_paths)]
+    print(format_tree(p.tree))
+    print()
+    print(format_phases(phases, p.var_infos))
+    return 0
 
 
 def _stop() -> Any:

@@ -6,6 +6,7 @@ they are enough to run the same training again.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +16,11 @@ import tomli_w
 
 from .commands import FREEZE_METHODS
 from .errors import UserError
+
+
+def file_sha256(path: str | Path) -> str:
+    """The `experiment_sha256` of a file: how a rerun (or the window's Start) tells the file was edited."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 @dataclass

@@ -1,25 +1,14 @@
-"""Experiments: named Keras models plus the phases that train them.
+"""The experiment-file API, types only: named Keras models plus the phases that train them.
 
-A phase has a name, a loss, the scopes it trains and its own optimizer. Experiments come from plain
-Python files (see README, "Experiment files"): either a `build()` that returns an `Experiment`, or the
-GAN shortcut, a file that defines `generator`, `discriminator`, `real_data` and `noise_dim` and gets
-the standard non-saturating GAN losses. The built-in examples are such files, in
-`resources/experiments/`, so they use exactly the API a user does.
+A phase has a name, a loss, the scopes it trains and its own optimizer. Loading a file into these types
+is `loading.py`'s job (and the GAN shortcut's, `gan.py`), so that this module, which the compiled step and
+the trainer import, depends on nothing else of the core and no cycle can form through it.
 """
 from __future__ import annotations
 
-import hashlib
-import importlib.util
-import sys
-import traceback
 from dataclasses import dataclass, field
-from pathlib import Path
-from types import ModuleType
 from typing import Any, Callable, Mapping, Sequence
 
-from .errors import UserError
-
-EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "resources" / "experiments"
 SAMPLE_KINDS = ("none", "points2d", "images", "matrix")
 
 
@@ -42,6 +31,7 @@ class Phase:
     trains: Sequence[str]
     #: a Keras 3 optimizer; default Adam(learning_rate, beta_1=0.5)
     optimizer: Any = None
+    #: the default optimizer's rate; with an optimizer of your own, its rate is used (and shown) instead
     learning_rate: float = 2e-4
 
 
@@ -86,97 +76,3 @@ class SampleContext(StepContext):
     def __init__(self, models: Models, rng: Any, batch: Any, data: Any, n: int):
         super().__init__(models, rng, batch, data, n, training=False)
         self.n = n
-
-
-def builtin_examples() -> list[str]:
-    return sorted(p.stem for p in EXAMPLES_DIR.glob("*.py") if not p.stem.startswith("_"))
-
-
-def example_path(name: str) -> Path:
-    p = EXAMPLES_DIR / f"{name}.py"
-    if not p.is_file():
-        raise UserError(f"unknown example {name!r}; choose one of {', '.join(builtin_examples())}")
-    return p
-
-
-def file_sha256(path: str | Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
-def _first_line(e: BaseException) -> str:
-    msg = " ".join(str(e).split())
-    return f"{type(e).__name__}: {msg}" if msg else type(e).__name__
-
-
-def _user_frame(e: BaseException, path: Path) -> str:
-    frames = [f for f in traceback.extract_tb(e.__traceback__) if Path(f.filename).resolve() == path.resolve()]
-    return f" at line {frames[-1].lineno}" if frames else ""
-
-
-def require_file(path: str | Path) -> Path:
-    path = Path(path)
-    if not path.is_file():
-        raise UserError(f"experiment file {path} does not exist; check the path")
-    return path
-
-
-def load_module(path: str | Path) -> ModuleType:
-    """Import an experiment file; a file that is missing or raises becomes a one-line `UserError`."""
-    path = require_file(path)
-    name = f"freezeframe_experiment_{hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:10]}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise UserError(f"experiment file {path} is not a Python file; give a .py file")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException as e:  # noqa: BLE001 - any failure of user code is the user's to fix
-        sys.modules.pop(name, None)
-        if isinstance(e, KeyboardInterrupt):
-            raise
-        raise UserError(f"experiment file {path.name} raised {_first_line(e)}{_user_frame(e, path)}; fix the file",
-                        detail=traceback.format_exc()) from None
-    return module
-
-
-def build_experiment(module: ModuleType, path: Path) -> Experiment:
-    """Turn an imported experiment file into an `Experiment` (calls user code: models get built here)."""
-    try:
-        if callable(getattr(module, "build", None)):
-            exp = module.build()
-            if not isinstance(exp, Experiment):
-                raise UserError(f"build() in {path.name} returned {type(exp).__name__}, not an Experiment; "
-                                f"return training_core.Experiment(...)")
-        elif all(hasattr(module, a) for a in ("generator", "discriminator", "real_data", "noise_dim")):
-            from .gan import gan_experiment
-            exp = gan_experiment(module, path.stem)
-        else:
-            raise UserError(f"experiment file {path.name} defines neither build() nor generator, discriminator, "
-                            f"real_data and noise_dim; see README 'Experiment files'")
-    except UserError:
-        raise
-    except BaseException as e:  # noqa: BLE001
-        if isinstance(e, KeyboardInterrupt):
-            raise
-        raise UserError(f"experiment file {path.name} raised {_first_line(e)}{_user_frame(e, path)} while building "
-                        f"its models; fix the file", detail=traceback.format_exc()) from None
-    _check(exp, path)
-    return exp
-
-
-def _check(exp: Experiment, path: Path) -> None:
-    if not isinstance(exp.models, Models):
-        exp.models = Models(exp.models)  # a plain dict from build() gets attribute access too
-    if not exp.phases:
-        raise UserError(f"experiment in {path.name} has no phases; give it at least one Phase")
-    names = [p.name for p in exp.phases]
-    if len(set(names)) != len(names):
-        raise UserError(f"experiment in {path.name} has duplicate phase names {names}; name each phase once")
-    if exp.sample_kind not in SAMPLE_KINDS:
-        raise UserError(f"sample_kind {exp.sample_kind!r} in {path.name} is unknown; use one of {SAMPLE_KINDS}")
-    for p in exp.phases:
-        if not callable(p.loss):
-            raise UserError(f"phase {p.name!r} in {path.name} has no callable loss; give loss=fn(ctx)")
-        if isinstance(p.trains, str):
-            p.trains = [p.trains]

@@ -8,6 +8,7 @@ this module turns the packed rows into named numbers. TF-free: observers (the wi
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -71,3 +72,14 @@ class MetricsBatch:
     @property
     def n_steps(self) -> int:
         return sum(len(b) for b in self.blocks)
+
+
+class PendingStep(NamedTuple):
+    """A step whose numbers are still on the device (fetched in batches, one sync per batch)."""
+
+    step: int
+    phase: int
+    wall: float
+    packed: Any  # device tensor: [loss, ||dW||^2..., ||W||^2..., ||g||^2...]
+    frozen: np.ndarray  # bool per variable of the phase
+    record: bool  # the per-variable numbers of this step go to disk

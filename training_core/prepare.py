@@ -8,7 +8,6 @@ wrong length, an experiment file that raises, a loss that fails to trace) stops 
 """
 from __future__ import annotations
 
-import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -18,10 +17,12 @@ import numpy as np
 from .config import RunConfig
 from .errors import UserError
 from .recorder import check_run_dir_free
-from .experiment import (Experiment, Models, build_experiment, example_path, file_sha256, load_module,
-                         require_file)
+from .experiment import Experiment, Models
+from .loading import build_experiment, example_path, file_sha256, load_module, require_file
+from .randomness import escaping_random_ops
 from .schedule import Policy, policy_from_dict
 from .scopes import ScopeNode, VarInfo, build_scope_tree, in_scope, resolve_scopes
+from .usercode import user_code
 
 
 @dataclass
@@ -43,7 +44,8 @@ class Prepared:
     rng: Any
     sample_rng: Any
     data: Any
-    events: list[dict] = field(default_factory=list)  # happened before the run directory existed
+    #: one line each, for the trainer to emit as `warning` events (e.g. a loss drawing from tf.random)
+    warnings: list[str] = field(default_factory=list)
 
 
 def _experiment_source(config: RunConfig) -> Path:
@@ -125,8 +127,6 @@ def prepare(config: RunConfig, on_trace: Callable[[str, str], None]) -> Prepared
         exp = build_experiment(module, source)
         if config.batch_size:
             exp.batch_size = config.batch_size
-        if "noise_dim" in exp.extra:  # GAN shortcut: build models by calling them once
-            _dry_run_gan(exp, source)
         variables = _model_variables(exp.models)
         infos = [VarInfo(v.path, tuple(int(d) for d in v.shape), str(v.dtype), bool(v.trainable)) for v in variables]
         trainable = [v for v in variables if v.trainable]
@@ -154,15 +154,15 @@ def prepare(config: RunConfig, on_trace: Callable[[str, str], None]) -> Prepared
         stats = [v for v in variables if _is_stat(v)]
         steps = [PhaseStep(p, exp.models, opt, vs, stats, rng, data, exp.batch_size, exp.extra, on_trace)
                  for p, opt, vs in zip(exp.phases, optimizers, phase_vars)]
+        warnings = []
         for st in steps:
-            try:
+            with user_code(f"the loss of phase {st.phase.name!r} in {source.name}", source):
                 st.warm_up()
-            except UserError:
-                raise
-            except Exception as e:  # noqa: BLE001 - a loss that fails to trace is the experiment's to fix
-                raise UserError(f"the loss of phase {st.phase.name!r} in {source.name} failed: "
-                                f"{type(e).__name__}: {' '.join(str(e).split())[:300]}; fix the experiment",
-                                detail=traceback.format_exc()) from None
+            ops = escaping_random_ops([st.fast.get_concrete_function(), st.masked.get_concrete_function()],
+                                      [rng])
+            if ops:
+                warnings.append(f"phase {st.phase.name}'s loss draws from tf.random ({', '.join(ops)}), whose state the "
+                                f"run's checkpoints do not save; use ctx.normal/ctx.uniform")
     resolved = RunConfig.from_dict({
         **config.to_dict(),
         "experiment_sha256": file_sha256(source) if config.experiment_file else None,
@@ -174,17 +174,5 @@ def prepare(config: RunConfig, on_trace: Callable[[str, str], None]) -> Prepared
     } | ({} if config.experiment_file else {"example": config.example}))
     return Prepared(resolved, exp, device, device_name, variables, infos, build_scope_tree(infos), names,
                     [tuple(v.path for v in vs) for vs in phase_vars], optimizers, steps,
-                    tuple(v.path for v in stats), policy, freeze, rng, sample_rng, data)
+                    tuple(v.path for v in stats), policy, freeze, rng, sample_rng, data, warnings=warnings)
 
-
-def _dry_run_gan(exp: Experiment, source: Path) -> None:
-    import tensorflow as tf
-    g, d = exp.models["generator"], exp.models["discriminator"]
-    try:
-        fake = g(tf.zeros((2, exp.extra["noise_dim"])), training=False)
-        d(tf.constant(np.asarray(exp.data[:2], dtype=np.float32)), training=False)
-        d(fake, training=False)
-    except Exception as e:  # noqa: BLE001
-        raise UserError(f"the models in {source.name} do not fit together: {type(e).__name__}: "
-                        f"{' '.join(str(e).split())[:300]}; check noise_dim and the data shape",
-                        detail=traceback.format_exc()) from None

@@ -9,6 +9,7 @@ warm-up) are kept and written first.
 from __future__ import annotations
 
 import json
+from datetime import datetime
 import queue
 import threading
 from pathlib import Path
@@ -24,6 +25,7 @@ from .runlog import CHECKPOINT_DIR, CONFIG_FILE, EVENTS_FILE, SCALARS_FILE, SCAL
 from .varstore import KINDS, VARIABLES_DIR, VarFileWriter, file_name
 
 if TYPE_CHECKING:
+    from .config import RunConfig
     from .trainer import Trainer
 
 _STOP = object()
@@ -206,4 +208,13 @@ class RunRecord(Observer):
             self._tb.writer.flush()
 
 
-__all__ = ["RunRecord", "check_run_dir_free", "prepare_run_dir", "KINDS"]
+def default_run_dir(config: "RunConfig", folder: str | Path = "runs") -> Path:
+    """FOLDER/NAME-YYYYmmdd-HHMMSS, with -2, -3, ... if that exists (headless and the window alike)."""
+    name = Path(config.experiment_file).stem if config.experiment_file else (config.example or "run")
+    base = Path(folder) / f"{name}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+    p, k = base, 1
+    while p.exists():
+        k += 1
+        p = base.with_name(f"{base.name}-{k}")
+    return p
+

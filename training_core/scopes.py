@@ -6,6 +6,7 @@ window can show and edit the tree from plain `VarInfo` records.
 """
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
@@ -67,15 +68,32 @@ def build_scope_tree(variables: Sequence[VarInfo]) -> ScopeNode:
     return root
 
 
+def scope_paths(variables: Sequence[VarInfo]) -> list[str]:
+    """Every scope a freeze can name: each variable path and each of its prefixes, in tree order."""
+    out: dict[str, None] = {}
+    for v in variables:
+        parts = v.path.split("/")
+        for i in range(1, len(parts) + 1):
+            out.setdefault("/".join(parts[:i]))
+    return list(out)
+
+
+def unknown_scope_message(scope: str, variables: Sequence[VarInfo]) -> str:
+    """`unknown scope 'x'; did you mean y? (...)`, or the top-level scopes when nothing is close."""
+    close = difflib.get_close_matches(normalize_scope(scope), scope_paths(variables), n=1)
+    if close:
+        return f"unknown scope {scope!r}; did you mean {close[0]}? (see them all with --list-scopes)"
+    tops = sorted({v.path.split("/")[0] for v in variables})
+    return f"unknown scope {scope!r}; scopes start with {', '.join(tops)} (see them all with --list-scopes)"
+
+
 def resolve_scopes(scopes: Iterable[str], variables: Sequence[VarInfo]) -> tuple[str, ...]:
     """Normalise scope prefixes and check each covers at least one variable."""
     out = []
     for s in scopes:
         n = normalize_scope(s)
         if not n or not any(in_scope(v.path, n) for v in variables):
-            tops = sorted({v.path.split("/")[0] for v in variables})
-            raise UserError(f"unknown scope {s!r}; scopes start with {', '.join(tops)} "
-                            f"(see them all with --list-scopes)")
+            raise UserError(unknown_scope_message(s, variables))
         if n not in out:
             out.append(n)
     return tuple(out)
@@ -102,4 +120,20 @@ def format_tree(root: ScopeNode) -> str:
     emit(root, 0)
     total = root.params()
     lines.append(f"{'total':<48} {'':>16} {total:>10,}  ({root.params(True):,} trainable)")
+    return "\n".join(lines)
+
+
+def format_phases(phases: Sequence[tuple[str, Sequence[str], Sequence[str]]], variables: Sequence[VarInfo]) -> str:
+    """The `Phases:` section under `--list-scopes`: per phase (name, scopes it trains, the variable paths
+    they resolve to) one line with how much it trains, then the total over all phases."""
+    size = {v.path: v.size for v in variables}
+    width = max(len(name) for name, _, _ in phases)
+    lines = ["Phases:"]
+    trained: set[str] = set()
+    for name, trains, paths in phases:
+        trained.update(paths)
+        lines.append(f"  {name:<{width}}  trains {', '.join(trains)}: {len(paths)} variables, "
+                     f"{sum(size[p] for p in paths):,} parameters")
+    lines.append(f"  {len(phases)} phases train {len(trained)} of {len(variables)} variables, "
+                 f"{sum(size[p] for p in trained):,} of {sum(size.values()):,} parameters")
     return "\n".join(lines)

@@ -31,7 +31,7 @@ from .trainer import Trainer
 
 def same_source(trainer: Trainer, config: RunConfig) -> bool:
     """Whether a prepared trainer was built from what `config` asks for (so Start can reuse it)."""
-    from .experiment import file_sha256
+    from .config import file_sha256
     tc = trainer.config
     if (tc.experiment_file or None) != (config.experiment_file or None) or tc.seed != config.seed \
             or (tc.device or "auto") != (config.device or "auto"):

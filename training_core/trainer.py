@@ -14,9 +14,8 @@ from __future__ import annotations
 import time
 import traceback
 from dataclasses import replace
-from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, NamedTuple, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -24,25 +23,14 @@ from . import commands as C
 from . import events as E
 from .config import RunConfig
 from .errors import UserError
-from .metrics import MetricsBatch, PhaseBlock, Status
+from .metrics import MetricsBatch, PendingStep, PhaseBlock, Status
 from .observers import Checkpointer, LeakAlarm, NanAlarm, Observer, Sampler, overrides
 from .prepare import set_learning_rate
-from .recorder import RunRecord, prepare_run_dir
+from .recorder import RunRecord, default_run_dir, prepare_run_dir
 from .schedule import policy_from_dict
 from .scopes import frozen_mask, resolve_scopes
 
 IDLE_POLL_S = 0.25  # while paused: how often observers (a command file reader) get a look
-
-
-class PendingStep(NamedTuple):
-    """A step whose numbers are still on the device (fetched in batches, one sync per batch)."""
-
-    step: int
-    phase: int
-    wall: float
-    packed: Any  # device tensor: [loss, ||dW||^2..., ||W||^2..., ||g||^2...]
-    frozen: np.ndarray  # bool per variable of the phase
-    record: bool  # the per-variable numbers of this step go to disk
 
 
 def default_observers(config: RunConfig) -> list[Observer]:
@@ -133,6 +121,8 @@ class Trainer:
         self._warm = True
         self._set_freeze(self.prepared.freeze, self.config.update_frozen_stats)
         self._set_method(self.config.freeze_method)
+        for message in self.prepared.warnings:
+            self.emit(E.Warning(message=message))
         for o in self.observers:
             o.on_prepared(self)
 
@@ -399,14 +389,3 @@ class Trainer:
         batch = MetricsBatch(blocks, self.status())
         for o in self.observers:
             o.on_metrics(batch)
-
-
-def default_run_dir(config: RunConfig, folder: str | Path = "runs") -> Path:
-    """FOLDER/NAME-YYYYmmdd-HHMMSS, with -2, -3, ... if that exists (headless and the window alike)."""
-    name = Path(config.experiment_file).stem if config.experiment_file else (config.example or "run")
-    base = Path(folder) / f"{name}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
-    p, k = base, 1
-    while p.exists():
-        k += 1
-        p = base.with_name(f"{base.name}-{k}")
-    return p

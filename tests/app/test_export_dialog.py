@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QFileDialog, QLabel, QMainWindow
 from app.export.actions import install_export_menu
 from app.export.clipboard import save_window_screenshot
 from app.export.dialog import ExportDialog
-from training_core.runs import RunData
+from training_core.runs import RunData, read_run
 from training_core import MetricsBatch, PhaseBlock
 
 
@@ -25,7 +25,7 @@ def run_dir(frozen_ring_run: Path) -> Path:
 
 @pytest.fixture
 def store(run_dir) -> RunData:
-    return RunData.from_run_dir(run_dir)
+    return read_run(run_dir)
 
 
 @pytest.fixture

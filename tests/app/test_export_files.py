@@ -16,7 +16,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 from app.export import (CSV_HEADER, Figure, FigureSpec, svg_bytes, write_csv, write_pdf,  # noqa: E402
                         write_png, write_svg)
 from app.export.data import minmax_decimate  # noqa: E402
-from training_core.runs import RunData  # noqa: E402
+from training_core.runs import RunData, read_run  # noqa: E402
 from training_core import MetricsBatch, PhaseBlock, ema_smooth, events, read_events, read_scalars  # noqa: E402
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
@@ -29,7 +29,7 @@ def run_dir(frozen_ring_run: Path) -> Path:
 
 @pytest.fixture
 def store(run_dir, qapp) -> RunData:
-    return RunData.from_run_dir(run_dir)
+    return read_run(run_dir)
 
 
 def mediabox_in(pdf: bytes) -> tuple[float, float]:
@@ -172,7 +172,6 @@ def test_export_while_training_runs(tmp_path, qapp):
     the trainer thread runs on while the main thread writes figures from the batches it received."""
     import queue
     import threading
-    import time
 
     from training_core import Observer, RunConfig, Trainer
 
@@ -189,13 +188,16 @@ def test_export_while_training_runs(tmp_path, qapp):
     worker.start()
     store, during, last = RunData(), 0, -1
     while worker.is_alive():
+        try:
+            store.add_batch(batches.get(timeout=0.5))  # wakes when a batch comes, not after a fixed sleep
+        except queue.Empty:
+            continue
         while not batches.empty():
             store.add_batch(batches.get())
         if store.phases and store.last_step != last and trainer.status().running:
             last = store.last_step
             write_svg(Figure(store, FigureSpec()), tmp_path / "live.svg")
             during += 1
-        time.sleep(0.02)
     worker.join()
     while not batches.empty():
         store.add_batch(batches.get())

@@ -40,13 +40,15 @@ def test_schedule_panel_debounces_to_one_change(qtbot):
         panel.steps["D"].stepBy(1)
     panel.lrs["G"].stepBy(1)
     assert schedules == [] and rates == []
-    qtbot.wait(DEBOUNCE_MS + 200)
+    qtbot.waitUntil(lambda: bool(schedules and rates), timeout=10 * DEBOUNCE_MS)
+    panel.flush()  # anything still waiting out a debounce would be emitted now
     assert schedules == [{"policy": "fixed", "ratio": [5, 1]}]
     assert rates == [("G", 4e-4)]
     panel.steps["D"].setValue(0)
     panel.steps["G"].setValue(0)
-    qtbot.wait(DEBOUNCE_MS + 200)
-    assert len(schedules) == 1 and panel.error_label.isVisibleTo(panel)  # 0:0 runs nothing: not sent
+    qtbot.waitUntil(lambda: panel.error_label.isVisibleTo(panel), timeout=10 * DEBOUNCE_MS)
+    panel.flush()
+    assert len(schedules) == 1  # 0:0 runs nothing: not sent
     assert "at least one phase" in panel.problem()
     panel.set_config(["D", "G"], {"policy": "adaptive", "thresholds": [1.3, 0.7], "max_steps": 9}, {})
     assert schedules[-1] == {"policy": "fixed", "ratio": [5, 1]}  # programmatic: nothing emitted
@@ -69,7 +71,7 @@ def test_scope_tree_emits_minimal_freeze_set_once(qtbot):
     tree.freezeChanged.connect(sent.append)
     tree.item("generator").setCheckState(0, Qt.CheckState.Checked)  # six children change state
     qtbot.waitUntil(lambda: sent != [], timeout=2000)
-    qtbot.wait(50)
+    tree.flush()  # a change still being coalesced would be emitted now
     assert sent == [("generator", "discriminator")]
     tree.item("generator/out/kernel").setCheckState(0, Qt.CheckState.Unchecked)
     qtbot.waitUntil(lambda: len(sent) == 2, timeout=2000)

@@ -1,5 +1,5 @@
 """The live plots draw what the store holds: one real headless ring run (with generator/dense_1 frozen
-from the start) read back with `RunData.from_run_dir`, plus synthetic PhaseBlocks where a test
+from the start) read back with `read_run`, plus synthetic PhaseBlocks where a test
 needs a freeze in mid-run or a million steps."""
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from PySide6 import QtCore, QtGui  # noqa: E402
 
 from app.plots import PlotsPanel, palette  # noqa: E402
 from app.plots.samples import image_grid  # noqa: E402
-from training_core.runs import RunData  # noqa: E402
+from training_core.runs import RunData, read_run  # noqa: E402
 from training_core import MetricsBatch, PhaseBlock, ema_smooth, events  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -37,7 +37,7 @@ def ring_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def ring(ring_dir) -> RunData:
-    return RunData.from_run_dir(ring_dir)
+    return read_run(ring_dir)
 
 
 @pytest.fixture

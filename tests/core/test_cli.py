@@ -16,6 +16,7 @@ from .helpers import error_lines, main_cmd, nan_experiment, run_all, write_file
 
 BAD = {  # name: (arguments, a word the one line must contain)
     "unknown_scope": (["--freeze", "nosuch"], "nosuch"),
+    "scope_typo": (["--freeze", "generator/dense1"], "did you mean generator/dense_1?"),
     "ratio_zero": (["--ratio", "0:0"], "0:0"),
     "ratio_phases": (["--ratio", "1:2:3"], "3 counts"),
     "missing_file": (["--experiment", "{tmp}/nope.py"], "does not exist"),
@@ -87,6 +88,8 @@ def test_list_scopes_prints_the_tree_and_writes_nothing(cli):
     assert r.returncode == 0, r.stderr
     assert not (tmp / "out_list").exists()
     lines = r.stdout.splitlines()
+    tree, phases = lines[:lines.index("Phases:")], lines[lines.index("Phases:"):]
+    assert tree[-1] == ""  # the phases stand apart from the table
     rows = {ln.split()[0]: ln.split()[1:] for ln in lines[1:] if ln.strip()}
     assert rows["generator/"][-1] == rows["generator/"][0] and int(rows["generator/"][0].replace(",", "")) > 0
     bn = [ln for ln in lines if ln.strip().startswith("generator/bn_1/")]
@@ -95,10 +98,17 @@ def test_list_scopes_prints_the_tree_and_writes_nothing(cli):
     assert [ln.split()[0] for ln in lines[i + 1:i + 5]] == ["gamma", "beta", "moving_mean", "moving_variance"]
     mean = lines[i + 3].split()
     assert "(512,)" in lines[i + 3] and mean[-2:] == ["512", "non-trainable"]
-    assert lines[-1].startswith("phases: D trains discriminator, G trains generator")
     total = next(ln for ln in lines if ln.startswith("total"))
     assert int(total.split()[1].replace(",", "")) == sum(
         int(ln.split()[-2].replace(",", "")) for ln in lines if ln.rstrip().endswith("trainable") and "(" in ln)
+    # one line per phase with what it trains, then the total; the counts add up to the table's
+    params = {name: int(rows[name + "/"][0].replace(",", "")) for name in ("discriminator", "generator")}
+    trainable = int(total.split("(")[1].split()[0].replace(",", ""))
+    assert phases == [
+        "Phases:",
+        f"  D  trains discriminator: 6 variables, {params['discriminator']:,} parameters",
+        f"  G  trains generator: 10 variables, {trainable - params['discriminator']:,} parameters",
+        f"  2 phases train 16 of 20 variables, {trainable:,} of {int(total.split()[1].replace(',', '')):,} parameters"]
 
 
 def test_config_rerun_in_a_subprocess_matches_an_in_process_run(cli):

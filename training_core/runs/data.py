@@ -247,12 +247,3 @@ class RunData:
         if kind in VAR_KINDS:
             return self.var_series(rest, kind)
         raise KeyError(tag)
-
-    # -- from disk -------------------------------------------------------------------------------------------
-    @classmethod
-    def from_run_dir(cls, run_dir: str | Path) -> "RunData":
-        """Everything a run directory holds now (see `RunFollower` to keep following it)."""
-        from .follow import RunFollower
-        data = cls(run_dir)
-        RunFollower(run_dir, data).poll()
-        return data

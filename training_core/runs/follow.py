@@ -61,3 +61,10 @@ class RunFollower:
         if self._events.reset or self._scalars.reset:
             return None
         return event_lines, scalar_lines, var_rows
+
+
+def read_run(run_dir: str | Path) -> RunData:
+    """Everything a run directory holds now (a `RunFollower` keeps following it)."""
+    data = RunData(run_dir)
+    RunFollower(run_dir, data).poll()
+    return data

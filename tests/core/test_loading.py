@@ -1,0 +1,144 @@
+"""Loading experiment files: every failure of user code is one line in one format (what failed, the
+exception, the line of the user's file, the fix) with the traceback as detail; an unknown scope
+suggests the closest one; a loss that draws from tf.random gets a warning.
+
+Each bad file is prepared for real (`prepare`, as a run would), so the line tested is the line a
+user sees on the terminal and in the window.
+"""
+from __future__ import annotations
+
+import pytest
+
+from training_core import RunConfig, UserError, VarInfo
+from training_core.prepare import prepare
+from training_core.scopes import resolve_scopes
+from training_core.usercode import MAX_MESSAGE, user_code
+
+from .helpers import tiny_gan, write_file
+
+_BUILD = '''
+import keras
+import numpy as np
+from training_core import Experiment, Phase
+
+def net():
+    return keras.Sequential([keras.Input((2,)), keras.layers.Dense(1, name="out")], name="net")
+
+def loss(ctx):
+    return {loss}
+
+def build():
+    return Experiment(name="x", models={{"net": net()}}, data=np.ones((8, 3), "float32"), batch_size=4,
+                      phases=[Phase("fit", loss, trains=["net"])])
+'''
+
+BAD_FILES = {  # name: (source, the exact line, up to where the exception's own message starts)
+    "raises_at_import": ("import keras\n\nx = 1 / 0\n",
+                         "experiment file raises_at_import.py raised ZeroDivisionError: division by zero at line 3; "
+                         "fix the file"),
+    "build_raises": ("def build():\n    raise RuntimeError('boom')\n",
+                     "build() in build_raises.py raised RuntimeError: boom at line 2; fix the file"),
+    "loss_fails_to_trace": (_BUILD.format(loss="ctx.models.nosuch(ctx.batch)"),
+                            "the loss of phase 'fit' in loss_fails_to_trace.py raised AttributeError: no model named "
+                            "'nosuch'; models are net at line 9; fix the file"),
+    "gan_builder_raises": ("noise_dim = 2\nreal_data = None\ndiscriminator = None\n"
+                           "def generator():\n    return undefined_name\n",
+                           "building the models of gan_builder_raises.py raised NameError: name 'undefined_name' is "
+                           "not defined at line 5; fix the file"),
+    "models_do_not_fit": ('''
+        import keras, numpy as np
+        noise_dim = 3
+        def generator():
+            return keras.Sequential([keras.Input((4,)), keras.layers.Dense(2, name="out")], name="generator")
+        def discriminator():
+            return keras.Sequential([keras.Input((2,)), keras.layers.Dense(1, name="out")], name="discriminator")
+        real_data = np.zeros((10, 2), "float32")
+        ''', "the models in models_do_not_fit.py do not fit together: ValueError: "),
+}
+
+
+@pytest.mark.parametrize("name", list(BAD_FILES))
+def test_user_code_failures_are_one_line_in_one_format(tmp_path, name):
+    source, want = BAD_FILES[name]
+    path = write_file(tmp_path, f"{name}.py", source)
+    with pytest.raises(UserError) as info:
+        prepare(RunConfig(experiment_file=str(path)), lambda *_: None)
+    line = str(info.value)
+    assert "\n" not in line
+    if name == "models_do_not_fit":  # Keras words the shape error; we word the rest
+        assert line.startswith(want) and line.endswith("; check noise_dim and the data shape"), line
+        assert "expected axis -1 of input shape to have value 4" in line and "\x1b" not in line and len(line) < MAX_MESSAGE + 200, line
+    else:
+        assert line == want
+    assert "Traceback" in info.value.detail
+    assert (path.name in info.value.detail) == (name != "models_do_not_fit")  # Keras raised, not the file
+
+
+def test_user_code_passes_our_own_errors_and_ctrl_c_through():
+    for e in (UserError("a check of our own"), KeyboardInterrupt()):
+        with pytest.raises(type(e)) as info, user_code("x", None):
+            raise e
+        assert info.value is e
+    with pytest.raises(UserError) as info, user_code("the thing", None, fix="do that"):
+        raise ValueError("x" * 1000)
+    assert str(info.value).startswith("the thing raised ValueError: xxx") and str(info.value).endswith("…; do that")
+    assert len(str(info.value)) < MAX_MESSAGE + 50
+
+
+RING_LIKE = [VarInfo(f"{m}/{layer}/{w}", (2, 2), "float32", True)
+             for m in ("generator", "discriminator") for layer in ("dense_1", "dense_10", "out")
+             for w in ("kernel", "bias")]
+
+
+@pytest.mark.parametrize("scope, want", [
+    ("generator/dense1", "unknown scope 'generator/dense1'; did you mean generator/dense_1? "
+                         "(see them all with --list-scopes)"),
+    ("discriminatr", "unknown scope 'discriminatr'; did you mean discriminator? (see them all with --list-scopes)"),
+    ("generator/out/kernl", "unknown scope 'generator/out/kernl'; did you mean generator/out/kernel? "
+                            "(see them all with --list-scopes)"),
+    ("nosuch", "unknown scope 'nosuch'; scopes start with discriminator, generator (see them all with --list-scopes)"),
+])
+def test_unknown_scope_suggests_the_closest(scope, want):
+    with pytest.raises(UserError) as info:
+        resolve_scopes([scope], RING_LIKE)
+    assert str(info.value) == want
+    assert resolve_scopes(["generator/dense_1/"], RING_LIKE) == ("generator/dense_1",)
+
+
+_RANDOM_LOSS = '''
+import keras
+import numpy as np
+import tensorflow as tf
+from training_core import Experiment, Phase
+
+own = tf.random.Generator.from_seed(3)
+
+def net():
+    return keras.Sequential([keras.Input((2,)), keras.layers.Dense(1, name="out")], name="net")
+
+def seeded(ctx):
+    return keras.ops.mean(ctx.models.net(ctx.batch + ctx.normal((4, 2))) ** 2)
+
+def escapes(ctx):
+    return keras.ops.mean(ctx.models.net(ctx.batch + tf.random.normal((4, 2))) ** 2)
+
+def own_generator(ctx):
+    return keras.ops.mean(ctx.models.net(ctx.batch + own.uniform((4, 2))) ** 2)
+
+def build():
+    return Experiment(name="r", models={"net": net()}, data=np.ones((8, 2), "float32"), batch_size=4,
+                      phases=[Phase("S", seeded, trains=["net"]), Phase("D", escapes, trains=["net"]),
+                              Phase("O", own_generator, trains=["net"])])
+'''
+
+
+def test_a_loss_drawing_from_tf_random_is_warned_about(tmp_path):
+    path = write_file(tmp_path, "random_loss.py", _RANDOM_LOSS)
+    p = prepare(RunConfig(experiment_file=str(path)), lambda *_: None)
+    assert p.warnings == [
+        "phase D's loss draws from tf.random (RandomStandardNormal), whose state the run's checkpoints do not "
+        "save; use ctx.normal/ctx.uniform",
+        "phase O's loss draws from tf.random (RngReadAndSkip), whose state the run's checkpoints do not "
+        "save; use ctx.normal/ctx.uniform"]
+    gan = prepare(RunConfig(experiment_file=str(tiny_gan(tmp_path))), lambda *_: None)
+    assert gan.warnings == []  # ctx.normal, and the batch drawn by the run's generator, are covered
