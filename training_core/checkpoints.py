@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .runlog import CHECKPOINT_DIR
+from .slots import slots_by_variable
 
 MAX_TO_KEEP = 3
 
@@ -31,17 +32,9 @@ def _nest(flat: dict[str, Any]) -> dict[str, Any]:
 
 
 def _slots(optimizer: Any, paths: list[str]) -> dict[str, Any]:
-    """Optimizer variables by `<variable path>/<slot>`, plus `iteration` and `learning_rate`."""
-    by_flat = sorted(((p.replace("/", "_") + "_", p) for p in paths), key=lambda t: -len(t[0]))
-    out: dict[str, Any] = {}
-    for v in optimizer.variables:
-        name = v.name
-        owner = next((p for prefix, p in by_flat if name.startswith(prefix)), None)
-        if owner is None:
-            out[name] = v  # iteration, learning_rate, or an optimizer-wide variable
-        else:
-            out[f"slots/{owner}/{name[len(owner) + 1:]}"] = v
-    return out
+    """Optimizer variables by `slots/<variable path>/<slot>`, plus `iteration` and `learning_rate`."""
+    per_var, wide = slots_by_variable(optimizer, paths)
+    return {**wide, **{f"slots/{p}/{name}": v for p, slots in per_var.items() for name, v in slots.items()}}
 
 
 class CheckpointStore:

@@ -5,17 +5,26 @@
 
 `masked`: some variables are frozen. Which ones, and how, is read from `tf.Variable`s, so changing
 the freeze set never retraces:
-  * exact: a frozen variable's update (weight decay, slot updates, the step itself) sits in a
-    `tf.cond` branch that is not taken, which is the same arithmetic as leaving it out of the
-    optimizer's var_list: value and slots stay bit-for-bit unchanged;
-  * gate (leaky, for comparison): the gradient is multiplied by g in {0, 1}, which is the gradient of
-    g*x + (1-g)*stop_gradient(x); the variable stays in the optimizer, so momentum and decay still
-    move it.
+  * exact: the arithmetic of `optimizer.apply(grads_of_unfrozen, unfrozen)`, bit for bit. The update
+    runs for every variable (Keras updates each variable on its own, so the unfrozen ones get exactly
+    their subset update), then each frozen variable and its optimizer slots are put back to the values
+    they had before the step (`tf.where`, which returns the old bits exactly), so weight decay, momentum
+    and the step itself leave no trace. Gradient clipping sees only the unfrozen gradients: Keras'
+    `global_clipnorm` sums the squared norms of the gradients it is given in one reduction, and a
+    float32 sum over 10 values with zeros at the frozen places is not the sum over the 8 live ones, so
+    the norm is reduced over exactly the live values (a boolean mask, then the same reduction).
+  * gate (leaky, for comparison): the gradient of a frozen variable is zeroed, which is the gradient
+    of g*x + (1-g)*stop_gradient(x), and the variable stays in the optimizer (clipping included), so
+    momentum and decay still move it.
+One graph serves both methods and any freeze set: no per-variable branch, so a phase with hundreds of
+variables traces about as fast as the fast variant.
 Non-trainable state under a frozen scope (BatchNormalization moving statistics) is put back after the
 forward pass unless the user opts in to updating it.
 
 Both variants return one packed vector: [loss, ||dW_i||^2..., ||W_i||^2..., ||g_i||^2...], the update
-being the real difference of the weights before and after the step.
+being the real difference of the weights before and after the step. (Returning the loss is part of the
+arithmetic: TensorFlow's graph rewrites fuse the forward pass differently when the loss is an output,
+so a reference loop compared bit for bit returns its loss too.)
 """
 from __future__ import annotations
 
@@ -24,6 +33,8 @@ from typing import Any, Callable, Sequence
 import tensorflow as tf
 
 from .experiment import Models, Phase, StepContext
+from .errors import UserError
+from .slots import slots_by_variable
 
 
 def _value(v: Any) -> tf.Tensor:
@@ -48,6 +59,12 @@ class PhaseStep:
         self.gate = tf.Variable(False, trainable=False, name=f"gate_{phase.name}")
         self.restore_stats = tf.Variable([False] * len(self.stat_vars), trainable=False,
                                          name=f"restore_stats_{phase.name}")
+        per_var, wide = slots_by_variable(optimizer, [v.path for v in self.vars])
+        unknown = sorted(set(wide) - {"iteration", "learning_rate"})
+        if unknown:  # state the exact method could not put back: it would silently leak
+            raise UserError(f"phase {phase.name!r}: the optimizer keeps state that belongs to no variable "
+                            f"({', '.join(unknown[:3])}), so exact freezing cannot restore it; use a Keras optimizer")
+        self.slots = [list(per_var[v.path].values()) for v in self.vars]  # restored with a frozen variable
         self.fast = tf.function(self._fast, autograph=False)
         self.masked = tf.function(self._masked, autograph=False)
 
@@ -96,27 +113,41 @@ class PhaseStep:
         self.on_trace(self.phase.name, "masked")
         before = [tf.identity(_value(v)) for v in self.vars]
         stats_before = [tf.identity(_value(v)) for v in self.stat_vars]
+        slots_before = [[tf.identity(_value(s)) for s in slots] for slots in self.slots]
         loss, grads = self._loss_and_grads()
         frozen, gate = self.frozen.read_value(), self.gate.read_value()
         opt = self.opt
-        # Zero frozen gradients in both methods (keeps global-norm clipping to the live variables);
-        # only the exact method also leaves the variable out of the update.
-        kept = [None if g is None else g * tf.cast(tf.logical_not(frozen[i]), g.dtype) for i, g in enumerate(grads)]
-        kept = opt._clip_gradients(kept)
-        for i, (g, v) in enumerate(zip(kept, self.vars)):
-            if g is None:
-                continue
-
-            def update(g=g, v=v):
-                opt._apply_weight_decay([v])
-                opt._backend_update_step([g], [v], opt.learning_rate)
-                if getattr(v, "constraint", None) is not None:
-                    v.assign(v.constraint(v))
-                return tf.constant(True)
-
-            tf.cond(tf.logical_or(tf.logical_not(frozen[i]), gate), update, lambda: tf.constant(False))
+        live = [i for i, g in enumerate(grads) if g is not None]  # None: no gradient, skipped as Keras does
+        kept = [tf.where(frozen[i], tf.zeros_like(grads[i]), grads[i]) for i in live]
+        kept = _clip(opt, kept, tf.logical_not(tf.gather(frozen, live)), gate)
+        variables = [self.vars[i] for i in live]
+        opt._apply_weight_decay(variables)
+        opt._backend_update_step(kept, variables, opt.learning_rate)
+        for v in variables:
+            if getattr(v, "constraint", None) is not None:
+                v.assign(v.constraint(v))
         opt.iterations.assign_add(1)
+        for i in live:  # exact: frozen variables and their slots as they were
+            restore = tf.logical_and(frozen[i], tf.logical_not(gate))
+            v = self.vars[i]
+            v.assign(tf.where(restore, before[i], _value(v)))
+            for s, old in zip(self.slots[i], slots_before[i]):
+                s.assign(tf.where(restore, old, _value(s)))
         restore = self.restore_stats.read_value()
         for j, (v, b) in enumerate(zip(self.stat_vars, stats_before)):
             v.assign(tf.where(restore[j], b, _value(v)))
         return self._pack(loss, before, grads)
+
+
+def _clip(opt: Any, grads: list, live: tf.Tensor, gate: tf.Tensor) -> list:
+    """Keras' own clipping (`optimizer._clip_gradients`), except that with `global_clipnorm` the exact
+    method takes the norm over the live gradients only, reduced as Keras reduces it (a sum over the stacked
+    squared norms), so it equals `apply` on the unfrozen subset; the gate method keeps Keras' norm over all."""
+    clip = getattr(opt, "global_clipnorm", None)
+    if not clip or clip <= 0 or (getattr(opt, "clipnorm", None) or 0) > 0 or not grads:
+        return opt._clip_gradients(grads)
+    squared = tf.stack([tf.reduce_sum(tf.square(g)) for g in grads])
+    use_norm = tf.where(gate, tf.sqrt(tf.reduce_sum(squared)), tf.sqrt(tf.reduce_sum(tf.boolean_mask(squared, live))))
+    # keras.src.optimizers.base_optimizer.clip_by_global_norm, with that norm
+    scale = clip * tf.minimum(1.0 / use_norm, 1.0 / clip) + (use_norm - use_norm)
+    return [g * tf.cast(scale, g.dtype) for g in grads]
