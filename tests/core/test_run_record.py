@@ -6,6 +6,8 @@ import signal
 import time
 import tomllib
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -18,7 +20,15 @@ from .helpers import main_cmd, start, wait_for
 
 STEPS = 150
 DOCUMENTED_KINDS = {"trace", "retrace", "start", "pause", "resume", "step", "freeze", "ratio", "lr", "method", "leak",
-                    "nan", "warning", "rejected", "error", "checkpoint", "stop"}
+                    "nan", "warning", "rejected", "error", "checkpoint", "stop", "sample", "checkpoint_requested"}
+
+
+def test_every_event_kind_is_documented_in_the_readme():
+    from training_core.events import EVENTS
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("Event kinds"):readme.index("`training_core.read_scalars(run_dir)`")]
+    assert set(EVENTS) >= DOCUMENTED_KINDS
+    assert [k for k in EVENTS if f"`{k}`" not in section] == []
 
 
 @pytest.fixture(scope="module")
