@@ -16,8 +16,11 @@ Public interface:
   read_scalars, read_events, read_config, read_variables, Series   reading a run directory
   ema_smooth, EmaState                   the smoothing the plots and exports share
   UserError                              bad input, with a one-line message
+  append_command, COMMANDS_FILE          steer a run through RUN_DIR/commands.jsonl (command_file.py)
+  plan_replay, Replayer                  replay a recorded run (replay.py)
 """
 from . import events
+from .command_file import COMMANDS_FILE, append_command
 from .commands import (Command, Pause, Resume, SampleNow, SaveCheckpoint, SetFreeze, SetFreezeMethod,
                        SetLearningRate, SetSchedule, Step, Stop, command_from_dict, FREEZE_METHODS)
 from .config import RunConfig
@@ -26,6 +29,7 @@ from .experiment import Experiment, Models, Phase, SampleContext, StepContext
 from .loading import builtin_examples, example_path
 from .metrics import MetricsBatch, PhaseBlock, Status
 from .observers import Observer
+from .replay import Replayer, plan_replay
 from .runlog import Series, is_run_dir, read_config, read_events, read_scalars
 from .varstore import read_variables
 from .schedule import parse_ratio

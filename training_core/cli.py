@@ -28,11 +28,13 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--example", help="built-in example: ring (default), digits, factorization")
     src.add_argument("--experiment", metavar="FILE", help="your own experiment file (.py)")
     src.add_argument("--config", metavar="TOML", help="run again from a run directory's config.toml")
+    src.add_argument("--replay", metavar="RUN_DIR",
+                     help="replay a recorded run: its config.toml and its control changes, at the same steps")
     p.add_argument("--steps", type=int, help="number of steps (default: until Ctrl-C)")
     p.add_argument("--ratio", help="fixed alternation A:B[:C...], steps of each phase in turn, e.g. 5:1")
     p.add_argument("--adaptive", metavar="PHASE=LOSS", action="append", default=[],
                    help="adaptive policy: stay in a phase until its loss < LOSS (repeat per phase)")
-    p.add_argument("--max-steps", type=int, default=50, help="adaptive policy: cap on steps per stay")
+    p.add_argument("--max-steps", type=int, help="adaptive policy: cap on steps per stay (default 50)")
     p.add_argument("--freeze", metavar="SCOPE", action="append", default=[],
                    help="freeze a scope prefix, e.g. discriminator or generator/dense_1 (repeatable)")
     p.add_argument("--method", choices=["exact", "gate"], help="freeze method (default exact; gate is leaky)")
@@ -47,6 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--var-every", type=int, help="write per-variable scalars every N-th step of each phase (default 25)")
     p.add_argument("--checkpoint-every", type=int, help="checkpoint every N steps (default 5000; 0 = at the end)")
     p.add_argument("--no-tensorboard", action="store_true", help="do not write TensorBoard event files")
+    p.add_argument("--no-command-file", action="store_true", help="do not read RUN_DIR/commands.jsonl")
+    p.add_argument("--deterministic", action="store_true",
+                   help="TensorFlow op determinism: a replay on the CPU gives exactly the same losses")
     p.add_argument("--list-scopes", action="store_true", help="print the experiment's scope tree and exit")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     return p
@@ -83,7 +88,8 @@ def config_from_args(a: argparse.Namespace) -> RunConfig:
         from .schedule import parse_ratio
         cfg.schedule = {"policy": "fixed", "ratio": parse_ratio(a.ratio)}
     if a.adaptive:
-        cfg.schedule = {"policy": "adaptive", "thresholds": _pairs(a.adaptive, "--adaptive"), "max_steps": a.max_steps}
+        cfg.schedule = {"policy": "adaptive", "thresholds": _pairs(a.adaptive, "--adaptive"),
+                        "max_steps": 50 if a.max_steps is None else a.max_steps}
     if a.freeze:
         cfg.freeze = list(a.freeze)
     if a.method:
@@ -97,7 +103,37 @@ def config_from_args(a: argparse.Namespace) -> RunConfig:
             setattr(cfg, name, getattr(a, name))
     if a.no_tensorboard:
         cfg.tensorboard = False
+    if a.no_command_file:
+        cfg.command_file = False
+    if a.deterministic:
+        cfg.deterministic = True
     return cfg.validate()
+
+
+#: what a replay takes from the command line; everything else would change what is replayed
+REPLAY_OPTIONS = {"headless", "replay", "run_dir", "deterministic", "quiet", "no_tensorboard", "no_command_file",
+                  "fetch_every", "var_every", "checkpoint_every"}
+
+
+def replay_from_args(a: argparse.Namespace) -> Any:
+    """The replay plan for `--replay RUN_DIR`; an option that would change the replayed run is refused."""
+    from .replay import plan_replay
+    defaults = vars(build_parser().parse_args([]))
+    changed = [k for k, v in vars(a).items() if k not in REPLAY_OPTIONS and v != defaults[k]]
+    if changed:
+        opt = "--" + changed[0].replace("_", "-")
+        raise UserError(f"{opt} would change what --replay replays; drop it, or run the recorded settings with "
+                        f"changes: --config {a.replay}/config.toml {opt} ...")
+    plan = plan_replay(a.replay, a.run_dir, a.deterministic)
+    for name in ("fetch_every", "var_every", "checkpoint_every"):
+        if getattr(a, name) is not None:
+            setattr(plan.config, name, getattr(a, name))
+    if a.no_tensorboard:
+        plan.config.tensorboard = False
+    if a.no_command_file:
+        plan.config.command_file = False
+    plan.config.validate()
+    return plan
 
 
 class ProgressBar(Observer):
@@ -159,7 +195,8 @@ class HeadlessObserver(ProgressBar):
                            f"lower its learning rate (--lr {e.phase}=...)")
         elif isinstance(e, E.Warning):
             self._cause = e.message
-        elif isinstance(e, E.Pause) and self._trainer is not None and self.halted is None:
+        elif isinstance(e, E.Pause) and e.reason not in ("user", "step") and self._trainer is not None \
+                and self.halted is None:  # a pause or step from commands.jsonl waits for its resume
             self.halted = f"training stopped at step {e.step}: {self._cause or e.reason}"
             self._trainer.send(_stop())
 
@@ -170,11 +207,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
-    cfg = config_from_args(args)
+    plan = replay_from_args(args) if args.replay else None
+    cfg = plan.config if plan else config_from_args(args)
     if args.list_scopes:
         return _list_scopes(cfg)
     observer = HeadlessObserver(cfg.steps, quiet=args.quiet)
-    trainer = Trainer(cfg, observer)
+    extra: list[Observer] = [observer]
+    if plan is not None:
+        from .replay import Replayer
+        extra.append(Replayer(plan))
+    trainer = Trainer(cfg, extra)
     trainer.prepare()
     signal.signal(signal.SIGINT, lambda *_: trainer.send(_stop()))
     status = trainer.run()

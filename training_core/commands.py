@@ -7,7 +7,9 @@ run can be replayed exactly and a remote run can be steered with the same vocabu
 """
 from __future__ import annotations
 
+import math
 import queue
+import typing
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, ClassVar, NamedTuple
 
@@ -100,17 +102,40 @@ COMMANDS: dict[str, type[Command]] = {
 FREEZE_METHODS = ("exact", "gate")
 
 
+def _check_value(kind: str, name: str, value: Any, hint: Any) -> None:
+    """A field's value must have its declared type: commands also come from files (`commands.jsonl`),
+    where `"scopes": "generator"` or `"value": "1e-4"` would otherwise be taken apart or compared as text."""
+    origin = typing.get_origin(hint) or hint
+    ok = {
+        bool: lambda v: isinstance(v, bool),
+        int: lambda v: isinstance(v, int) and not isinstance(v, bool),
+        float: lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v),
+        str: lambda v: isinstance(v, str),
+        dict: lambda v: isinstance(v, dict),
+        tuple: lambda v: isinstance(v, (list, tuple)) and all(isinstance(x, str) for x in v),
+    }[origin](value)
+    if not ok:
+        what = {bool: "true or false", int: "a whole number", float: "a finite number", str: "a string",
+                dict: "an object", tuple: "a list of strings"}[origin]
+        raise UserError(f"command {kind!r}: field {name!r} must be {what}, got {value!r}"[:300])
+
+
 def command_from_dict(d: dict[str, Any]) -> Command:
-    """Inverse of `Command.to_dict`; unknown kinds or fields are a `UserError`."""
+    """Inverse of `Command.to_dict`; an unknown kind or field, or a value of the wrong type, is a `UserError`."""
+    if not isinstance(d, dict):
+        raise UserError(f"a command is a JSON object with a 'kind', got {d!r}"[:300])
     d = dict(d)
     kind = d.pop("kind", None)
-    cls = COMMANDS.get(kind)
+    cls = COMMANDS.get(kind) if isinstance(kind, str) else None
     if cls is None:
-        raise UserError(f"unknown command kind {kind!r}; use one of {', '.join(sorted(COMMANDS))}")
+        raise UserError(f"unknown command kind {kind!r}; use one of {', '.join(sorted(COMMANDS))}"[:300])
+    hints = typing.get_type_hints(cls)
     names = {f.name for f in fields(cls)}
     extra = set(d) - names
     if extra:
-        raise UserError(f"command {kind!r} has unknown field(s) {', '.join(sorted(extra))}")
+        raise UserError(f"command {kind!r} has unknown field(s) {', '.join(sorted(map(str, extra)))}"[:300])
+    for name, value in d.items():
+        _check_value(kind, name, value, hints[name])
     return cls(**d)
 
 

@@ -85,6 +85,9 @@ class Start(Event):
     method: str = "exact"
     run_dir: str = ""
     steps: int | None = None
+    #: every variable as `VarInfo.to_dict()` (path, shape, dtype, trainable): the scope tree of a run
+    #: seen only through its directory (an attached window)
+    variables: list = field(default_factory=list)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import events as E
+from . import runlock
 from .errors import UserError
 from .metrics import MetricsBatch, PhaseBlock
 from .observers import Observer
@@ -39,6 +40,9 @@ def check_run_dir_free(path: str | Path) -> Path:
     p = Path(path)
     if p.exists() and not p.is_dir():
         raise UserError(f"run directory {p} is a file; pass a new --run-dir")
+    held = runlock.refusal(p) if p.is_dir() else None
+    if held:
+        raise UserError(held)
     if p.exists() and any(p.iterdir()):
         raise UserError(f"run directory {p} already exists and is not empty; pass a new --run-dir")
     return p

@@ -113,12 +113,28 @@ class Adaptive(Policy):
 
 
 def policy_from_dict(d: dict[str, Any], phase_names: Sequence[str]) -> Policy:
-    """Build and validate a policy against the experiment's phases."""
+    """Build and validate a policy against the experiment's phases. Anything malformed is a `UserError`:
+    a policy may come from a hand-written line of `commands.jsonl`, and a bad one must not end the run."""
+    try:
+        return _policy_from_dict(d, phase_names)
+    except (TypeError, ValueError, OverflowError, AttributeError) as e:
+        example = {"policy": "fixed", "ratio": [1] * len(phase_names)}
+        raise UserError(f"schedule policy {d!r} is malformed ({type(e).__name__}: {e}); "
+                        f"write it like {example}"[:400]) from None
+
+
+def _count(c: Any) -> int:
+    if isinstance(c, bool) or not isinstance(c, (int, float)) or c != int(c):
+        raise ValueError(f"ratio count {c!r} is not a whole number")
+    return int(c)
+
+
+def _policy_from_dict(d: dict[str, Any], phase_names: Sequence[str]) -> Policy:
     n = len(phase_names)
     kind = d.get("policy", "fixed")
     if kind == "fixed":
         ratio = d.get("ratio", [1] * n)
-        counts = parse_ratio(ratio) if isinstance(ratio, str) else [int(c) for c in ratio]
+        counts = parse_ratio(ratio) if isinstance(ratio, str) else [_count(c) for c in ratio]
         if len(counts) != n:
             raise UserError(
                 f"ratio {':'.join(map(str, counts))} has {len(counts)} counts but the experiment has {n} phases "

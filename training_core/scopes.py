@@ -20,6 +20,17 @@ class VarInfo:
     dtype: str
     trainable: bool
 
+    def to_dict(self) -> dict:
+        return {"path": self.path, "shape": list(self.shape), "dtype": self.dtype, "trainable": self.trainable}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "VarInfo":
+        """Inverse of `to_dict`; raises ValueError/TypeError/KeyError on a damaged record."""
+        shape = tuple(int(x) for x in d["shape"])
+        if not isinstance(d["path"], str) or any(x < 0 for x in shape):
+            raise ValueError(f"not a variable: {d!r}")
+        return cls(d["path"], shape, str(d.get("dtype", "")), bool(d.get("trainable", True)))
+
     @property
     def size(self) -> int:
         n = 1

@@ -21,6 +21,8 @@ import numpy as np
 
 from . import commands as C
 from . import events as E
+from . import runlock
+from .command_file import CommandFileReader
 from .config import RunConfig
 from .errors import UserError
 from .metrics import MetricsBatch, PendingStep, PhaseBlock, Status
@@ -36,7 +38,7 @@ IDLE_POLL_S = 0.25  # while paused: how often observers (a command file reader) 
 def default_observers(config: RunConfig) -> list[Observer]:
     """The policies every run has; the record writer last, so it sees what the others emitted."""
     return [Checkpointer(config.checkpoint_every), Sampler(config.sample_seconds), LeakAlarm(),
-            NanAlarm(config.pause_on_nan), RunRecord()]
+            NanAlarm(config.pause_on_nan), *([CommandFileReader()] if config.command_file else []), RunRecord()]
 
 
 class Trainer:
@@ -116,6 +118,9 @@ class Trainer:
         if self.prepared is not None:
             return
         from .prepare import prepare
+        if self.config.deterministic:  # before any op runs (replay.py: why)
+            from .tf_quiet import import_tensorflow
+            import_tensorflow(self.config.intra_op_threads).config.experimental.enable_op_determinism()
         self.prepared = prepare(self.config, self._on_trace)
         self.config = self.prepared.config
         self._warm = True
@@ -144,6 +149,8 @@ class Trainer:
         self.run_dir = prepare_run_dir(cfg.run_dir or default_run_dir(cfg))
         cfg.run_dir = str(self.run_dir)
         self.checkpoints = CheckpointStore(p, self.run_dir)
+        # one writer per run directory, released after the stop event
+        lock = runlock.acquire(self.run_dir, on_takeover=lambda m: self.emit(E.Warning(message=m)))
         self._t0 = time.perf_counter()
         self._rate = (self._t0, self.step, 0.0)
         self._running = True
@@ -153,7 +160,8 @@ class Trainer:
                               phases=list(p.phase_names),
                               phase_variables={n: list(paths) for n, paths in zip(p.phase_names, p.phase_paths)},
                               freeze=list(self.freeze), schedule=p.policy.to_dict(), lr=dict(cfg.lr),
-                              method=self.method, run_dir=str(self.run_dir), steps=cfg.steps))
+                              method=self.method, run_dir=str(self.run_dir), steps=cfg.steps,
+                              variables=[v.to_dict() for v in p.var_infos]))
             for o in self.observers:
                 o.on_run_begin(self)
             with tf.device(p.device):
@@ -175,6 +183,7 @@ class Trainer:
                                  command=None if stop is None else stop.command.to_dict(),
                                  id=None if stop is None else stop.id))
                 self._report_status()
+                runlock.release(lock)
         return self.status()
 
     def _loop(self) -> str:

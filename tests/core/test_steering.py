@@ -1,0 +1,207 @@
+"""Issue 12, part 1: a headless run steered by a second process through `RUN_DIR/commands.jsonl`
+(tests/core/steering.py drives it): every command acknowledged by an event with its id at a step
+boundary, malformed lines rejected with their ids while the run goes on, the frozen variables' updates
+exactly 0 after the freeze's acknowledged step; and the reader itself, line by line and byte by byte."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from training_core import append_command, events as E, read_events, read_scalars
+from training_core.command_file import COMMANDS_FILE, CommandFileReader, parse_command_line
+from training_core.commands import Envelope, Resume, SetFreeze, SetLearningRate, Step
+from training_core.errors import UserError
+from training_core.schedule import Policy, policy_from_dict
+
+from .helpers import error_lines, phase_of_step, runs_of
+from .steering import BAD_LINES, FROZEN
+
+
+def test_the_run_ended_on_the_stop_command_and_released_its_lock(steered_run):
+    r = steered_run
+    assert r.returncode == 0
+    stop = r.acks["s1"]
+    assert isinstance(stop, E.Stop) and stop.reason == "stopped"
+    assert r.holder is not None and r.holder.pid == r.pid
+    assert not (r.dir / "writer.lock").exists()
+
+
+def test_a_second_writer_is_refused_with_one_line(steered_run):
+    r = steered_run.refused
+    lines = error_lines(r.stderr)
+    assert r.returncode == 2 and len(lines) == 1, r.stderr
+    assert f"being written by pid {steered_run.pid}" in lines[0] and "choose another --run-dir" in lines[0]
+
+
+def test_every_command_is_acknowledged_with_its_id_in_order(steered_run):
+    acks = steered_run.acks
+    kinds = {cid: type(acks[cid]) for cid in ("f1", "r1", "l1", "m1", "p1", "c1", "q1", "s1")}
+    assert kinds == {"f1": E.Freeze, "r1": E.Ratio, "l1": E.LearningRate, "m1": E.Method, "p1": E.Pause,
+                     "c1": E.CheckpointRequested, "q1": E.Resume, "s1": E.Stop}
+    steps = [acks[c].step for c in ("f1", "r1", "l1", "m1", "p1", "q1", "s1")]
+    assert steps == sorted(steps) and steps[0] > 0
+    assert acks["f1"].scopes == [FROZEN] and acks["r1"].policy["ratio"] == [3, 1]
+    assert (acks["l1"].phase, acks["l1"].value) == ("D", 0.001)
+    assert acks["p1"].reason == "user"
+    assert acks["c1"].step == acks["p1"].step == acks["q1"].step  # paused: not one step in between
+
+
+def test_malformed_lines_are_rejected_with_their_ids_and_the_run_goes_on(steered_run):
+    events = read_events(steered_run.dir)
+    rejected = [e for e in events if isinstance(e, E.Rejected)]
+    for cid, line, word in BAD_LINES:
+        hits = [e for e in rejected if e.id == cid and word in e.message]
+        assert len(hits) == 1 if cid else hits, (line, [e.message for e in rejected])
+    assert len(rejected) == len(BAD_LINES)  # the line written in two halves was not one of them
+    assert steered_run.acks["s1"].step > max(e.step for e in rejected)
+
+
+def test_frozen_variables_read_exactly_zero_after_the_acknowledged_step(steered_run):
+    scalars = read_scalars(steered_run.dir)
+    freeze, gate = steered_run.acks["f1"].step, steered_run.acks["m1"].step
+    for path in (f"{FROZEN}/kernel", f"{FROZEN}/bias"):
+        s = scalars[f"update_norm/{path}"]
+        before, frozen = s.values[s.steps <= freeze], s.values[(s.steps > freeze) & (s.steps <= gate)]
+        assert len(before) > 10 and np.all(before > 0)
+        assert len(frozen) > 10 and np.all(frozen == 0.0), path
+        assert np.any(s.values[s.steps > gate] > 0)  # gate is leaky: Adam's momentum moves it
+    other = scalars["update_norm/discriminator/out/kernel"]
+    assert np.all(other.values[other.steps > freeze] > 0)
+
+
+def test_the_ratio_applies_from_its_acknowledged_step(steered_run):
+    r1, until = steered_run.acks["r1"].step, steered_run.acks["s1"].step
+    phases = [p for step, p in phase_of_step(steered_run.dir).items() if r1 < step <= until]
+    middle = runs_of(phases)[1:-1]
+    assert len(middle) > 10 and set(middle) == {("D", 3), ("G", 1)}
+
+
+# -- the reader on its own -------------------------------------------------------------------------------
+class FakeTrainer:
+    """What the reader uses of a trainer: where the run is, `send` and `emit`."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
+        self.got: list = []
+
+    def send(self, command, id=None):  # noqa: A002
+        self.got.append(Envelope(command, id))
+
+    def emit(self, event):
+        self.got.append(event)
+
+
+def _reader(tmp: Path) -> tuple[CommandFileReader, FakeTrainer]:
+    t = FakeTrainer(tmp)
+    r = CommandFileReader(poll_s=0.0)
+    r.on_run_begin(t)
+    return r, t
+
+
+@pytest.mark.parametrize("line, expect", [
+    ('{"kind": "freeze", "scopes": ["a/b"]}', Envelope(SetFreeze(scopes=("a/b",)), None)),
+    ('{"id": "7", "kind": "lr", "phase": "G", "value": 1}', Envelope(SetLearningRate(phase="G", value=1), "7")),
+    ('{"kind": "step", "n": 3, "id": ""}', Envelope(Step(n=3), "")),
+    *[(line, word) for cid, line, word in BAD_LINES if cid not in ("x4", "x5")],  # those the trainer refuses
+    ('{"kind": "step", "n": true}', "whole number"),
+    ('{"kind": "lr", "phase": "D", "value": NaN}', "finite number"),
+    ('{"kind": "freeze", "scopes": "generator"}', "list of strings"),
+    ('\xff{"kind": "pause"}', "not JSON"),
+])
+def test_a_line_is_a_command_with_its_id_or_a_rejection_saying_why(line, expect):
+    got = parse_command_line(line.encode("utf-8"))
+    if isinstance(expect, str):
+        assert isinstance(got, E.Rejected) and expect in got.message, got
+    else:
+        assert got == expect
+
+
+def test_a_line_that_is_not_utf8_is_rejected():
+    got = parse_command_line(b'{"kind": "pause", "id": "\xff"}')
+    assert isinstance(got, E.Rejected) and "UTF-8" in got.message
+
+
+def test_lines_before_the_run_opened_its_directory_are_not_applied(tmp_path):
+    (tmp_path / COMMANDS_FILE).write_text('{"kind": "pause"}\n{"kind": "stop"}\n')
+    r, t = _reader(tmp_path)
+    assert len(t.got) == 1 and isinstance(t.got[0], E.Warning) and "2 line(s)" in t.got[0].message
+    append_command(tmp_path, Step(n=2), "new")
+    r.poll(t)
+    assert t.got[1:] == [Envelope(Step(n=2), "new")]
+
+
+def test_a_file_that_shrank_is_read_again_from_its_start(tmp_path):
+    r, t = _reader(tmp_path)
+    append_command(tmp_path, Step(n=1), "a")
+    append_command(tmp_path, Step(n=2), "b")
+    r.poll(t)
+    (tmp_path / COMMANDS_FILE).write_text('{"id": "c", "kind": "pause"}\n')
+    r.poll(t)
+    assert [getattr(g, "id", None) for g in t.got if isinstance(g, Envelope)] == ["a", "b", "c"]
+    assert any(isinstance(g, E.Warning) and "shrank" in g.message for g in t.got)
+
+
+def test_an_overlong_line_is_rejected_without_being_kept(tmp_path, monkeypatch):
+    monkeypatch.setattr("training_core.command_file.MAX_LINE_BYTES", 100)
+    r, t = _reader(tmp_path)
+    path = tmp_path / COMMANDS_FILE
+    with open(path, "a") as f:
+        f.write('{"kind": "pause", "pad": "' + "x" * 150)
+    r.poll(t)
+    with open(path, "a") as f:
+        f.write("x" * 50 + '"}\n{"id": "after", "kind": "resume"}\n')
+    r.poll(t)
+    assert isinstance(t.got[0], E.Rejected) and "longer than 100 bytes" in t.got[0].message
+    assert t.got[1:] == [Envelope(Resume(), "after")]
+
+
+_JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+                     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+                     max_leaves=12)
+_COMMANDS = st.fixed_dictionaries({"kind": st.sampled_from(["freeze", "ratio", "lr", "method", "step", "pause", "x"])},
+                                  optional={"id": st.text(max_size=5) | st.integers(), "scopes": _JSON,
+                                            "policy": _JSON, "phase": _JSON, "value": _JSON, "method": _JSON,
+                                            "n": _JSON, "update_frozen_stats": _JSON})
+
+
+@settings(max_examples=300, deadline=None)
+@given(d=_COMMANDS)
+def test_any_json_object_is_a_command_or_a_rejection_never_an_exception(d):
+    got = parse_command_line(json.dumps(d).encode())
+    assert isinstance(got, (Envelope, E.Rejected))
+    if isinstance(got, Envelope) and d["kind"] == "ratio":
+        try:  # what the trainer does with a policy: a Policy or a UserError, nothing else
+            assert isinstance(policy_from_dict(got.command.policy, ["D", "G"]), Policy)
+        except UserError:
+            pass
+
+
+@settings(max_examples=100, deadline=None)
+@given(lines=st.lists(_COMMANDS.map(json.dumps) | st.text(alphabet="{}[]\":ab ,", max_size=20), min_size=1,
+                      max_size=6),
+       cuts=st.lists(st.integers(min_value=0, max_value=10_000), max_size=6))
+def test_a_file_read_in_pieces_cut_at_any_byte_gives_what_reading_it_whole_gives(tmp_path_factory, lines, cuts):
+    data = "".join(line.replace("\n", " ") + "\n" for line in lines).encode()
+    whole_dir, piece_dir = tmp_path_factory.mktemp("whole"), tmp_path_factory.mktemp("pieces")
+    whole, tw = _reader(whole_dir)
+    (whole_dir / COMMANDS_FILE).write_bytes(data)
+    whole.poll(tw)
+    pieces, tp = _reader(piece_dir)
+    done = 0
+    for cut in sorted({c % (len(data) + 1) for c in cuts} | {len(data)}):
+        with open(piece_dir / COMMANDS_FILE, "ab") as f:
+            f.write(data[done:cut])
+        done = cut
+        pieces.poll(tp)
+        complete = data[:cut].count(b"\n")  # only complete lines were taken
+        assert pieces._line_no == complete
+    assert [_key(g) for g in tp.got] == [_key(g) for g in tw.got]
+
+
+def _key(g) -> tuple:
+    return (g.command, g.id) if isinstance(g, Envelope) else (g.kind, g.message, g.id)
