@@ -51,13 +51,15 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"Freezeframe benchmark, {date.today()}, {platform.processor() or platform.machine()}, "
           f"{os.cpu_count()} cores, Python {platform.python_version()}{' (quick)' if q else ''}", flush=True)
-    cli = in_child(["bare", "fit_tb", "headless"], chunk, rounds, gui_process=False)
+    cli = in_child(["bare", "fit_tb", "headless", "headless_nocmd"], chunk, rounds, gui_process=False)
     gui = in_child(["bare", "window"], chunk, rounds, gui_process=True)
     ratios = {"headless": cli["headless"] / cli["bare"], "fit_tb": cli["fit_tb"] / cli["bare"],
               "window": gui["window"] / gui["bare"]}
     rows = [("throughput bare (CLI process)", f"{cli['bare']:.0f} steps/s", "reference"),
             ("throughput fit_tb", f"{cli['fit_tb']:.0f} steps/s = {ratios['fit_tb']:.3f} x bare", "(keras.io pattern)"),
             ("throughput headless", f"{cli['headless']:.0f} steps/s = {ratios['headless']:.3f} x bare", ">= 0.97 x bare"),
+            ("commands.jsonl polling", f"headless with / without the reader = {cli['headless'] / cli['headless_nocmd']:.3f}"
+             f" ({cli['headless_nocmd']:.0f} steps/s without)", "1.00 within noise"),
             ("throughput bare (window process)", f"{gui['bare']:.0f} steps/s", "reference"),
             ("throughput window", f"{gui['window']:.0f} steps/s = {ratios['window']:.3f} x bare", ">= 0.93 x bare")]
     resp = measure_responsiveness(20_000 if q else 1_000_000, 2.0 if q else 15.0)

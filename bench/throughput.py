@@ -51,7 +51,8 @@ def _child(argv: list[str]) -> None:
         import_tensorflow()
     from bench import variants as V
     from bench.window_bench import Window
-    make = {"bare": V.Bare, "fit_tb": V.FitTensorBoard, "headless": V.Headless, "window": Window}
+    make = {"bare": V.Bare, "fit_tb": V.FitTensorBoard, "headless": V.Headless, "headless_nocmd": V.HeadlessNoCommandFile,
+            "window": Window}
     vs = [make[n]() for n in names]
     rates = measure_throughput(vs, chunk, rounds)
     for v in vs:

@@ -4,7 +4,9 @@ they are done (results on the host), so that one timer around `run` measures the
 bare      a plain tf.function loop, no monitoring: the floor.
 fit_tb    the keras.io pattern: Model subclass with train_step (one D and one G step), fit(), and
           keras.callbacks.TensorBoard(histogram_freq=1, update_freq="batch").
-headless  Freezeframe's Trainer with full monitoring and the run record, driven by Step(n) commands.
+headless  Freezeframe's Trainer with full monitoring and the run record, driven by Step(n) commands;
+          its RUN_DIR/commands.jsonl is polled (every 0.25 s) and has had a command appended.
+headless_nocmd  the same without the commands.jsonl reader (`command_file=False`): the reader's cost.
 window    the same inside the window (offscreen), plotting live; see bench/window_variant.py.
 """
 from __future__ import annotations
@@ -124,9 +126,10 @@ class StepDriver:
 
 class Headless:
     name = "headless"
+    command_file = True
 
     def __init__(self) -> None:
-        from training_core import Observer, Pause, RunConfig, Stop, Trainer
+        from training_core import Observer, Pause, RunConfig, SetFreezeMethod, Stop, Trainer, append_command
         paused = threading.Event()
 
         class Obs(Observer):
@@ -135,12 +138,14 @@ class Headless:
                     paused.set()
 
         self.dir = Path(tempfile.mkdtemp(prefix="ff-bench-headless-")) / "run"
-        self.trainer = Trainer(RunConfig(example="ring", run_dir=str(self.dir)), Obs())
+        self.trainer = Trainer(RunConfig(example="ring", run_dir=str(self.dir), command_file=self.command_file), Obs())
         self.trainer.prepare()
         self.trainer.send(Pause())
         self.thread = threading.Thread(target=self.trainer.run, daemon=True)
         self.thread.start()
         paused.wait(60)
+        if self.command_file:
+            append_command(self.dir, SetFreezeMethod(method="exact"), "bench")
         self.driver = StepDriver(self.trainer.send, paused)
         self._stop = Stop
         self.run(20)
@@ -151,3 +156,8 @@ class Headless:
     def close(self) -> None:
         self.trainer.send(self._stop())
         self.thread.join(60)
+
+
+class HeadlessNoCommandFile(Headless):
+    name = "headless_nocmd"
+    command_file = False
