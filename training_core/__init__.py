@@ -16,11 +16,11 @@ Public interface:
   read_scalars, read_events, read_config, read_variables, Series   reading a run directory
   ema_smooth, EmaState                   the smoothing the plots and exports share
   UserError                              bad input, with a one-line message
-  append_command, COMMANDS_FILE          steer a run through RUN_DIR/commands.jsonl (command_file.py)
+  append_command, COMMANDS_FILE          steer a run through RUN_DIR/commands.jsonl (remote.py)
   plan_replay, Replayer                  replay a recorded run (replay.py)
 """
 from . import events
-from .command_file import COMMANDS_FILE, append_command
+from .remote import COMMANDS_FILE, append_command
 from .commands import (Command, Pause, Resume, SampleNow, SaveCheckpoint, SetFreeze, SetFreezeMethod,
                        SetLearningRate, SetSchedule, Step, Stop, command_from_dict, FREEZE_METHODS)
 from .config import RunConfig

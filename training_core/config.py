@@ -53,7 +53,7 @@ class RunConfig:
     #: TensorFlow's intra-op threads; 0 = its default (all cores). The window asks for one core fewer, so
     #: drawing never competes with the training step for a core. Applies once per process, before TF starts.
     intra_op_threads: int = 0
-    #: read commands appended to RUN_DIR/commands.jsonl (command_file.py); off: only this process steers
+    #: read commands appended to RUN_DIR/commands.jsonl (remote.py); off: only this process steers
     command_file: bool = True
     #: TensorFlow op determinism (tf.config.experimental.enable_op_determinism): a replay on the CPU then
     #: gives exactly the original's losses. Process-wide once on, and some ops run slower.

@@ -89,7 +89,8 @@ class Sampler(Observer):
         self._wanted = False
 
     def on_run_begin(self, trainer: "Trainer") -> None:
-        self._wanted = trainer.has_listener("on_samples", besides=self)
+        self._wanted = any(o is not self and overrides(o, "on_samples") and not getattr(o, "on_request_only", False)
+                           for o in trainer.observers)
         self._next = time.perf_counter()
 
     def on_step_end(self, trainer: "Trainer") -> None:

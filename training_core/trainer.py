@@ -22,7 +22,7 @@ import numpy as np
 from . import commands as C
 from . import events as E
 from . import runlock
-from .command_file import CommandFileReader
+from .remote import CommandFileReader, SampleFile
 from .config import RunConfig
 from .errors import UserError
 from .metrics import MetricsBatch, PendingStep, PhaseBlock, Status
@@ -38,7 +38,7 @@ IDLE_POLL_S = 0.25  # while paused: how often observers (a command file reader) 
 def default_observers(config: RunConfig) -> list[Observer]:
     """The policies every run has; the record writer last, so it sees what the others emitted."""
     return [Checkpointer(config.checkpoint_every), Sampler(config.sample_seconds), LeakAlarm(),
-            NanAlarm(config.pause_on_nan), *([CommandFileReader()] if config.command_file else []), RunRecord()]
+            NanAlarm(config.pause_on_nan), *([CommandFileReader(), SampleFile()] if config.command_file else []), RunRecord()]
 
 
 class Trainer:

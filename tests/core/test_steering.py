@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from training_core import append_command, events as E, read_events, read_scalars
-from training_core.command_file import COMMANDS_FILE, CommandFileReader, parse_command_line
+from training_core.remote import COMMANDS_FILE, CommandFileReader, parse_command_line
 from training_core.commands import Envelope, Resume, SetFreeze, SetLearningRate, Step
 from training_core.errors import UserError
 from training_core.schedule import Policy, policy_from_dict
@@ -147,7 +147,7 @@ def test_a_file_that_shrank_is_read_again_from_its_start(tmp_path):
 
 
 def test_an_overlong_line_is_rejected_without_being_kept(tmp_path, monkeypatch):
-    monkeypatch.setattr("training_core.command_file.MAX_LINE_BYTES", 100)
+    monkeypatch.setattr("training_core.remote.MAX_LINE_BYTES", 100)
     r, t = _reader(tmp_path)
     path = tmp_path / COMMANDS_FILE
     with open(path, "a") as f:

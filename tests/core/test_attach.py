@@ -1,0 +1,89 @@
+"""Issue 12, part 2 (the window's Qt-free half): attaching to a headless run another process writes.
+Two watchers attached to one run: each sees the scope tree (from the `start` event), every control
+change whoever sent it, its own commands in flight and then acknowledged at a step, samples on request;
+detaching leaves the run training."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from training_core import RunConfig, SetFreeze, SetLearningRate, Stop, Trainer
+from training_core.errors import UserError
+from training_core.runs.attach import AttachedRun
+
+from .helpers import main_cmd, start, tiny_gan, wait_for
+
+TIMEOUT = 120
+
+
+def _until(watchers, predicate) -> bool:
+    return wait_for(lambda: ([w.poll() for w in watchers], predicate())[1], TIMEOUT)
+
+
+@pytest.fixture(scope="module")
+def attached(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("attach")
+    exp = tiny_gan(tmp)
+    run_dir = tmp / "run"
+    proc = start(main_cmd("--headless", "--experiment", str(exp), "--run-dir", str(run_dir), "--quiet"))
+    try:
+        assert wait_for(lambda: (run_dir / "events.jsonl").is_file(), TIMEOUT), proc.stderr
+        a, b = AttachedRun(run_dir), AttachedRun(run_dir)
+        assert _until([a, b], lambda: a.start is not None and b.start is not None and a.data.last_step > 0)
+        yield exp, proc, a, b
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
+
+
+def test_the_scope_tree_comes_from_the_record(attached, tmp_path):
+    exp, _, a, _ = attached
+    trainer = Trainer(RunConfig(experiment_file=str(exp), example=None, run_dir=str(tmp_path / "unused")))
+    trainer.prepare()
+    assert a.tree.all_variables() == trainer.var_infos
+    assert a.tree.params() == trainer.scope_tree.params() > 0
+    assert a.tree.children["generator"].children["dense_1"].variables[0].shape == (2, 4)
+    assert a.writer().pid == attached[1].pid
+
+
+def test_two_watchers_see_each_others_changes_and_their_own_acknowledgements(attached):
+    _, _, a, b = attached
+    fa = a.send(SetFreeze(scopes=["discriminator/dense_1"]))
+    assert a.status_text() == "attached · freeze in flight"
+    assert _until([a, b], lambda: a.sent[fa].step is not None and b.controls.freeze == ["discriminator/dense_1"])
+    assert a.status_text() == f"attached · freeze acknowledged at step {a.sent[fa].step:,}"
+    lb = b.send(SetLearningRate(phase="G", value=5e-4))
+    bad = b.send(SetLearningRate(phase="X", value=1.0))
+    assert _until([a, b], lambda: a.controls.lr.get("G") == 5e-4 and b.sent[bad].step is not None)
+    assert b.sent[lb].rejected is None and "unknown phase 'X'" in b.sent[bad].rejected
+    assert b.status_text().startswith(f"attached · lr rejected at step {b.sent[bad].step:,}: unknown phase")
+    assert a.sent.keys() == {fa} and fa not in b.sent  # each tracks only its own commands
+    marks = [m.label for m in a.data.markers]
+    assert "freeze: discriminator/dense_1" in marks and "lr G=0.0005" in marks
+
+
+def test_samples_arrive_on_request(attached):
+    _, _, a, b = attached
+    assert a.samples is None  # a headless run draws none unless asked
+    cid = a.request_samples()
+    assert _until([a, b], lambda: a.samples is not None and b.samples is not None)
+    assert a.samples["kind"] == "points2d" and a.samples["step"] >= a.sent[cid].step
+    assert a.samples["fake"].shape[1] == 2 and np.isfinite(a.samples["fake"]).all()
+    assert b.data.samples is b.samples
+
+
+def test_detaching_leaves_the_run_training_and_a_stop_ends_it(attached):
+    _, proc, a, b = attached
+    last = a.data.last_step
+    # a detaches: it simply stops polling; nothing is undone
+    assert _until([b], lambda: b.data.last_step > last + 100)
+    b.send(Stop())
+    assert _until([b], lambda: b.finished)
+    assert proc.wait(TIMEOUT) == 0 and b.writer() is None
+    assert b.status_text().endswith("run ended (stopped)")
+
+
+def test_attaching_to_a_directory_without_a_run_is_refused(tmp_path):
+    with pytest.raises(UserError, match="has no events.jsonl"):
+        AttachedRun(tmp_path)

@@ -1,0 +1,181 @@
+"""Attaching to a run another process writes (a headless run on a server, seen over sshfs or NFS; a run
+another window started): the Qt-free half of `python main.py --attach RUN_DIR`.
+
+Everything comes from the run directory, so any number of watchers can attach and each sees every
+change, whoever made it:
+  - the numbers: a `RunFollower` reads only the bytes added since the last poll into a `RunData`, the
+    same model a local run fills, so plots and markers are the same;
+  - the scope tree: from the `start` event, which records every variable's path, shape, dtype and
+    trainable flag (no experiment file or TensorFlow needed);
+  - the controls' current state (freeze set, schedule, learning rates, method, paused): the `start`
+    event, then every control event in order;
+  - samples: `samples/latest.npz`, drawn when a watcher sends a `sample` command;
+  - steering: commands appended to `commands.jsonl`; each is "in flight" until the event carrying its
+    id comes back, then "acknowledged at step N" (or rejected, with the reason).
+Detaching is just no longer polling: the run trains on. Attaching never takes the writer lock.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .. import events as E
+from ..commands import Command, SampleNow
+from ..errors import UserError
+from ..remote import SAMPLES_FILE, append_command, read_samples
+from ..runlock import Holder, read_holder
+from ..runlog import EVENTS_FILE
+from ..scopes import ScopeNode, VarInfo, build_scope_tree
+from .data import RunData
+from .follow import RunFollower
+
+
+@dataclass
+class Controls:
+    """The run's control state as its record says it now is."""
+
+    freeze: list[str] = field(default_factory=list)
+    schedule: dict = field(default_factory=dict)
+    lr: dict[str, float] = field(default_factory=dict)
+    method: str = "exact"
+    update_frozen_stats: bool = False
+    paused: bool = False
+    pause_reason: str = ""
+
+    def apply(self, e: E.Event) -> None:
+        if isinstance(e, E.Start):
+            self.freeze, self.schedule, self.lr, self.method = list(e.freeze), dict(e.schedule), dict(e.lr), e.method
+        elif isinstance(e, E.Freeze):
+            self.freeze, self.update_frozen_stats = list(e.scopes), e.update_frozen_stats
+        elif isinstance(e, E.Ratio):
+            self.schedule = dict(e.policy)
+        elif isinstance(e, E.LearningRate):
+            self.lr[e.phase] = e.value
+        elif isinstance(e, E.Method):
+            self.method = e.method
+        elif isinstance(e, E.Pause):
+            self.paused, self.pause_reason = True, e.reason
+        elif isinstance(e, (E.Resume, E.Step)):
+            self.paused, self.pause_reason = False, ""
+
+
+@dataclass
+class Ack:
+    """What became of a command this watcher sent."""
+
+    id: str
+    kind: str
+    step: int | None = None  # None while in flight
+    rejected: str | None = None  # the reason, if it was refused
+
+
+def var_infos_of(start: E.Start | None) -> list[VarInfo]:
+    """The variables a `start` event records (damaged entries skipped)."""
+    out = []
+    for d in start.variables if start is not None else []:
+        try:
+            out.append(VarInfo.from_dict(d))
+        except (KeyError, TypeError, ValueError, AttributeError):
+            continue
+    return out
+
+
+class AttachedRun:
+    """One run directory, followed and steered from outside. Call `poll()` a few times a second."""
+
+    def __init__(self, run_dir: str | Path) -> None:
+        self.dir = Path(run_dir)
+        if not (self.dir / EVENTS_FILE).is_file():
+            raise UserError(f"{self.dir} has no {EVENTS_FILE}; attach to a run directory (one a run is writing)")
+        self.data = RunData(self.dir)
+        self.follower = RunFollower(self.dir, self.data)
+        self.controls = Controls()
+        self.sent: dict[str, Ack] = {}  # this watcher's commands, in the order sent
+        self.last_ack: Ack | None = None
+        self.samples: dict[str, Any] | None = None
+        self._seen = 0  # events already looked at
+        self._samples_stamp: tuple[float, int] | None = None
+        self._tree: ScopeNode | None = None
+
+    # -- reading --------------------------------------------------------------------------------------------
+    def poll(self) -> bool:
+        """Read what the run wrote since the last poll; True if anything changed."""
+        changed = self.follower.poll()
+        events = self.data.events
+        if self._seen > len(events):  # the record was rebuilt (a file shrank): look at everything again
+            self._seen, self.controls, self._tree = 0, Controls(), None
+        for e in events[self._seen:]:
+            self.controls.apply(e)
+            ack = self.sent.get(getattr(e, "id", None) or "")
+            if ack is not None and ack.step is None:
+                ack.step = e.step
+                ack.rejected = e.message if isinstance(e, E.Rejected) else None
+                self.last_ack = ack
+        self._seen = len(events)
+        return self._read_samples() or changed
+
+    def _read_samples(self) -> bool:
+        try:
+            st = (self.dir / SAMPLES_FILE).stat()
+        except OSError:
+            return False
+        stamp = (st.st_mtime, st.st_size)
+        if stamp == self._samples_stamp:
+            return False
+        got = read_samples(self.dir)
+        if got is None:
+            return False
+        self._samples_stamp = stamp
+        self.samples = got
+        self.data.set_samples(got)
+        return True
+
+    @property
+    def start(self) -> E.Start | None:
+        return self.data.start
+
+    @property
+    def tree(self) -> ScopeNode | None:
+        """The scope tree with shapes and parameter counts, once the `start` event is read."""
+        if self._tree is None and self.start is not None:
+            self._tree = build_scope_tree(var_infos_of(self.start))
+        return self._tree
+
+    @property
+    def finished(self) -> bool:
+        return self.data.stop is not None
+
+    def writer(self) -> Holder | None:
+        """The process writing the run (from its lock file), or None once it stopped."""
+        return read_holder(self.dir)
+
+    # -- steering -------------------------------------------------------------------------------------------
+    def send(self, command: Command) -> str:
+        """Append `command` to the run's `commands.jsonl`; its `Ack` is in `sent` under the returned id."""
+        cid = append_command(self.dir, command)
+        self.sent[cid] = Ack(cid, command.kind)
+        return cid
+
+    def request_samples(self) -> str:
+        """Ask the trainer to draw samples (they arrive in `samples` after a later poll)."""
+        return self.send(SampleNow())
+
+    @property
+    def in_flight(self) -> list[Ack]:
+        return [a for a in self.sent.values() if a.step is None]
+
+    def status_text(self) -> str:
+        """For the status bar: attached, the command in flight, or the last one and the step it took effect."""
+        parts = ["attached"]
+        flying = [a for a in self.in_flight if a.kind != "sample"]
+        last = self.last_ack if self.last_ack is not None and self.last_ack.kind != "sample" else None
+        if flying:
+            parts.append(f"{flying[-1].kind} in flight" + (f" (+{len(flying) - 1} more)" if len(flying) > 1 else ""))
+        elif last is not None and last.rejected is not None:
+            parts.append(f"{last.kind} rejected at step {last.step:,}: {last.rejected}")
+        elif last is not None:
+            parts.append(f"{last.kind} acknowledged at step {last.step:,}")
+        if self.finished:
+            parts.append(f"run ended ({self.data.stop.reason})")
+        return " · ".join(parts)
