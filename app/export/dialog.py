@@ -17,13 +17,13 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, 
                                QSizePolicy, QSpinBox, QVBoxLayout, QWidget)
 
 from training_core import UserError
+from training_core.figures import (FORMATS, PLOT_NAMES, SIZE_PRESETS, FigureSpec, default_labels, format_from_path,
+                                   from_units, to_units)
 
 from .clipboard import copy_figure
 from .csv_export import write_csv
 from .figure import Figure
 from .render import write_pdf, write_png, write_svg
-from .spec import (FORMATS, PLOT_NAMES, SIZE_PRESETS, FigureSpec, default_labels, format_from_path, from_units,
-                   to_units)
 
 CUSTOM = "custom"
 

@@ -19,6 +19,7 @@ from .. import events as E
 from ..metrics import MetricsBatch
 from ..varstore import KINDS as VAR_KINDS
 from ..varstore import VarRows
+from .follow import RunFollower
 
 
 class GrowArray:
@@ -252,7 +253,6 @@ class RunData:
     @classmethod
     def from_run_dir(cls, run_dir: str | Path) -> "RunData":
         """Everything a run directory holds now (see `RunFollower` to keep following it)."""
-        from .follow import RunFollower
         data = cls(run_dir)
         RunFollower(run_dir, data).poll()
         return data
