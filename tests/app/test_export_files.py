@@ -162,7 +162,6 @@ def test_export_while_training_runs(tmp_path, qapp):
     the trainer thread runs on while the main thread writes figures from the batches it received."""
     import queue
     import threading
-    import time
 
     from training_core import Observer, RunConfig, Trainer
 
@@ -179,13 +178,16 @@ def test_export_while_training_runs(tmp_path, qapp):
     worker.start()
     store, during, last = RunData(), 0, -1
     while worker.is_alive():
+        try:  # wait for the next batch (not a sleep: it returns as soon as one arrives)
+            store.add_batch(batches.get(timeout=0.5))
+        except queue.Empty:
+            continue
         while not batches.empty():
             store.add_batch(batches.get())
         if store.phases and store.last_step != last and trainer.status().running:
             last = store.last_step
             write_svg(Figure(store, FigureSpec()), tmp_path / "live.svg")
             during += 1
-        time.sleep(0.02)
     worker.join()
     while not batches.empty():
         store.add_batch(batches.get())
