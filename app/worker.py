@@ -25,18 +25,17 @@ import threading
 import weakref
 from multiprocessing.connection import Client, Listener
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from PySide6.QtCore import QObject, Signal
 
 from training_core import Command, RunConfig
 from training_core import protocol as P
-from training_core.protocol import PreparedInfo
 from training_core.service import KEY_ENV
 
 from .scheduling import gui_intra_op_threads, training_nice
 
-__all__ = ["PreparedInfo", "Reports", "TrainingProcess", "TrainingService", "still_running"]
+__all__ = ["Reports", "TrainingProcess", "TrainingService", "still_running"]
 
 ROOT = Path(__file__).resolve().parent.parent  # the project: `training_core` must import in the service
 

@@ -3,6 +3,8 @@ which controls are enabled when, what the status bar says, which command each cl
 What training does with those commands is test_window_e2e.py."""
 from __future__ import annotations
 
+from pathlib import Path
+
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox
 
@@ -159,3 +161,37 @@ def test_loading_state_menus_and_devices(ui, qtbot):
     about = [b for b in w.findChildren(QMessageBox) if b.windowTitle() == "About Freezeframe"]
     assert about and about[0].isVisible() and "Ctrl+R" in about[0].text()
     about[0].close()
+
+
+STAND_IN_PROBE = r"""
+import sys
+from PySide6.QtWidgets import QApplication
+app = QApplication([])
+from app.main_window import MainWindow
+from tests.app.fake_service import FakeTrainingService
+w = MainWindow(service_factory=FakeTrainingService, steps=30)
+w.show()
+w.load()
+while w.prepared is None or w.busy:
+    app.processEvents()
+w.start()
+w.core.train(100)
+while w.running:
+    app.processEvents()
+print(w.store.last_step, "tensorflow" in sys.modules, "keras" in sys.modules)
+w.close()
+"""
+
+
+def test_the_stand_in_needs_no_tensorflow(tmp_path):
+    """Why these tests are fast: on the stand-in, a window prepares, trains and stops without TensorFlow."""
+    import os
+    import subprocess
+    import sys
+    repo = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "FREEZEFRAME_SETTINGS": str(tmp_path / "s.ini"),
+           "PYTHONPATH": str(repo)}
+    r = subprocess.run([sys.executable, "-c", STAND_IN_PROBE], cwd=tmp_path, env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split() == ["30", "False", "False"]
