@@ -13,7 +13,7 @@ def main(argv: list[str]) -> int:
     if "--export" in argv:
         from app.export_cli import main as export
         return export(argv)
-    from app.main_window import run_app
+    from app.launch import run_app
     return run_app(argv)
 
 

@@ -1,1 +1,1 @@
-"""Freezeframe's Qt side: the window, its widgets and the thread adapter. All Qt lives here."""
+"""Freezeframe's Qt side: the window, its widgets and its link to the training process. All Qt lives here."""

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QMessageBox, QWidget
 
-from training_core.events import Nan
-
 
 def show_error(parent: QWidget | None, summary: str, detail: str = "", title: str = "Freezeframe",
                warning: bool = False) -> QMessageBox:
@@ -20,11 +18,3 @@ def show_error(parent: QWidget | None, summary: str, detail: str = "", title: st
     box.open()
     return box
 
-
-def nan_message(event: Nan) -> tuple[str, str]:
-    """(summary, details) for the core's `nan` event; the core has paused itself."""
-    phase, at = event.phase, event.at_step
-    summary = (f"The loss of phase {phase} became {event.value} at step {at}; training is paused. "
-               f"Lower phase {phase}'s learning rate (or fix the loss), then Resume, or Stop.")
-    detail = "\n".join(f"{k}: {v}" for k, v in event.to_dict().items())
-    return summary, detail

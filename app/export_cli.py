@@ -14,8 +14,8 @@ from typing import Sequence
 from training_core import UserError, in_scope, is_run_dir
 from training_core.cli_args import ArgParser, run_cli
 
-from app.export.spec import (FORMATS, LAYOUTS, PLOT_NAMES, THEMES, UNITS, FigureSpec, format_from_path,
-                             parse_size)
+from training_core.figures import (FORMATS, LAYOUTS, PLOT_NAMES, THEMES, UNITS, FigureSpec, format_from_path,
+                                   parse_size)
 
 
 def build_parser() -> argparse.ArgumentParser:

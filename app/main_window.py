@@ -1,40 +1,41 @@
 """The main window: experiment, schedule and scope tree on the left, plots on the right, status below.
 
-Threading contract (see app/worker.py): the window never waits on training and the core never touches
-a widget. Reports arrive as queued signals and only append to the `RunData` (cheap); a 25 Hz
-timer redraws plots, tree values and the status bar from the store. Controls become commands in the
-trainer's queue. Before a run, panel edits are just remembered; Start hands them to the core.
+The window builds widgets and connects them to its `Session` (training_core/runs/session.py), the one
+model of what is going on: the session takes every report of the training service (through
+app/controller.py) and says what changed; the window draws it. A user's edit becomes a command for
+the run going on, or is kept by its panel until Start hands all settings to the service. The window
+never waits on training and training never touches a widget: reports only update the session and
+its `RunData` (cheap), and a 25 Hz timer redraws plots, tree values and the status bar from them.
 
-Only Qt, pyqtgraph and the TF-free parts of training_core are imported here: TensorFlow loads in the
-training process (app/worker.py) after the window is visible, and never in the window's own process.
+Only Qt, pyqtgraph, superqt and the TF-free parts of training_core are imported here: TensorFlow
+loads in the training process after the window is visible, never in the window's own process.
 """
 from __future__ import annotations
 
 import gc
 import time
 from pathlib import Path
-from typing import Any
 
 from PySide6.QtCore import QByteArray, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QShowEvent
-from PySide6.QtWidgets import QGroupBox, QMainWindow, QMenu, QMessageBox, QSplitter, QStyle, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QGroupBox, QMainWindow, QMessageBox, QSplitter, QStyle, QVBoxLayout, QWidget
 
-from training_core import (Pause, Resume, events, SetFreeze, SetFreezeMethod, SetLearningRate, SetSchedule,
+from training_core import (Pause, Resume, RunConfig, SetFreeze, SetFreezeMethod, SetLearningRate, SetSchedule,
                            Status, Step, Stop, builtin_examples)
-
+from training_core.protocol import PreparedInfo
+from training_core.runs import RunData, Session, Source
 from training_core.trainer import default_run_dir
 
-from .errors import nan_message, show_error
-from .gui_gc import collector
-from .menus import build_menus, open_dialog, run_actions, shortcut_text
+from . import gui_gc
+from .controller import ServiceFactory, TrainingController
+from .errors import show_error
+from .menus import Menus, build_menus, open_dialog, run_actions, shortcut_text
 from .panels import ExperimentPanel, SchedulePanel, ScopeTree
-from .panels.experiment import Source
 from .plots import PlotsPanel
 from .run_config import run_config
 from .settings import Settings
 from .status import StatusPanel
-from training_core.runs import RunData
-from .worker import PreparedInfo, TrainingProcess
+from .worker import TrainingProcess, TrainingService
 
 REFRESH_MS = 40  # 25 Hz: plots, tree values, status bar
 SHUTDOWN_S = 2.0
@@ -43,11 +44,8 @@ LEFT_WIDTH = 430  # the panels; the plots get the rest
 
 
 class MainWindow(QMainWindow):
-    """`store` and `file_menu` are public: exporters read the one and add actions to the other."""
-
-    file_menu: QMenu  # built by app/menus.py; exporters add their actions here
-    recent_menu: QMenu
-    quit_action: QAction
+    """`session` (and its `store`) and `menus.file_menu` are public: exporters read the one and add
+    actions to the other. `service_factory` makes the training service (a stand-in in widget tests)."""
 
     firstShown = Signal()  # the window is on screen; TensorFlow has not started loading yet
     ready = Signal()  # the chosen experiment is prepared
@@ -55,29 +53,19 @@ class MainWindow(QMainWindow):
     runFinished = Signal(object)  # final Status or None
 
     def __init__(self, source: Source = ("example", "ring"), steps: int | None = None, seed: int = 0,
-                 device: str = "auto", run_dir: str | None = None, parent: QWidget | None = None) -> None:
+                 device: str = "auto", run_dir: str | None = None, parent: QWidget | None = None,
+                 service_factory: ServiceFactory = TrainingProcess) -> None:
         super().__init__(parent)
         self.setWindowTitle("Freezeframe")
         self.settings = Settings()
-        self.store = RunData()
-        collector.acquire()  # before the report reader thread exists: it must never run the collector
-        self._gc_held = True
-        self.core = TrainingProcess(self)
-        self._run_dir_once = run_dir
         if source[0] == "file":
             source = ("file", str(Path(source[1]).resolve()))
-        self._source: Source = source
-        self._prepared: PreparedInfo | None = None
-        self._prepared_source: Source | None = None
-        self._status: Status | None = None
+        self.session = Session(source)
+        gui_gc.hold()  # before the service's report reader thread exists: it must never run the collector
+        self._gc_held = True
+        self.controller = TrainingController(self.session, service_factory, self)
+        self._run_dir_once = run_dir
         self._shown_status: Status | None = None
-        self._busy = ""
-        self._tf_ready = False
-        self._running = False
-        self._paused = False
-        self._pause_reason = ""
-        self._last_run: Status | None = None
-        self._stop_reason = ""
         self._loading_started = False
         self._closing = False
         self._start_when_ready = False
@@ -90,16 +78,17 @@ class MainWindow(QMainWindow):
         self.start_action, self.pause_action = actions["start"], actions["pause"]
         self.step_action, self.stop_action = actions["step"], actions["stop"]
         self._build_ui(actions)
-        build_menus(self)
-        self.experiment_panel.set_sources(builtin_examples(), self.settings.recent_files())
+        self.menus: Menus = build_menus(self, self.settings, list(actions.values()), self.open_experiment,
+                                        lambda: self.store, lambda: self.plots.smoothing)
+        self._show_sources()
         if source[0] == "file":
             self.settings.add_recent(source[1])
-            self.experiment_panel.set_sources(builtin_examples(), self.settings.recent_files())
+            self._show_sources()
         self.experiment_panel.select_source(source)
         self.experiment_panel.steps_spin.setValue(steps or 0)
         self.experiment_panel.seed_spin.setValue(seed)
         self.experiment_panel.set_device(device)
-        self._connect_core()
+        self._connect_session()
         self._timer = QTimer(self)
         self._timer.setInterval(REFRESH_MS)
         self._timer.timeout.connect(self.refresh)
@@ -111,7 +100,7 @@ class MainWindow(QMainWindow):
         self.experiment_panel = ExperimentPanel()
         self.experiment_panel.add_controls(actions)
         self.experiment_panel.sourceChosen.connect(self.choose_source)
-        self.experiment_panel.openRequested.connect(lambda: open_dialog(self))
+        self.experiment_panel.openRequested.connect(lambda: open_dialog(self, self.open_experiment))
         self.schedule_panel = SchedulePanel()
         self.scope_tree = ScopeTree()
         self.plots = PlotsPanel(self.store)
@@ -136,35 +125,35 @@ class MainWindow(QMainWindow):
         self.status_panel = StatusPanel()
         self.setStatusBar(self.status_panel)
         self.resize(*DEFAULT_SIZE)
-        geometry = self.settings.geometry("geometry")
-        if geometry is not None:
-            self.restoreGeometry(geometry)
-        splitter = self.settings.geometry("splitter")
-        if splitter is not None:
-            self.splitter.restoreState(splitter)
+        for key, restore in (("geometry", self.restoreGeometry), ("splitter", self.splitter.restoreState)):
+            saved = self.settings.geometry(key)
+            if saved is not None:
+                restore(saved)
 
         self.scope_tree.freezeChanged.connect(self._freeze_edited)
         self.scope_tree.variableSelected.connect(self._highlight)
         self.plots.variableClicked.connect(self.scope_tree.select_variable)
-        sp = self.schedule_panel
-        sp.scheduleChanged.connect(lambda d: self._send_live(SetSchedule(d)))
-        sp.learningRateChanged.connect(lambda p, v: self._send_live(SetLearningRate(p, v)))
-        sp.methodChanged.connect(lambda m: self._send_live(SetFreezeMethod(m)))
-        sp.frozenStatsChanged.connect(lambda on: self._send_live(SetFreeze(self.scope_tree.frozen_scopes(), on)))
+        sp, send = self.schedule_panel, self.controller.send
+        sp.scheduleChanged.connect(lambda d: send(SetSchedule(d)))
+        sp.learningRateChanged.connect(lambda p, v: send(SetLearningRate(p, v)))
+        sp.methodChanged.connect(lambda m: send(SetFreezeMethod(m)))
+        sp.frozenStatsChanged.connect(lambda on: send(SetFreeze(self.scope_tree.frozen_scopes(), on)))
 
-    def _connect_core(self) -> None:
-        w = self.core.worker
-        w.died.connect(self._on_core_died)
-        w.busy.connect(self._on_busy)
-        w.loaded.connect(self._on_loaded)
-        w.prepared.connect(self._on_prepared)
-        w.failed.connect(self._on_failed)
-        w.runStarted.connect(self._on_run_started)
-        w.runFinished.connect(self._on_run_finished)
-        w.metrics.connect(self._on_metrics)
-        w.event.connect(self._on_event)
-        w.samples.connect(self.store.set_samples)
-        w.status.connect(self._on_status)
+    def _connect_session(self) -> None:
+        s = self.session
+        s.state_changed.connect(self._update_controls)
+        s.devices_loaded.connect(self._on_loaded)
+        s.experiment_prepared.connect(self._on_prepared)
+        s.problem.connect(self._on_problem)
+        s.note.connect(lambda text: self.statusBar().showMessage(text, 10000))
+        s.run_dir_changed.connect(self.status_panel.set_run_dir)
+        s.data_cleared.connect(self.plots.reset)
+        s.run_started.connect(lambda _dir: self.runStarted.emit())
+        s.run_finished.connect(self._on_run_finished)
+        self.controller.serviceReplaced.connect(self.load)
+
+    def _show_sources(self) -> None:
+        self.experiment_panel.set_sources(builtin_examples(), self.settings.recent_files())
 
     # -- loading and preparing ---------------------------------------------------------------------------
     def showEvent(self, event: QShowEvent) -> None:
@@ -177,48 +166,45 @@ class MainWindow(QMainWindow):
     def load(self) -> None:
         """Import TensorFlow and prepare the chosen experiment, in the training process."""
         self._loading_started = True
-        if self._tf_ready or self._busy:
+        if self.session.tf_ready or self.session.busy:
             return
-        self._busy = "Loading TensorFlow…"
-        self._update_controls()
-        self.core.load()
-        self._prepare(self._source)
+        self._show_preparing()
+        self.controller.load(self._prepare_config())
 
     def choose_source(self, source: Source) -> None:
-        """Switch experiment: prepare it (worker) so the scope tree shows its variables."""
-        if self._running:
-            self.experiment_panel.select_source(self._source)
+        """Switch experiment (not mid-run): prepare it, so the scope tree shows its variables."""
+        if not self.session.choose(source):
+            self.experiment_panel.select_source(self.session.source)
             return
-        self._source = source
         self.experiment_panel.select_source(source)
-        self.store.clear()
-        self.plots.reset()
-        self.status_panel.reset()
-        self._prepare(source)
+        self._show_preparing()
+        self.controller.prepare(self._prepare_config())
 
-    def _prepare(self, source: Source) -> None:
-        self._prepared = None
-        self.scope_tree.set_placeholder(f"Preparing {Path(source[1]).name}…" if self._tf_ready else
+    def _prepare_config(self) -> RunConfig:
+        return run_config(self.session.source, self.experiment_panel, self.schedule_panel)
+
+    def _show_preparing(self) -> None:
+        s = self.session
+        self.scope_tree.set_placeholder(f"Preparing {Path(s.source[1]).name}…" if s.tf_ready else
                                         "Loading TensorFlow…")
         self.experiment_panel.set_description("")
-        self.core.prepare(run_config(source, self.experiment_panel, self.schedule_panel))
 
     def open_experiment(self, path: str | Path) -> bool:
         p = Path(path).expanduser()
         if not p.is_file():
             self._error(f"experiment file {p} does not exist; check the path", "")
             self.settings.remove_recent(p)
-            self.experiment_panel.set_sources(builtin_examples(), self.settings.recent_files())
+            self._show_sources()
             return False
         self.settings.add_recent(p)
-        self.experiment_panel.set_sources(builtin_examples(), self.settings.recent_files())
+        self._show_sources()
         self.choose_source(("file", str(p.resolve())))
         return True
 
     # -- controls --------------------------------------------------------------------------------------
     def start(self) -> None:
         """Start a new run with the panels' settings (reusing the prepared trainer when it matches)."""
-        if self._running or not self._tf_ready:
+        if not self.session.can_start:
             return
         self.schedule_panel.flush()  # edits still in their debounce belong to the starting settings
         self.scope_tree.flush()
@@ -226,146 +212,65 @@ class MainWindow(QMainWindow):
         if problem:
             self._error(problem, "")
             return
-        same = self._prepared is not None and self._prepared_source == self._source
-        cfg = run_config(self._source, self.experiment_panel, self.schedule_panel, self.scope_tree if same else None)
+        prepared = self.session.prepared is not None
+        cfg = run_config(self.session.source, self.experiment_panel, self.schedule_panel,
+                         self.scope_tree if prepared else None)
         folder = self.settings.runs_folder()
         cfg.run_dir = self._run_dir_once or (str(default_run_dir(cfg, folder)) if folder else None)
         self._run_dir_once = None
-        self.store.clear()
-        self.plots.reset()
-        self.status_panel.reset()
-        self._status = self._shown_status = None
-        self._running, self._paused, self._pause_reason, self._stop_reason = True, False, "", ""
-        self._update_controls()
-        self.core.start(cfg)
+        self.controller.start(cfg)
 
     def toggle_pause(self) -> None:
-        if self._running:
-            self.core.send(Resume() if self._paused else Pause())
+        self.controller.send(Resume() if self.session.paused else Pause())
 
     def step_once(self) -> None:
         """Run exactly one step, then pause; from an idle window this starts a run that pauses after one step."""
-        if not self._running:
-            self.start()
-        if self._running:
-            self.core.send(Step(1))
+        self.start()
+        self.controller.send(Step(1))
 
     def stop(self) -> None:
-        if self._running:
-            self.core.send(Stop())
+        self.controller.send(Stop())
 
     def start_when_ready(self) -> None:
         """Start as soon as the experiment is prepared (command line `--start`, `--screenshot`)."""
         self._start_when_ready = True
-        if self._prepared is not None and not self._busy:
-            self._start_when_ready = False
-            self.start()
-
-    def _send_live(self, command: Any) -> None:
-        if self._running:
-            self.core.send(command)
+        self._update_controls()
 
     def _highlight(self, path: str | None) -> None:
         self._wanted_highlight = path
         self.plots.highlight_variable(path)
 
     def _freeze_edited(self, scopes: tuple[str, ...]) -> None:
-        self._send_live(SetFreeze(tuple(scopes), self.schedule_panel.update_frozen_stats()))
+        self.controller.send(SetFreeze(tuple(scopes), self.schedule_panel.update_frozen_stats()))
 
-    # -- reports from the core (GUI thread, queued) ------------------------------------------------------
-    def _on_core_died(self, _code: int) -> None:
-        """The training process died (out of memory, killed): start a new one, load and prepare again, so
-        the next Start works without restarting the window. The old run's directory keeps what it flushed."""
-        if self._closing:
-            return
-        old = self.core
-        self.core = TrainingProcess(self)
-        self._connect_core()
-        old.shutdown(1.0)
-        old.deleteLater()
-        self._tf_ready, self._prepared = False, None
-        self._busy = ""
-        self.load()
-
-    def _on_busy(self, text: str) -> None:
-        self._busy = text
-        self._update_controls()
-        if not text and self._start_when_ready and self._prepared is not None:
-            self._start_when_ready = False
-            self.start()
-
+    # -- what the session says -----------------------------------------------------------------------------
     def _on_loaded(self, devices: list) -> None:
-        self._tf_ready = True
         self.experiment_panel.set_devices(devices)
-        if self._prepared is None and self._busy == "":
-            self.scope_tree.set_placeholder(f"Preparing {Path(self._source[1]).name}…")
-        self._update_controls()
+        if self.session.prepared is None and not self.session.busy:
+            self.scope_tree.set_placeholder(f"Preparing {Path(self.session.source[1]).name}…")
 
-    def _on_prepared(self, info: PreparedInfo) -> None:
+    def _on_prepared(self, info: PreparedInfo, rebuild: bool) -> None:
         # Qt, pyqtgraph and the window are built now and live as long as the process: move them out of the
         # collector's way, so full collections on the GUI thread (app/gui_gc.py) stay short.
         gc.freeze()
-        structure_changed = self._prepared is None or [v.path for v in info.var_infos] != \
-            [v.path for v in self._prepared.var_infos] or info.phase_names != self._prepared.phase_names
         c = info.config
-        source = ("file", c.experiment_file) if c.experiment_file else ("example", c.example)
-        if source != self._source:
-            return  # superseded: the user chose another experiment meanwhile
-        self._prepared = info
-        self._prepared_source = source
         self.experiment_panel.set_description(info.description)
         self.status_panel.set_device(info.device_name)
-        if structure_changed or not self._running:
+        if rebuild:
             self.scope_tree.set_tree(info.tree, c.freeze)
+            self.scope_tree.show_states(self.session.variables.states)
             self.schedule_panel.set_config(info.phase_names, c.schedule, c.lr, c.freeze_method,
                                            c.update_frozen_stats)
         self.ready.emit()
 
-    def _on_failed(self, summary: str, detail: str) -> None:
-        if self._prepared is None:
+    def _on_problem(self, summary: str, detail: str) -> None:
+        if self.session.prepared is None:
             self.scope_tree.set_placeholder("Could not prepare the experiment: fix it, then press Start")
         self._error(summary, detail)
 
-    def _on_run_started(self, run_dir: str) -> None:
-        self.status_panel.set_run_dir(run_dir)
-        self._update_controls()
-        self.runStarted.emit()
-
     def _on_run_finished(self, status: Status | None) -> None:
-        self._running, self._paused = False, False
-        self._last_run = status
-        if status is not None:
-            self._status = status
         self.refresh()
-        self._update_controls()
         self.runFinished.emit(status)
-
-    def _on_metrics(self, batch: Any) -> None:
-        self.store.add_batch(batch)
-        self._status = batch.status
-
-    def _on_status(self, status: Status) -> None:
-        self._status = status
-        if status.paused != self._paused and self._running:
-            self._paused = status.paused
-            self._update_controls()
-
-    def _on_event(self, e: events.Event) -> None:
-        self.store.add_event(e)
-        if isinstance(e, events.Pause):
-            self._paused, self._pause_reason = True, e.reason
-            self._update_controls()
-        elif isinstance(e, events.Resume):
-            self._paused, self._pause_reason = False, ""
-            self._update_controls()
-        elif isinstance(e, events.Nan):
-            self._error(*nan_message(e))
-        elif isinstance(e, (events.Warning, events.Rejected)):
-            self.statusBar().showMessage(f"Step {e.step}: {e.message}", 10000)
-        elif isinstance(e, events.Start):
-            self.status_panel.set_run_dir(e.run_dir)
-        elif isinstance(e, events.Stop):
-            self._stop_reason = e.reason
 
     def _error(self, summary: str, detail: str) -> None:
         self.last_error = (summary, detail)
@@ -379,73 +284,70 @@ class MainWindow(QMainWindow):
         self.plots.refresh()
         if self._wanted_highlight != self.plots.highlighted and self._wanted_highlight in self.store.var_paths:
             self.plots.highlight_variable(self._wanted_highlight)  # its curve exists now (new run)
-        self.scope_tree.refresh(self.store)
-        if self._status is not None and self._status is not self._shown_status:
-            self._shown_status = self._status
-            self.status_panel.show_status(self._status)
+        states = self.session.variable_states()
+        if states is not None:
+            self.scope_tree.show_states(states)
+        status = self.session.status
+        if status is not self._shown_status:
+            self._shown_status = status
+            self.status_panel.show_status(status or Status())
 
     def _update_controls(self) -> None:
-        running, idle = self._running, self._tf_ready and not self._running
-        self.start_action.setEnabled(idle)
-        self.step_action.setEnabled(self._tf_ready)
+        s = self.session
+        if self._start_when_ready and s.prepared is not None and not s.busy and s.can_start:
+            self._start_when_ready = False
+            self.start()  # changes the state again: this method runs anew from there
+            return
+        running, resume = s.running, s.running and s.paused
+        self.start_action.setEnabled(s.can_start)
+        self.step_action.setEnabled(s.tf_ready)
         self.pause_action.setEnabled(running)
         self.stop_action.setEnabled(running)
-        resume = running and self._paused
         self.pause_action.setText("Resume" if resume else "Pause")
         self.pause_action.setIcon(self.style().standardIcon(
             QStyle.StandardPixmap.SP_MediaPlay if resume else QStyle.StandardPixmap.SP_MediaPause))
         self.pause_action.setToolTip(f"{'Resume' if resume else 'Pause'} training ({shortcut_text(self.pause_action)})")
         self.experiment_panel.set_running(running)
-        self.status_panel.set_state(self.state_text())
+        self.status_panel.set_state(s.state_text)
 
-    def state_text(self) -> str:
-        if self._busy:
-            return self._busy
-        if self._running:
-            if self._paused:
-                return "Paused" + (f" ({self._pause_reason})" if self._pause_reason not in ("", "user") else "")
-            return "Training"
-        if not self._tf_ready:
-            return "Loading TensorFlow…"
-        if self._last_run is not None:
-            verb = {"done": "Finished", "stopped": "Stopped", "error": "Failed"}.get(self._stop_reason, "Ended")
-            return f"{verb} at step {self._last_run.step:,}"
-        return "Ready" if self._prepared is not None else "Not prepared"
+    @property
+    def store(self) -> RunData:
+        """The run's metrics, events and samples (the session's `RunData`)."""
+        return self.session.data
+
+    @property
+    def core(self) -> TrainingService:
+        """The training service now in use (a new one after the old one died)."""
+        return self.controller.service
 
     @property
     def busy(self) -> str:
-        """What the worker is doing ('' when idle)."""
-        return self._busy
+        """What the service is doing ('' when idle)."""
+        return self.session.busy
 
     @property
     def running(self) -> bool:
-        return self._running
+        return self.session.running
 
     @property
     def paused(self) -> bool:
-        return self._paused
+        return self.session.paused
 
     @property
     def prepared(self) -> PreparedInfo | None:
-        return self._prepared
+        return self.session.prepared
 
     # -- closing ---------------------------------------------------------------------------------------
     def closeEvent(self, event: QCloseEvent) -> None:
-        """Stop training, let the core flush its record, join the thread, then close."""
+        """Stop training, let the service flush its record and exit, then close."""
         self._closing = True
         self._timer.stop()
         self.settings.set_geometry("geometry", self.saveGeometry())
         self.settings.set_geometry("splitter", QByteArray(self.splitter.saveState()))
         t0 = time.perf_counter()
-        if not self.core.shutdown(SHUTDOWN_S):
+        if not self.controller.shutdown(SHUTDOWN_S):
             print(f"freezeframe: the training process took {time.perf_counter() - t0:.1f}s to stop")
         if self._gc_held:
             self._gc_held = False
-            collector.release()
+            gui_gc.release()
         super().closeEvent(event)
-
-
-def run_app(argv: list[str]) -> int:
-    """`python main.py [--example NAME | --experiment FILE] [--steps N] ...`: the window (see app/launch.py)."""
-    from .launch import run_app as launch
-    return launch(argv)

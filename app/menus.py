@@ -1,20 +1,24 @@
 """The window's actions and menus: run controls with their shortcuts, File (open, recent, runs folder,
-quit), Run, Help.
+export, quit), Run, Help.
 
 The run actions are shared by the menu and the panel's buttons, so enabled state, text and tooltip
-(which names the shortcut) are defined once. `file_menu` is public: exporters add their actions to it.
+(which names the shortcut) are defined once. `build_menus` returns what it made (`Menus`); it reaches
+the window only through the callables it is given.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Callable
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QFileDialog, QMessageBox, QStyle, QWidget
+from PySide6.QtWidgets import QFileDialog, QMainWindow, QMenu, QMessageBox, QStyle, QWidget
 
-if TYPE_CHECKING:
-    from .main_window import MainWindow
+from training_core.runs import RunData
+
+from .export.actions import ExportActions, install_export_menu
+from .settings import Settings
 
 #: name -> (text, tooltip, shortcuts (the first is shown), icon)
 RUN_ACTIONS = {
@@ -44,48 +48,57 @@ def run_actions(window: QWidget, slots: dict[str, Any]) -> dict[str, QAction]:
     return out
 
 
-def build_menus(w: "MainWindow") -> None:
-    bar = w.menuBar()
-    w.file_menu = bar.addMenu("&File")
-    open_action = w.file_menu.addAction("&Open Experiment…", lambda: open_dialog(w))
-    open_action.setShortcut(QKeySequence.StandardKey.Open)
-    w.recent_menu = w.file_menu.addMenu("Open &Recent")
-    w.recent_menu.setToolTipsVisible(True)
-    w.recent_menu.aboutToShow.connect(lambda: fill_recent_menu(w))
-    w.file_menu.addAction("Runs &Folder…", lambda: choose_runs_folder(w))
-    w.file_menu.addSeparator()
-    from .export.actions import install_export_menu
-    w.export_actions = install_export_menu(w, w.file_menu, lambda: w.store, smoothing_provider=lambda: w.plots.smoothing)
-    w.file_menu.addSeparator()
-    w.quit_action = w.file_menu.addAction("&Quit", w.close)
-    w.quit_action.setShortcut(QKeySequence.StandardKey.Quit)
-    run = bar.addMenu("&Run")
-    for a in (w.start_action, w.pause_action, w.step_action, w.stop_action):
-        run.addAction(a)
-    help_menu = bar.addMenu("&Help")
-    help_menu.addAction("&About Freezeframe", lambda: show_about(w))
+@dataclass
+class Menus:
+    file_menu: QMenu  # public: exporters and plug-ins add their actions here
+    recent_menu: QMenu
+    quit_action: QAction
+    export_actions: ExportActions
 
 
-def open_dialog(w: "MainWindow") -> None:
-    path, _ = QFileDialog.getOpenFileName(w, "Open experiment file", str(Path.cwd()),
+def build_menus(window: QMainWindow, settings: Settings, run: list[QAction], open_file: Callable[[str], object],
+                store: Callable[[], RunData], smoothing: Callable[[], float]) -> Menus:
+    """File, Run and Help on `window`'s menu bar. `open_file(path)` opens an experiment file."""
+    bar = window.menuBar()
+    file_menu = bar.addMenu("&File")
+    file_menu.addAction("&Open Experiment…", lambda: open_dialog(window, open_file)).setShortcut(
+        QKeySequence.StandardKey.Open)
+    recent = file_menu.addMenu("Open &Recent")
+    recent.setToolTipsVisible(True)
+    recent.aboutToShow.connect(lambda: fill_recent_menu(recent, settings, open_file))
+    file_menu.addAction("Runs &Folder…", lambda: choose_runs_folder(window, settings))
+    file_menu.addSeparator()
+    export_actions = install_export_menu(window, file_menu, store, smoothing_provider=smoothing)
+    file_menu.addSeparator()
+    quit_action = file_menu.addAction("&Quit", window.close)
+    quit_action.setShortcut(QKeySequence.StandardKey.Quit)
+    run_menu = bar.addMenu("&Run")
+    for a in run:
+        run_menu.addAction(a)
+    bar.addMenu("&Help").addAction("&About Freezeframe", lambda: show_about(window))
+    return Menus(file_menu, recent, quit_action, export_actions)
+
+
+def open_dialog(parent: QWidget, open_file: Callable[[str], object]) -> None:
+    path, _ = QFileDialog.getOpenFileName(parent, "Open experiment file", str(Path.cwd()),
                                           "Experiment files (*.py);;All files (*)")
     if path:
-        w.open_experiment(path)
+        open_file(path)
 
 
-def fill_recent_menu(w: "MainWindow") -> None:
-    w.recent_menu.clear()
-    files = w.settings.recent_files()
+def fill_recent_menu(menu: QMenu, settings: Settings, open_file: Callable[[str], object]) -> None:
+    menu.clear()
+    files = settings.recent_files()
     for f in files:
-        w.recent_menu.addAction(Path(f).name, lambda f=f: w.open_experiment(f)).setToolTip(f)
+        menu.addAction(Path(f).name, lambda f=f: open_file(f)).setToolTip(f)
     if not files:
-        w.recent_menu.addAction("(none yet)").setEnabled(False)
+        menu.addAction("(none yet)").setEnabled(False)
 
 
-def choose_runs_folder(w: "MainWindow") -> None:
-    folder = QFileDialog.getExistingDirectory(w, "Folder for new runs", w.settings.runs_folder() or "runs")
+def choose_runs_folder(parent: QWidget, settings: Settings) -> None:
+    folder = QFileDialog.getExistingDirectory(parent, "Folder for new runs", settings.runs_folder() or "runs")
     if folder:
-        w.settings.set_runs_folder(folder)
+        settings.set_runs_folder(folder)
 
 
 def show_about(parent: QWidget) -> QMessageBox:

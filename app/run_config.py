@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from training_core import RunConfig
+from training_core.runs import Source
 
 from .panels import ExperimentPanel, SchedulePanel, ScopeTree
-from .panels.experiment import Source
 from .scheduling import gui_intra_op_threads
 
 

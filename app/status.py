@@ -1,7 +1,8 @@
-"""The status bar: what the worker is doing, step, phase, speed, elapsed time, device, run directory.
+"""The status bar: what training is doing, step, phase, speed, elapsed time, device, run directory.
 
-Refreshed by the window's 25 Hz timer from the latest `Status` the core sent; a label is only touched
-when its text changes, so an idle window costs nothing.
+It draws the window's `Session`: the state text and run directory when they change, the latest
+`Status` from the window's 25 Hz timer. A label is only touched when its text changes, so an idle
+window costs nothing.
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ def format_elapsed(seconds: float) -> str:
 class StatusPanel(QStatusBar):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.state_label = self._label("Starting…", "What the training thread is doing")
+        self.state_label = self._label("Starting…", "What training is doing")
         self.step_label = self._label("Step 0", "Steps taken in this run")
         self.phase_label = self._label("Phase –", "The phase of the latest step")
         self.rate_label = self._label("– steps/s", "Training speed")
@@ -89,8 +90,6 @@ class StatusPanel(QStatusBar):
         self._set(self.elapsed_label, format_elapsed(s.elapsed_s))
         if s.device:
             self.set_device(s.device)
-        if s.run_dir:
-            self.set_run_dir(s.run_dir)
         if s.target_steps:
             self.progress.setMaximum(int(s.target_steps))
             self.progress.setValue(min(int(s.step), int(s.target_steps)))
@@ -98,7 +97,3 @@ class StatusPanel(QStatusBar):
             self.progress.show()
         else:
             self.progress.hide()
-
-    def reset(self) -> None:
-        self.show_status(Status())
-        self.set_run_dir("")

@@ -3,8 +3,12 @@
 Training runs in a process of its own (`training_core.service`): a thread of the window's process would
 share the GIL with the GUI, and every bit of Python the GUI runs would stall it (README, Performance).
 The window talks to it through one pipe: requests (load TensorFlow, prepare, run, commands) go out as
-the typed messages of `training_core.protocol`; reports come back and a reader thread turns each into
-the Qt signal that a table maps its type to, queued to the GUI thread. Nothing here touches a widget.
+the typed messages of `training_core.protocol`; reports come back and a reader thread emits each, queued
+to the GUI thread, as `report` (the window's `Session` takes them all) and as the signal a table maps its
+type to (for listeners that want one kind). Nothing here touches a widget.
+
+`TrainingService` is what the window needs of this: tests of the window's own widgets pass a stand-in
+that emits the same reports without a process (tests/app/fake_service.py).
 
 TensorFlow is imported by the service's first job, so the window is visible long before the ~3 s
 import finishes (and the window's own process never imports TensorFlow at all).
@@ -21,18 +25,17 @@ import threading
 import weakref
 from multiprocessing.connection import Client, Listener
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
 from PySide6.QtCore import QObject, Signal
 
 from training_core import Command, RunConfig
 from training_core import protocol as P
-from training_core.protocol import PreparedInfo
 from training_core.service import KEY_ENV
 
 from .scheduling import gui_intra_op_threads, training_nice
 
-__all__ = ["PreparedInfo", "Reports", "TrainingProcess", "still_running"]
+__all__ = ["Reports", "TrainingProcess", "TrainingService", "still_running"]
 
 ROOT = Path(__file__).resolve().parent.parent  # the project: `training_core` must import in the service
 
@@ -62,14 +65,15 @@ class Reports(QObject):
     samples = Signal(object)  # dict
     status = Signal(object)  # Status
     died = Signal(int)  # the service ended unexpectedly (exit code); the window starts a new one
+    report = Signal(object)  # every report above, as the protocol object itself (`Session.handle` takes it)
 
     def emit_report(self, report: object) -> None:
-        """Emit the signal a protocol report maps to (reader thread; queued to the GUI thread)."""
-        for kind, (signal, args) in _SIGNALS.items():
-            if isinstance(report, kind):
-                getattr(self, signal).emit(*args(report))
-                return
-        self.failed.emit(f"an unknown report from training was ignored: {type(report).__name__}", "")
+        """Emit `report` and the signal its type maps to (reader thread; queued to the GUI thread)."""
+        self.report.emit(report)
+        kind = _SIGNALS.get(type(report))
+        if kind is not None:
+            signal, args = kind
+            getattr(self, signal).emit(*args(report))
 
 
 #: protocol report -> (Reports signal, its arguments)
@@ -80,6 +84,19 @@ _SIGNALS = {
     P.Metrics: ("metrics", lambda r: (r.batch,)), P.Emitted: ("event", lambda r: (r.event,)),
     P.Samples: ("samples", lambda r: (r.samples,)), P.StatusChanged: ("status", lambda r: (r.status,)),
 }
+
+
+class TrainingService(Protocol):
+    """What the window uses of a training service (`TrainingProcess`, or a stand-in in widget tests)."""
+
+    worker: Reports
+
+    def load(self) -> None: ...
+    def prepare(self, config: RunConfig) -> None: ...
+    def start(self, config: RunConfig) -> None: ...
+    def send(self, command: Command) -> bool: ...
+    def shutdown(self, timeout_s: float = 2.0) -> bool: ...
+    def deleteLater(self) -> None: ...
 
 
 class TrainingProcess(QObject):
@@ -168,7 +185,7 @@ class TrainingProcess(QObject):
             except (EOFError, OSError):
                 break
             except Exception as e:  # noqa: BLE001 - one unreadable report must not end the window's link
-                reports.failed.emit(f"a report from training could not be read: {type(e).__name__}: {e}", "")
+                reports.emit_report(P.Failed(f"a report from training could not be read: {type(e).__name__}: {e}"))
                 continue
             if isinstance(msg, P.RunFinished):
                 self._accepting = False
@@ -176,10 +193,10 @@ class TrainingProcess(QObject):
         if not self._stopping:  # the service died (killed, out of memory): say so, and end the run in the window
             code = self.process.wait()
             self._accepting = False
-            reports.failed.emit(f"the training process ended unexpectedly (exit code {code}); a new one is "
-                                "starting: check the run's memory use, then press Start", "")
-            reports.busy.emit("")
-            reports.runFinished.emit(None)
+            reports.emit_report(P.Failed(f"the training process ended unexpectedly (exit code {code}); a new one "
+                                         "is starting: check the run's memory use, then press Start"))
+            reports.emit_report(P.Busy(""))
+            reports.emit_report(P.RunFinished(None))
             reports.died.emit(code)
 
     # -- shutting down -----------------------------------------------------------------------------------

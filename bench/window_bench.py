@@ -71,17 +71,20 @@ def open_window(step_offset: int = 0):
     `step_offset` steps so that live data lands after a pre-filled store."""
     from app.main_window import MainWindow
     from training_core import Pause
-
-    class BenchWindow(MainWindow):
-        def _on_metrics(self, batch):
-            if step_offset:
-                for b in batch.blocks:
-                    b.steps = b.steps + step_offset
-            super()._on_metrics(batch)
+    from training_core import protocol as P
 
     qapp()
     run_dir = str(Path(tempfile.mkdtemp(prefix="ff-bench-window-")) / "run")
-    w = BenchWindow(("example", "ring"), run_dir=run_dir)
+    w = MainWindow(("example", "ring"), run_dir=run_dir)
+    if step_offset:  # every report goes through the window's Session: shift the steps of metrics batches there
+        handle = w.session.handle
+
+        def shifted(report):
+            if isinstance(report, P.Metrics):
+                for b in report.batch.blocks:
+                    b.steps = b.steps + step_offset
+            handle(report)
+        w.session.handle = shifted
     w.resize(1440, 900)
     w.show()
     wait_for(lambda: w.prepared is not None and not w.busy)
@@ -180,11 +183,13 @@ def measure_memory(steps: int) -> dict:
     """Resident memory of the window process while `steps` steps of recorded metrics flow in through the
     window's own metrics slot, with its 25 Hz redraw running."""
     import gc
+
+    from training_core import protocol as P
     w = open_window()
     gc.collect()
     before, peak = _rss_mb(), 0.0
     for i, batch in enumerate(synthetic_batches(steps, start=w.store.last_step + 1)):
-        w._on_metrics(batch)
+        w.session.handle(P.Metrics(batch))
         if i % 5 == 0:  # 1000 steps per 25 Hz frame: 10^6 steps in ~40 s of wall time
             qapp().processEvents()
             w.refresh()

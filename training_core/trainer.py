@@ -22,13 +22,13 @@ import numpy as np
 from . import commands as C
 from . import events as E
 from . import runlock
-from .remote import CommandFileReader, SampleFile
 from .config import RunConfig
 from .errors import UserError
 from .metrics import MetricsBatch, PendingStep, PhaseBlock, Status
 from .observers import Checkpointer, LeakAlarm, NanAlarm, Observer, Sampler, overrides
 from .prepare import set_learning_rate
 from .recorder import RunRecord, default_run_dir, prepare_run_dir
+from .remote import CommandFileReader, SampleFile
 from .schedule import policy_from_dict
 from .scopes import frozen_mask, resolve_scopes
 

@@ -12,12 +12,12 @@ from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QFileDialog, QMainWindow, QMenu
 
 from training_core import UserError
+from training_core.figures import FigureSpec
 
 from .clipboard import copy_figure, save_window_screenshot
 from .csv_export import write_csv
 from .dialog import ExportDialog, show_error
 from .figure import Figure
-from .spec import FigureSpec
 
 
 class ExportActions(QObject):

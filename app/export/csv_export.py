@@ -10,8 +10,7 @@ import math
 from pathlib import Path
 
 from training_core import UserError
-
-from .data import FigureData
+from training_core.figures import FigureData
 
 CSV_HEADER = "step,wall_time,tag,value,smoothed"
 

@@ -15,15 +15,16 @@ from PySide6.QtGui import QImage, QPainter, QPixmap
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFileDialog,
                                QFormLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit, QMessageBox, QPushButton,
                                QSizePolicy, QSpinBox, QVBoxLayout, QWidget)
+from superqt.utils import qdebounced, signals_blocked
 
 from training_core import UserError
+from training_core.figures import (FORMATS, PLOT_NAMES, SIZE_PRESETS, FigureSpec, default_labels, format_from_path,
+                                   from_units, to_units)
 
 from .clipboard import copy_figure
 from .csv_export import write_csv
 from .figure import Figure
 from .render import write_pdf, write_png, write_svg
-from .spec import (FORMATS, PLOT_NAMES, SIZE_PRESETS, FigureSpec, default_labels, format_from_path, from_units,
-                   to_units)
 
 CUSTOM = "custom"
 
@@ -38,8 +39,8 @@ class ExportDialog(QDialog):
         self._units = "in"
         self._version = None
         self.preview_image: QImage | None = None
+        self._preview_later = qdebounced(self.refresh_preview, timeout=120, parent=self)  # one render per burst
         self._build(spec or FigureSpec())
-        self._debounce = QTimer(self, singleShot=True, interval=120, timeout=self.refresh_preview)
         self._live = QTimer(self, interval=2000, timeout=self._refresh_if_data_moved)
         self._live.start()
         self.schedule_preview()
@@ -181,21 +182,19 @@ class ExportDialog(QDialog):
         w_in = from_units(self.width_box.value(), self._units)
         match = next((k for k, v in SIZE_PRESETS.items() if abs(v - w_in) < 0.005), CUSTOM)
         if self.preset.currentText() != match:
-            self.preset.blockSignals(True)
-            self.preset.setCurrentText(match)
-            self.preset.blockSignals(False)
+            with signals_blocked(self.preset):
+                self.preset.setCurrentText(match)
 
     def _units_changed(self) -> None:
         new = self.units.currentText()
         w, h = (from_units(b.value(), self._units) for b in (self.width_box, self.height_box))
         self._units = new
         for box, inches in ((self.width_box, w), (self.height_box, h)):
-            box.blockSignals(True)
-            box.setRange(to_units(0.5, new), to_units(40, new))
-            box.setDecimals(1 if new == "mm" else 2)
-            box.setSingleStep(1.0 if new == "mm" else 0.05)
-            box.setValue(to_units(inches, new))
-            box.blockSignals(False)
+            with signals_blocked(box):
+                box.setRange(to_units(0.5, new), to_units(40, new))
+                box.setDecimals(1 if new == "mm" else 2)
+                box.setSingleStep(1.0 if new == "mm" else 0.05)
+                box.setValue(to_units(inches, new))
         self.schedule_preview()
 
     # -- the spec --------------------------------------------------------------------------------
@@ -222,7 +221,7 @@ class ExportDialog(QDialog):
 
     # -- preview ---------------------------------------------------------------------------------
     def schedule_preview(self) -> None:
-        self._debounce.start()
+        self._preview_later()
 
     def _refresh_if_data_moved(self) -> None:
         if self.isVisible() and getattr(self._store_provider(), "version", None) != self._version:

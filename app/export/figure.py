@@ -5,7 +5,7 @@ points (text, line widths, ticks), not screen pixels; pyqtgraph's cosmetic pens 
 pixel wide in a 1200-dpi PDF and its SVG exporter fails under PySide6 6.11. Here the painter's unit is
 one point, pens are non-cosmetic, fonts are set in those units (see text.py), and the same `paint()`
 feeds the PNG, the SVG, the PDF, the clipboard and the dialog's preview, so they all agree.
-Curves are min/max decimated to the output's resolution before drawing (see data.minmax_decimate).
+Curves are min/max decimated to the output's resolution before drawing (training_core.figures.minmax_decimate).
 """
 from __future__ import annotations
 
@@ -16,13 +16,14 @@ from PySide6.QtCore import QLineF, QRectF
 from PySide6.QtGui import QColor, QPainter, QPainterPath
 from pyqtgraph.functions import arrayToQPath
 
+from training_core.figures import (DASHES, FigureData, FigureSpec, PlotData, default_labels, minmax_decimate,
+                                   short_label)
+
 from .axes import Tick, linear_range, linear_ticks, log_range, log_ticks, step_range
-from .data import FigureData, PlotData, minmax_decimate
 from .legend import Legend, best_corner, make_pen
 from .markers import assign_marker_labels, draw_marker_labels, draw_marker_lines, label_row_height
-from .spec import FigureSpec, default_labels, short_label
 from .text import PowerLabel, TextStyle
-from .theme import DASHES, Theme, theme_named
+from .theme import Theme, theme_named
 
 VECTOR_DPI = 200.0  # SVG/PDF curves keep 2-4 points per 1/200 in: far finer than a 1 pt line
 

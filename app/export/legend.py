@@ -13,7 +13,8 @@ import numpy as np
 from PySide6.QtCore import QLineF, QRectF, Qt
 from PySide6.QtGui import QColor, QPainter, QPen
 
-from .data import LegendEntry
+from training_core.figures import LegendEntry
+
 from .text import TextStyle
 from .theme import FROZEN_DASH, Theme
 

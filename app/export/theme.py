@@ -31,8 +31,6 @@ _SCREEN_ORDER = ["sky blue", "orange", "bluish green", "yellow", "reddish purple
 #: alarms (NaN, leak) stand out in vermillion
 MARKER_COLOURS = {"nan": "vermillion", "leak": "vermillion"}
 
-#: dash patterns (in pen widths) for the leaves of a scope: kernel solid, bias dashed, ...
-DASHES: list[list[float] | None] = [None, [4.0, 2.5], [5.0, 2.0, 1.0, 2.0], [1.0, 1.8]]
 FROZEN_DASH = [0.1, 2.2]  # dots, drawn with a round cap
 
 

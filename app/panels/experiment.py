@@ -14,8 +14,10 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (QComboBox, QFormLayout, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QSpinBox,
                                QToolButton, QVBoxLayout, QWidget)
+from superqt.utils import signals_blocked
 
-Source = tuple[str, str]  # ("example", "ring") or ("file", "/abs/path.py")
+from training_core.runs import Source
+
 
 
 class ExperimentPanel(QWidget):
@@ -86,20 +88,19 @@ class ExperimentPanel(QWidget):
     # -- sources ---------------------------------------------------------------------------------------
     def set_sources(self, examples: Sequence[str], recent_files: Sequence[str]) -> None:
         current = self.current_source()
-        self.source_combo.blockSignals(True)
-        self.source_combo.clear()
-        self._sources = []
-        for name in examples:
-            self.source_combo.addItem(f"{name}  (built-in)")
-            self._sources.append(("example", name))
-        if recent_files:
-            self.source_combo.insertSeparator(self.source_combo.count())
-            self._sources.append(("separator", ""))
-        for path in recent_files:
-            self.source_combo.addItem(Path(path).name)
-            self.source_combo.setItemData(self.source_combo.count() - 1, path, Qt.ItemDataRole.ToolTipRole)
-            self._sources.append(("file", str(path)))
-        self.source_combo.blockSignals(False)
+        with signals_blocked(self.source_combo):
+            self.source_combo.clear()
+            self._sources = []
+            for name in examples:
+                self.source_combo.addItem(f"{name}  (built-in)")
+                self._sources.append(("example", name))
+            if recent_files:
+                self.source_combo.insertSeparator(self.source_combo.count())
+                self._sources.append(("separator", ""))
+            for path in recent_files:
+                self.source_combo.addItem(Path(path).name)
+                self.source_combo.setItemData(self.source_combo.count() - 1, path, Qt.ItemDataRole.ToolTipRole)
+                self._sources.append(("file", str(path)))
         if current is not None:
             self.select_source(current)
 
@@ -107,9 +108,8 @@ class ExperimentPanel(QWidget):
         """Show `source` as the current choice without emitting `sourceChosen`."""
         if source not in self._sources:
             return False
-        self.source_combo.blockSignals(True)
-        self.source_combo.setCurrentIndex(self._sources.index(source))
-        self.source_combo.blockSignals(False)
+        with signals_blocked(self.source_combo):
+            self.source_combo.setCurrentIndex(self._sources.index(source))
         return True
 
     def current_source(self) -> Source | None:

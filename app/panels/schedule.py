@@ -1,17 +1,19 @@
 """The schedule panel: how phases alternate, each phase's learning rate, and how freezing works.
 
-Every edit is live. Spin boxes are debounced (300 ms after the last change, or at once on Enter) so
-that one change the user makes becomes one command in the run record, not one per arrow click.
+Every edit is live. Spin boxes are debounced (superqt's `qdebounced`: 300 ms after the last change, or
+at once on Enter) so that one change the user makes becomes one command in the run record, not one
+per arrow click.
 """
 from __future__ import annotations
 
 import re
 from typing import Any, Sequence
 
-from PySide6.QtCore import QTimer, Signal
+from PySide6.QtCore import Signal
 from PySide6.QtGui import QValidator
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QGridLayout, QHBoxLayout, QLabel, QSpinBox,
                                QVBoxLayout, QWidget)
+from superqt.utils import qdebounced
 
 DEBOUNCE_MS = 300
 _PARTIAL_NUMBER = re.compile(r"^\s*\d*\.?\d*(e[-+]?\d*)?\s*$", re.IGNORECASE)
@@ -119,8 +121,8 @@ class SchedulePanel(QWidget):
         self._quiet = False
         self._sent_schedule: dict[str, Any] = {}
         self._sent_lr: dict[str, float] = {}
-        self._schedule_timer = self._timer(self._flush_schedule)
-        self._lr_timer = self._timer(self._flush_lr)
+        self._schedule_later = qdebounced(self._flush_schedule, timeout=DEBOUNCE_MS, parent=self)
+        self._lr_later = qdebounced(self._flush_lr, timeout=DEBOUNCE_MS, parent=self)
         self.policy_combo.currentIndexChanged.connect(self._policy_changed)
         self.max_steps.valueChanged.connect(self._schedule_edited)
         self.max_steps.editingFinished.connect(self._flush_schedule)
@@ -128,13 +130,6 @@ class SchedulePanel(QWidget):
             lambda: None if self._quiet else self.methodChanged.emit(self.method()))
         self.stats_check.toggled.connect(lambda on: None if self._quiet else self.frozenStatsChanged.emit(on))
         self._policy_changed()
-
-    def _timer(self, slot: Any) -> QTimer:
-        t = QTimer(self)
-        t.setSingleShot(True)
-        t.setInterval(DEBOUNCE_MS)
-        t.timeout.connect(slot)
-        return t
 
     # -- filling ---------------------------------------------------------------------------------------
     def set_config(self, phase_names: Sequence[str], schedule: dict[str, Any], lr: dict[str, float],
@@ -161,8 +156,8 @@ class SchedulePanel(QWidget):
             self._policy_changed()
         finally:
             self._quiet = False
-        self._schedule_timer.stop()
-        self._lr_timer.stop()
+        self._schedule_later.cancel()
+        self._lr_later.cancel()
         self._sent_schedule = self.schedule()
         self._sent_lr = self.learning_rates()
 
@@ -228,10 +223,8 @@ class SchedulePanel(QWidget):
     # -- emitting --------------------------------------------------------------------------------------
     def flush(self) -> None:
         """Emit any edit still waiting out its debounce (Start reads the panel right after)."""
-        if self._schedule_timer.isActive():
-            self._flush_schedule()
-        if self._lr_timer.isActive():
-            self._flush_lr()
+        self._schedule_later.flush()
+        self._lr_later.flush()
 
     def _policy_changed(self) -> None:
         adaptive = self.policy_combo.currentData() == "adaptive"
@@ -244,10 +237,10 @@ class SchedulePanel(QWidget):
 
     def _schedule_edited(self) -> None:
         if not self._quiet:
-            self._schedule_timer.start()
+            self._schedule_later()
 
     def _flush_schedule(self) -> None:
-        self._schedule_timer.stop()
+        self._schedule_later.cancel()  # sent now: the pending debounce has nothing left to send
         if self._quiet or not self.phase_names:
             return
         problem = self.problem()
@@ -260,10 +253,10 @@ class SchedulePanel(QWidget):
 
     def _lr_edited(self) -> None:
         if not self._quiet:
-            self._lr_timer.start()
+            self._lr_later()
 
     def _flush_lr(self) -> None:
-        self._lr_timer.stop()
+        self._lr_later.cancel()
         if self._quiet:
             return
         for p, v in self.learning_rates().items():

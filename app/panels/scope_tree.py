@@ -3,21 +3,23 @@
 Ticking a scope freezes everything under it. The tree turns its check states into the shortest list
 of scope prefixes that covers exactly the ticked variables and emits it whole (`SetFreeze` replaces
 the freeze set, so a replay needs no history). Qt's auto-tristate changes one item per child, so
-those changes are coalesced into a single emission.
+those changes are coalesced into a single emission (superqt's `qdebounced` with no delay: one
+emission per pass of the event loop).
 
-Values (relative update, frozen, leak) come from the `RunData`, i.e. what the core measured, not
-what was asked: a row reads "frozen" once the core reports the variable frozen.
+The value and state columns only draw `VarState`s (training_core/runs/variables.py), derived from
+what the core measured, not from what was asked: a row reads "frozen" once the core reports it.
 """
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
-from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QObject, Qt, Signal
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import QHeaderView, QLineEdit, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
+from superqt.utils import qdebounced
 
 from training_core import ScopeNode, in_scope
-from training_core import events as E
+from training_core.runs import STATES, VarState
 
 NAME, SHAPE, PARAMS, UPDATE, STATE = range(5)
 PATH_ROLE = Qt.ItemDataRole.UserRole
@@ -56,8 +58,8 @@ class ScopeTree(QWidget):
         header = self.tree.header()
         header.setStretchLastSection(False)
         header.setSectionResizeMode(NAME, QHeaderView.ResizeMode.Interactive)
-        # Not ResizeToContents: that re-measures every row on each value change (~3 ms per refresh,
-        # on the GUI thread, while training waits for the GIL). Widths are set once per tree (_fit_columns).
+        # Not ResizeToContents: that re-measures every row on each value change (~3 ms per refresh, on
+        # the GUI thread, while the report reader waits for the GIL). Widths are set once per tree.
         for col in (SHAPE, PARAMS, UPDATE, STATE):
             header.setSectionResizeMode(col, QHeaderView.ResizeMode.Interactive)
         header.setMinimumSectionSize(36)
@@ -75,14 +77,8 @@ class ScopeTree(QWidget):
         self._items: dict[str, QTreeWidgetItem] = {}
         self._var_items: dict[str, QTreeWidgetItem] = {}
         self._emitted: tuple[str, ...] = ()
-        self._quiet = False
-        self._coalesce = QTimer(self)
-        self._coalesce.setSingleShot(True)
-        self._coalesce.setInterval(0)
-        self._coalesce.timeout.connect(self._emit_if_changed)
-        self._store_version = -1
-        self._events_seen = 0
-        self._leaks: dict[str, E.Leak] = {}
+        self._quiet = False  # programmatic check changes: not the user's, nothing to emit
+        self._emit_soon = qdebounced(self._emit_if_changed, timeout=0, parent=self)
         self.set_placeholder("Loading TensorFlow…")
 
     # -- building --------------------------------------------------------------------------------------
@@ -115,7 +111,6 @@ class ScopeTree(QWidget):
         self._fit_name()
         self._quiet = False
         self.set_frozen(frozen)
-        self._store_version = -1
         self._apply_filter(self.filter_edit.text())
 
     def _add_children(self, parent: QTreeWidgetItem, node: ScopeNode) -> None:
@@ -153,7 +148,7 @@ class ScopeTree(QWidget):
         pad = 2 * self.tree.style().pixelMetric(self.tree.style().PixelMetric.PM_FocusFrameHMargin) + 12
         for col in (SHAPE, PARAMS):
             self.tree.resizeColumnToContents(col)
-        for col, widest in ((UPDATE, ("8.88e-88",)), (STATE, ("leaked", "frozen", "LEAK"))):
+        for col, widest in ((UPDATE, ("8.88e-88",)), (STATE, STATES)):
             width = max(max(fm.horizontalAdvance(t) for t in widest) + pad, header.sectionSizeHint(col))
             self.tree.setColumnWidth(col, width)
 
@@ -202,13 +197,11 @@ class ScopeTree(QWidget):
 
     def _on_item_changed(self, item: QTreeWidgetItem, column: int) -> None:
         if column == NAME and not self._quiet:
-            self._coalesce.start()
+            self._emit_soon()
 
     def flush(self) -> None:
         """Emit a change still being coalesced (Start reads the tree right after)."""
-        if self._coalesce.isActive():
-            self._coalesce.stop()
-            self._emit_if_changed()
+        self._emit_soon.flush()
 
     def _emit_if_changed(self) -> None:
         scopes = self.frozen_scopes()
@@ -252,62 +245,17 @@ class ScopeTree(QWidget):
         for i in range(root.childCount()):
             visit(root.child(i), False)
 
-    # -- values from the store -------------------------------------------------------------------------
-    def refresh(self, store) -> None:
-        """Update relative update and state columns if the store changed (called at ~25 Hz).
-
-        State: "frozen" once the core reports it frozen; "LEAK" while a frozen variable still moves
-        (gate method: optimizer momentum); "leaked" once it has stopped moving again.
-        """
-        if store.version == self._store_version or not self._var_items:
-            return
-        self._store_version = store.version
-        self._collect_leaks(store)
-        known = set(store.var_paths)
-        values: dict[str, float | None] = {}
-        state: dict[str, str] = {}
-        for path, item in self._var_items.items():
-            v = store.latest(path, "update_ratio") if path in known else None
-            frozen = store.frozen_now(path) if path in known else False
-            leak = self._leaks.get(path) if frozen else None
-            moving = bool(leak) and (store.latest(path, "update_norm") or 0.0) > 0
-            values[path] = v
-            state[path] = "LEAK" if moving else "leaked" if leak else "frozen" if frozen else ""
-            tip = (f"frozen, but moved at step {leak.at_step} (||ΔW|| = {leak.update_norm:.3g}) with the "
-                   f"{leak.method} method: optimizer momentum "
-                   f"{'still moves it' if moving else 'moved it for a while'}") if leak else ""
-            self._show(item, v, state[path], tip)
+    # -- values ----------------------------------------------------------------------------------------
+    def show_states(self, states: Mapping[str, VarState]) -> None:
+        """Draw each row's ‖ΔW‖/‖W‖ and state (rows missing from `states` show nothing)."""
+        blank = VarState(None, "")
         for path, item in self._items.items():
-            if path in self._var_items:
-                continue
-            under = [p for p in self._var_items if in_scope(p, path)]
-            vals = [values[p] for p in under if values[p] is not None]
-            states = [state[p] for p in under]
-            n_frozen = sum(st != "" for st in states)
-            agg = next((k for k in ("LEAK", "leaked") if k in states), "")
-            agg = agg or ("frozen" if under and n_frozen == len(under) else "partly" if n_frozen else "")
-            leaking = [p for p in under if state[p] in ("LEAK", "leaked")]
-            tip = f"leaked: {', '.join(leaking)}" if leaking else (
-                f"{n_frozen} of {len(under)} variables frozen" if n_frozen else "")
-            self._show(item, max(vals) if vals else None, agg, tip)
-
-    def _collect_leaks(self, store) -> None:
-        events = store.events
-        if len(events) < self._events_seen:  # the store was cleared: a new run
-            self._events_seen, self._leaks = 0, {}
-        for e in events[self._events_seen:]:
-            if isinstance(e, E.Leak):
-                self._leaks[e.variable] = e
-            elif isinstance(e, (E.Freeze, E.Method)):
-                self._leaks = {}
-        self._events_seen = len(events)
-
-    def _show(self, item: QTreeWidgetItem, value: float | None, state: str, tip: str) -> None:
-        text = "" if value is None else ("0" if value == 0 else f"{value:.2e}")
-        if item.text(UPDATE) != text:
-            item.setText(UPDATE, text)
-        if item.text(STATE) != state:
-            item.setText(STATE, state)
-            item.setForeground(STATE, QBrush(LEAK_COLOR if state in ("LEAK", "leaked") else FROZEN_COLOR))
-        if item.toolTip(STATE) != tip:
-            item.setToolTip(STATE, tip)
+            st = states.get(path, blank)
+            text = "" if st.value is None else ("0" if st.value == 0 else f"{st.value:.2e}")
+            if item.text(UPDATE) != text:
+                item.setText(UPDATE, text)
+            if item.text(STATE) != st.state:
+                item.setText(STATE, st.state)
+                item.setForeground(STATE, QBrush(LEAK_COLOR if st.alarm else FROZEN_COLOR))
+            if item.toolTip(STATE) != st.tip:
+                item.setToolTip(STATE, st.tip)

@@ -1,4 +1,4 @@
-"""Painting that leaves the GIL to the training thread.
+"""Painting without holding the GIL, so the window's other Python (its report reader) keeps running.
 
 PySide6 keeps the GIL through every C++ call it wraps: measured here, a Python thread ran at 3% of
 its speed while a QGraphicsView repainted from a Python `paintEvent`, and at 100% when the view was

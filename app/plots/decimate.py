@@ -2,7 +2,7 @@
 
 pyqtgraph's peak downsampling reshapes every visible point on every refresh: with 10^6 steps in view
 that is a pass over 10^6 values per curve, 25 times a second, on the GUI thread that also paints, and
-the training thread waits for the GIL meanwhile. `PeakPyramid` keeps the min and max of blocks of
+the report reader thread waits for the GIL meanwhile. `PeakPyramid` keeps the min and max of blocks of
 8, 64, 512, ... points, extended only by the points that arrived since the last refresh, so a view
 of any width is cut from the coarsest level that still gives at least one chunk per pixel column:
 a few thousand values per curve, whatever the length of the run.

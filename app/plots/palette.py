@@ -30,7 +30,6 @@ DIM_ALPHA = 80          # other variables while one is highlighted
 FROZEN_GREY = "#8c8c8c"  # frozen variables are mixed halfway towards this and dashed
 FLOOR_COLOR = "#8c8c8c"  # the "0 (frozen)" line at the bottom of the log axis
 REFERENCE_COLOR = "#444444"  # the 1e-3 rule of thumb for ||dW||/||W|| (no hue: hues are variables)
-REFERENCE_RATIO = 1e-3
 
 CONTROL_COLOR = "#6a3d9a"  # freeze, ratio, lr, method: things the user did
 PAUSE_COLOR = "#7f7f7f"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
+from superqt.utils import signals_blocked
 
 from training_core.runs import RunData
 
@@ -195,9 +196,8 @@ class PlotsPanel(QtWidgets.QWidget):
         self.smoothing_label.setText(f"{weight:.3f}")
         units = round(weight * SLIDER_STEPS)
         if self.smoothing_slider.value() != units:
-            self.smoothing_slider.blockSignals(True)
-            self.smoothing_slider.setValue(units)
-            self.smoothing_slider.blockSignals(False)
+            with signals_blocked(self.smoothing_slider):
+                self.smoothing_slider.setValue(units)
 
     @property
     def update_mode(self) -> str:
@@ -212,9 +212,8 @@ class PlotsPanel(QtWidgets.QWidget):
         self.updates.set_mode(mode, self.store)
         button = self.relative_button if mode == "relative" else self.absolute_button
         if not button.isChecked():
-            button.blockSignals(True)
-            button.setChecked(True)
-            button.blockSignals(False)
+            with signals_blocked(button):
+                button.setChecked(True)
 
     def curves(self) -> dict[str, pg.PlotDataItem]:
         """{"loss/D": raw, "loss/D/smoothed": smoothed, "update/<path>": update curve (log10 values)}."""

@@ -14,6 +14,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore
 
+from training_core.figures import REFERENCE_RATIO
 from training_core.runs import GrowArray, RunData
 
 from . import palette
@@ -57,7 +58,7 @@ class UpdateCurves:
         self._min_pos = math.inf
         self.floor = DEFAULT_FLOOR
         self.has_zero = False
-        self.reference = pg.InfiniteLine(pos=math.log10(palette.REFERENCE_RATIO), angle=0, movable=False,
+        self.reference = pg.InfiniteLine(pos=math.log10(REFERENCE_RATIO), angle=0, movable=False,
                                          pen=pg.mkPen(palette.REFERENCE_COLOR, width=1.2,
                                                       style=QtCore.Qt.PenStyle.DashDotLine),
                                          label="1e-3", labelOpts={"position": 0.995, "color": palette.REFERENCE_COLOR,
@@ -136,7 +137,7 @@ class UpdateCurves:
             return self.floor
         f = math.floor(math.log10(self._min_pos)) - 1.0
         if self.mode == "relative":
-            f = min(f, math.log10(palette.REFERENCE_RATIO) - 1.0)
+            f = min(f, math.log10(REFERENCE_RATIO) - 1.0)
         return max(f, LOWEST_FLOOR)
 
     def _to_log(self, values: np.ndarray) -> np.ndarray:

@@ -1,6 +1,7 @@
-"""Shared fixtures for the window tests: offscreen Qt, isolated settings, real windows on real training,
-and a check that no training process (or its report reader thread) outlives its test: a leak would
-train on in the background and skew or break later, unrelated tests."""
+"""Shared fixtures for the window tests: offscreen Qt, isolated settings, windows on real training or on
+the stand-in service (tests/app/fake_service.py), and a check that no training process (or its report
+reader thread) outlives its test: a leak would train on in the background and skew or break later,
+unrelated tests."""
 from __future__ import annotations
 
 import gc
@@ -40,15 +41,21 @@ def no_training_process_left(request: pytest.FixtureRequest):
 
 
 class WindowDriver:
-    """Makes real windows (shown, experiment prepared, runs in tmp) and waits on them like a user."""
+    """Makes windows (shown, experiment prepared, runs in tmp) and waits on them like a user.
+
+    `make()` trains in a real training process; `make(fake=True)` on the stand-in service, whose steps
+    happen only when the test calls `w.core.train(n)`."""
 
     def __init__(self, qtbot, tmp_path: Path) -> None:
         self.qtbot, self.tmp_path = qtbot, tmp_path
         self.windows: list = []
 
-    def make(self, wait: bool = True, **kwargs):
+    def make(self, wait: bool = True, fake: bool = False, **kwargs):
         from app.main_window import MainWindow
         kwargs.setdefault("run_dir", str(self.tmp_path / f"run{len(self.windows)}"))
+        if fake:
+            from tests.app.fake_service import FakeTrainingService
+            kwargs["service_factory"] = FakeTrainingService
         w = MainWindow(**kwargs)
         w.settings.set_runs_folder(str(self.tmp_path / "runs"))
         self.qtbot.addWidget(w)
@@ -79,8 +86,21 @@ class WindowDriver:
         self.qtbot.waitUntil(check, timeout=timeout)
         return found[-1]
 
-    def pause_for(self, ms: int) -> None:
-        self.qtbot.wait(ms)
+    def flush(self, w) -> int:
+        """Wait until everything the service did so far has reached the window; return the step it is at.
+
+        Absence ("training did not move while paused") is checked with this, not by waiting and seeing:
+        a real run is sent SampleNow, which the trainer applies at its next boundary and acknowledges
+        with a `sample` event (after the metrics of every step before it); the stand-in has nothing
+        in flight once its queued reports are delivered."""
+        if hasattr(w.core, "pending"):
+            self.qtbot.waitUntil(lambda: not w.core.pending, timeout=5000)
+            return w.store.last_step
+        from training_core import SampleNow
+        seen = len([e for e in w.store.events if e.kind == "sample"])
+        w.core.send(SampleNow())
+        self.qtbot.waitUntil(lambda: len([e for e in w.store.events if e.kind == "sample"]) > seen, timeout=30_000)
+        return [e for e in w.store.events if e.kind == "sample"][-1].step
 
 
 @pytest.fixture

@@ -13,9 +13,8 @@ import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-from app.export import (CSV_HEADER, Figure, FigureSpec, svg_bytes, write_csv, write_pdf,  # noqa: E402
-                        write_png, write_svg)
-from app.export.data import minmax_decimate  # noqa: E402
+from app.export import CSV_HEADER, Figure, svg_bytes, write_csv, write_pdf, write_png, write_svg  # noqa: E402
+from training_core.figures import FigureSpec, minmax_decimate  # noqa: E402
 from training_core.runs import RunData, read_run  # noqa: E402
 from training_core import MetricsBatch, PhaseBlock, ema_smooth, events, read_events, read_scalars  # noqa: E402
 
@@ -158,15 +157,6 @@ def test_long_run_svg_stays_small_and_keeps_spikes(qapp):
     assert max(fig.data.plots[0].curves[0].values) > 40  # the spike is in the data the figure draws
 
 
-def test_decimation_is_identity_on_short_series():
-    x = np.arange(100.0)
-    y = np.sin(x)
-    assert np.array_equal(minmax_decimate(x, y, 0.0, 100.0, 900), np.arange(100))
-    y[50] = np.nan
-    keep = minmax_decimate(np.arange(1e5), np.r_[y, np.zeros(int(1e5) - 100)], 0.0, 1e5, 100)
-    assert 50 in keep  # a gap stays a gap
-
-
 def test_export_while_training_runs(tmp_path, qapp):
     """Figures come from the GUI-side store, so exporting mid-run needs no pause and no trainer call:
     the trainer thread runs on while the main thread writes figures from the batches it received."""
@@ -188,8 +178,8 @@ def test_export_while_training_runs(tmp_path, qapp):
     worker.start()
     store, during, last = RunData(), 0, -1
     while worker.is_alive():
-        try:
-            store.add_batch(batches.get(timeout=0.5))  # wakes when a batch comes, not after a fixed sleep
+        try:  # wait for the next batch (not a sleep: it returns as soon as one arrives)
+            store.add_batch(batches.get(timeout=0.5))
         except queue.Empty:
             continue
         while not batches.empty():

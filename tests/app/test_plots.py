@@ -7,7 +7,6 @@ import math
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -345,22 +344,14 @@ def test_a_million_points_per_loss_curve(panel_of, qtbot):
     panel = panel_of(store)
     panel.show()
     qtbot.waitExposed(panel)
-    t0 = time.perf_counter()
-    panel.refresh()
-    t1 = time.perf_counter()
+    assert panel.refresh() is True
     QtGui.QGuiApplication.processEvents()
-    t2 = time.perf_counter()
-    times = []
-    for i in range(5):
+    for i in range(5):  # live batches: each refresh draws the new points (how fast: bench/, not here)
         idx = np.arange(n + 56 * i, n + 56 * (i + 1))
         store.add_batch(MetricsBatch([block(p, 2 * idx + k, paths[p], every=10) for k, p in ((1, "D"), (2, "G"))]))
-        a = time.perf_counter()
-        panel.refresh()
-        b = time.perf_counter()
+        assert panel.refresh() is True
         QtGui.QGuiApplication.processEvents()
-        times.append((b - a, time.perf_counter() - b))
-    print(f"\n1e6 points per loss curve: first refresh {1e3 * (t1 - t0):.0f} ms + paint {1e3 * (t2 - t1):.0f} ms; "
-          "live refresh + paint (ms): " + ", ".join(f"{1e3 * r:.1f}+{1e3 * p:.1f}" for r, p in times))
+        assert panel.curves()["loss/D"].xData[-1] == 2 * idx[-1] + 1
     curves = panel.curves()
     assert len(curves["loss/D"].xData) == len(curves["loss/D/smoothed"].yData) == n + 5 * 56
     assert len(curves["update/g/out/kernel"].xData) == len(store.var_series("g/out/kernel")[0])

@@ -15,6 +15,7 @@ import json, sys, tempfile
 from pathlib import Path
 import training_core as tc
 import training_core.cli, training_core.runlog, training_core.recorder
+import training_core.runs, training_core.figures
 d = Path(tempfile.mkdtemp())
 (d / "scalars.csv").write_text("step,wall_time,tag,value\n1,0.5,loss/D,1.25\n")
 (d / "events.jsonl").write_text('{"step": 0, "kind": "start", "time": 0}\n')

@@ -1,9 +1,13 @@
 """The Qt-free run model: one run's metrics, events and samples in memory, fed live by a trainer's
-batches or read from a run directory (whole, or followed as it grows). The window's plots, the scope
+batches or read from a run directory (whole, or followed as it grows); each variable's state derived
+from them; and the window's whole state around a run (`Session`). The window's plots, the scope
 tree, the figure exporter, review and attach all read this one model; views subscribe, the model
 never knows them (napari's model/view split).
 """
 from .data import GrowArray, Marker, RunData, marker_label
 from .follow import RunFollower, read_run
+from .session import Session, Source, nan_message, source_of
+from .variables import STATES, VariableStates, VarState
 
-__all__ = ["GrowArray", "Marker", "RunData", "RunFollower", "marker_label", "read_run"]
+__all__ = ["GrowArray", "Marker", "RunData", "RunFollower", "STATES", "Session", "Source", "VarState",
+           "VariableStates", "marker_label", "nan_message", "read_run", "source_of"]

@@ -15,13 +15,16 @@ import numpy as np
 
 from ..runlog import EVENTS_FILE, SCALARS_FILE, LineTail, parse_event_lines, parse_scalar_lines
 from ..varstore import VARIABLES_DIR, VarFileReader
+
 from .data import RunData
 
 
 class RunFollower:
-    def __init__(self, run_dir: str | Path, data: RunData | None = None) -> None:
+    """Feeds `data` with what `run_dir` gains (`read_run` makes a RunData and reads a directory once)."""
+
+    def __init__(self, run_dir: str | Path, data: RunData) -> None:
         self.dir = Path(run_dir)
-        self.data = data if data is not None else RunData(run_dir)
+        self.data = data
         self._reset()
 
     def _reset(self) -> None:

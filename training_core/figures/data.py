@@ -1,23 +1,29 @@
-"""A figure's numbers: a snapshot of the store, smoothed once, shared by the drawing and the CSV.
+"""A figure's numbers: a snapshot of a `RunData`, smoothed once, shared by the drawing and the CSV.
 
-Exporting never touches the trainer: it copies the arrays the GUI-side store already holds (on the GUI
-thread, like any plot redraw), so training keeps running at full speed while a figure is written.
-The CSV writer reads the same `Curve` objects the painter draws, so the file holds exactly the
-curves and the smoothing of the figure.
+Qt-free, so the window's exporter, the headless `--export` and a future review read one model: the
+painter (app/export/figure.py) only draws these `Curve`s and `LegendEntry`s, and the CSV writer
+writes the very same ones, so the file holds exactly the curves and the smoothing of the figure.
+Exporting never touches the trainer: it copies arrays the window's `RunData` already holds.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from training_core import ema_smooth, in_scope
-
+from ..scopes import in_scope
+from ..smoothing import ema_smooth
 from .spec import FigureSpec
-from .theme import DASHES
 
-MARKED_KINDS = ("freeze", "ratio", "lr", "method", "pause", "nan", "leak")
+if TYPE_CHECKING:
+    from ..runs import RunData
+
 REFERENCE_RATIO = 1e-3  # the usual healthy ‖ΔW‖/‖W‖ per step (Karpathy's rule of thumb)
+
+#: dash patterns (in pen widths) for the leaves of a scope: kernel solid, bias dashed, ...; a curve
+#: names one by index (`Curve.dash`), and the legend carries the pattern itself
+DASHES: list[list[float] | None] = [None, [4.0, 2.5], [5.0, 2.0, 1.0, 2.0], [1.0, 1.8]]
 
 
 @dataclass
@@ -28,7 +34,7 @@ class Curve:
     values: np.ndarray
     smoothed: np.ndarray
     colour: int  # palette index
-    dash: int = 0  # index into theme.DASHES
+    dash: int = 0  # index into DASHES
     frozen: np.ndarray | None = None  # per point: the variable was frozen (drawn grey, dotted)
 
 
@@ -60,12 +66,13 @@ class FigureData:
     last_step: int = 0
 
     @classmethod
-    def from_store(cls, store, spec: FigureSpec) -> "FigureData":
+    def from_store(cls, store: "RunData", spec: FigureSpec) -> "FigureData":
+        """Copy what `spec` shows out of `store` (every marker the store has, once per step and label)."""
         plots = [_losses(store, spec) if name == "losses" else _updates(store, spec) for name in spec.plots]
         seen, markers = set(), []
         for m in list(store.markers):
             key = (int(m.step), m.label)
-            if m.kind in MARKED_KINDS and key not in seen:
+            if key not in seen:
                 seen.add(key)
                 markers.append((int(m.step), m.kind, m.label))
         return cls(plots, markers, int(store.last_step))
@@ -80,7 +87,7 @@ def _curve(tag: str, series: tuple, weight: float, colour: int, dash: int = 0,
                  None if frozen is None else np.array(frozen, dtype=bool, copy=True))
 
 
-def _losses(store, spec: FigureSpec) -> PlotData:
+def _losses(store: "RunData", spec: FigureSpec) -> PlotData:
     curves, legend = [], []
     for i, phase in enumerate(store.phases):
         curves.append(_curve(f"loss/{phase}", store.loss(phase), spec.smoothing, i))
@@ -88,7 +95,7 @@ def _losses(store, spec: FigureSpec) -> PlotData:
     return PlotData("losses", curves, legend)
 
 
-def _updates(store, spec: FigureSpec) -> PlotData:
+def _updates(store: "RunData", spec: FigureSpec) -> PlotData:
     """One curve per variable, coloured by its parent scope and dashed by its leaf name.
 
     With two or more leaves per scope (kernel, bias) the legend lists scopes (colours) and leaves
@@ -148,26 +155,3 @@ def _split(path: str) -> tuple[str, str]:
     """(parent scope, leaf name): generator/dense_1/kernel -> (generator/dense_1, kernel)."""
     parent, sep, leaf = path.rpartition("/")
     return (parent, leaf) if sep else (path, "")
-
-
-def minmax_decimate(x: np.ndarray, y: np.ndarray, x0: float, x1: float, bins: int) -> np.ndarray:
-    """Indices that keep each bin's first, lowest, highest and last point, in order.
-
-    Peak-preserving: a spike one step wide still shows, unlike stride decimation. With one bin per
-    output pixel (per 1/200 in for vectors) that is 2-4 points per pixel, so the drawn line is
-    indistinguishable from the full data while an SVG of a 1e5-step run stays well under 2 MB.
-    Non-finite points are kept so gaps stay gaps.
-    """
-    n = len(x)
-    if n <= 4 * bins or bins < 1 or x1 <= x0:
-        return np.arange(n)
-    b = np.clip(((x - x0) * (bins / (x1 - x0))).astype(np.int64), 0, bins - 1)
-    finite = np.isfinite(y)
-    lo = np.lexsort((np.where(finite, y, np.inf), b))
-    hi = np.lexsort((np.where(finite, -y, np.inf), b))
-    starts = np.flatnonzero(np.r_[True, np.diff(b[lo]) != 0])
-    first = np.flatnonzero(np.r_[True, np.diff(b) != 0])
-    last = np.r_[first[1:] - 1, n - 1]
-    keep = np.concatenate([lo[starts], hi[np.flatnonzero(np.r_[True, np.diff(b[hi]) != 0])], first, last,
-                           np.flatnonzero(~finite)])
-    return np.unique(keep)

@@ -1,4 +1,5 @@
 """What a figure should look like: one plain dataclass shared by the dialog, the menu actions and the CLI.
+Qt-free (training_core), so a review or the headless export can check a spec without a display.
 
 Sizes are kept in inches (the unit PDF pages and DPI are defined in); millimetres are only a way of
 typing them. Every check raises `UserError` with one line, so the CLI and the dialog report bad input
@@ -9,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
-from training_core import UserError
+from ..errors import UserError
 
 PLOT_NAMES = ("losses", "updates")
 FORMATS = ("png", "svg", "pdf")

@@ -1,0 +1,77 @@
+"""The window's end of its training service: requests go out, every report goes into the `Session`,
+and a service that dies is replaced.
+
+Reports arrive as queued Qt signals (the service's reader thread emits them); they are received here,
+by a QObject that lives on the GUI thread, so `Session.handle` and everything subscribed to the session
+always run on the GUI thread. The window never handles a report itself: it draws the session.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from PySide6.QtCore import QObject, Signal, Slot
+
+from training_core import Command, RunConfig
+from training_core.runs import Session
+
+from .worker import TrainingProcess, TrainingService
+
+ServiceFactory = Callable[[QObject], TrainingService]
+
+
+class TrainingController(QObject):
+    serviceReplaced = Signal()  # the old service died; a new one runs but has not loaded TensorFlow yet
+
+    def __init__(self, session: Session, factory: ServiceFactory = TrainingProcess,
+                 parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.session = session
+        self._factory = factory
+        self.closing = False  # the window is closing: a service that ends now is not replaced
+        self.service = self._connect(factory(self))
+
+    def _connect(self, service: TrainingService) -> TrainingService:
+        service.worker.report.connect(self._on_report)
+        service.worker.died.connect(self._on_died)
+        return service
+
+    # -- requests ------------------------------------------------------------------------------------------
+    def load(self, config: RunConfig) -> None:
+        """Import TensorFlow in the service, then prepare `config`'s experiment."""
+        self.session.loading()
+        self.service.load()
+        self.service.prepare(config)
+
+    def prepare(self, config: RunConfig) -> None:
+        self.service.prepare(config)
+
+    def start(self, config: RunConfig) -> None:
+        self.session.begin_run()
+        self.service.start(config)
+
+    def send(self, command: Command) -> None:
+        """A live command, for the run going on (none: dropped, the panels keep the setting for Start)."""
+        if self.session.running:
+            self.service.send(command)
+
+    def shutdown(self, timeout_s: float) -> bool:
+        self.closing = True
+        return self.service.shutdown(timeout_s)
+
+    # -- reports (GUI thread, queued) ------------------------------------------------------------------------
+    @Slot(object)
+    def _on_report(self, report: object) -> None:
+        self.session.handle(report)
+
+    @Slot(int)
+    def _on_died(self, _code: int) -> None:
+        """The training process died (out of memory, killed): start a new one, so the next Start works
+        without restarting the window. The old run's directory keeps what it flushed."""
+        if self.closing:
+            return
+        old = self.service
+        self.service = self._connect(self._factory(self))
+        old.shutdown(1.0)
+        old.deleteLater()
+        self.session.service_lost()
+        self.serviceReplaced.emit()

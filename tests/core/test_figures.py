@@ -1,0 +1,75 @@
+"""Figure data without Qt: what a figure of a `RunData` holds (curves, legend, markers) and the
+peak-preserving decimation the painter applies."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from training_core import MetricsBatch, PhaseBlock, UserError, events
+from training_core.figures import DASHES, FigureData, FigureSpec, minmax_decimate, parse_size
+from training_core.runs import RunData
+
+D_PATHS = ("discriminator/dense_1/kernel", "discriminator/dense_1/bias", "discriminator/out/kernel",
+           "discriminator/out/bias")
+
+
+def store_with_frozen_scope() -> RunData:
+    """Phase D for 40 steps, discriminator/dense_1 frozen the whole run, out moving."""
+    store = RunData()
+    n, steps = 40, np.arange(1, 41, dtype=np.int64)
+    frozen = np.zeros((n, 4), bool)
+    frozen[:, :2] = True
+    ratio = np.where(frozen, 0.0, 1e-3)
+    store.add_batch(MetricsBatch([PhaseBlock("D", D_PATHS, steps, steps * 0.1, np.linspace(2, 1, n), ratio * 10,
+                                             ratio, ratio * 100, frozen, np.ones(n, bool))]))
+    return store
+
+
+def test_updates_legend_groups_scopes_and_leaves():
+    store = store_with_frozen_scope()
+    store.add_event(events.LearningRate(step=10, phase="D", value=1e-4))
+    store.add_event(events.LearningRate(step=10, phase="D", value=1e-4))  # the same marker twice: drawn once
+    data = FigureData.from_store(store, FigureSpec(smoothing=0.0))
+    losses, updates = data.plots
+    assert [c.tag for c in losses.curves] == ["loss/D"] and not losses.log_y
+    np.testing.assert_array_equal(losses.curves[0].smoothed, losses.curves[0].values)  # smoothing 0
+    assert updates.log_y and updates.reference == 1e-3
+    frozen = {c.tag for c in updates.curves if c.frozen is not None and c.frozen.all()}
+    assert frozen == {f"update_ratio/{p}" for p in D_PATHS[:2]}
+    # a header per top-level scope, its scopes under it (frozen ones greyed), then the leaves' dashes
+    assert [(e.label, e.colour) for e in updates.legend] == [
+        ("discriminator", None), ("dense_1 (frozen)", "muted"), ("out", 0), ("kernel", "fg"), ("bias", "fg"),
+        ("10⁻³ reference", "muted")]
+    assert data.markers == [(10, "lr", "lr D=0.0001")] and data.last_step == 40
+    absolute = FigureData.from_store(store, FigureSpec(plots=["updates"], update_kind="update_norm"))
+    assert absolute.plots[0].reference is None
+    assert {c.tag for c in absolute.plots[0].curves} == {f"update_norm/{p}" for p in D_PATHS}
+
+
+def test_two_leaves_per_scope_get_dashes():
+    store = RunData()
+    paths = ("g/a/kernel", "g/a/bias", "g/b/kernel", "g/b/bias")
+    steps = np.arange(1, 11, dtype=np.int64)
+    v = np.full((10, 4), 1e-3)
+    store.add_batch(MetricsBatch([PhaseBlock("G", paths, steps, steps * 1.0, np.ones(10), v, v, v,
+                                             np.zeros((10, 4), bool), np.ones(10, bool))]))
+    updates = FigureData.from_store(store, FigureSpec(plots=["updates"])).plots[0]
+    assert [c.dash for c in updates.curves] == [0, 1, 0, 1] and [c.colour for c in updates.curves] == [0, 0, 1, 1]
+    leaf_entries = [e for e in updates.legend if e.colour == "fg"]
+    assert [(e.label, e.dash) for e in leaf_entries] == [("kernel", DASHES[0]), ("bias", DASHES[1])]
+
+
+@pytest.mark.parametrize("text, units, problem", [("7x", "in", "not WIDTHxHEIGHT"), ("3x2", "cm", "unknown units")])
+def test_bad_sizes_name_the_fix(text, units, problem):
+    with pytest.raises(UserError, match=problem):
+        parse_size(text, units)
+    assert parse_size("254x127", "mm") == pytest.approx((10.0, 5.0))
+
+
+def test_decimation_is_identity_on_short_series():
+    x = np.arange(100.0)
+    y = np.sin(x)
+    assert np.array_equal(minmax_decimate(x, y, 0.0, 100.0, 900), np.arange(100))
+    y[50] = np.nan
+    keep = minmax_decimate(np.arange(1e5), np.r_[y, np.zeros(int(1e5) - 100)], 0.0, 1e5, 100)
+    assert 50 in keep  # a gap stays a gap

@@ -1,0 +1,215 @@
+"""The window's state as one Qt-free model: what the training service is doing, which experiment is
+prepared, whether a run is going and why it paused or ended, its run directory, and its `RunData`.
+
+Why a model of its own: the window used to derive the same state in several places (paused from both
+a status and an event, the run directory by three paths), and only a window could hold it. Here every
+protocol report goes through `Session.handle` and each fact has one source:
+  - paused comes from the run's events only (`pause` sets it, `resume` and `step` clear it), so it
+    always has a reason; a `Status` only carries numbers for the status bar;
+  - the run directory comes from the `start` event only: the directory the run really writes
+    (a run that fails before it starts has none, and its error names the path);
+  - a prepared experiment counts only while it is the one chosen (a report for an experiment the
+    user already left is dropped).
+Views subscribe to the signals below and draw; they never keep state of their own. The signals are
+psygnal's (typed, synchronous, Qt-free, as napari's models emit events): a test drives a `Session`
+with plain reports and no event loop, and the window connects its widgets to the same signals.
+All calls come from one thread (the window's GUI thread, where Qt queues the reports).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from psygnal import Signal
+
+from .. import events as E
+from .. import protocol as P
+from ..config import RunConfig
+from ..metrics import Status
+from .data import RunData
+from .variables import VariableStates, VarState
+
+Source = tuple[str, str]  # ("example", "ring") or ("file", "/abs/path.py")
+
+LOADING = "Loading TensorFlow…"
+
+
+def source_of(config: RunConfig) -> Source:
+    return ("file", config.experiment_file) if config.experiment_file else ("example", config.example or "")
+
+
+def nan_message(event: E.Nan) -> tuple[str, str]:
+    """(summary, details) for the core's `nan` event; the core has paused itself."""
+    phase, at = event.phase, event.at_step
+    summary = (f"The loss of phase {phase} became {event.value} at step {at}; training is paused. "
+               f"Lower phase {phase}'s learning rate (or fix the loss), then Resume, or Stop.")
+    detail = "\n".join(f"{k}: {v}" for k, v in event.to_dict().items())
+    return summary, detail
+
+
+class Session:
+    """One window's state. Feed it `handle(report)` and the user's intentions (`choose`, `loading`,
+    `begin_run`, `service_lost`); read the attributes; subscribe to the signals."""
+
+    state_changed = Signal()  # tf_ready, busy, prepared, running, paused, last run: controls and state text
+    devices_loaded = Signal(list)  # TensorFlow is imported: the devices it sees
+    experiment_prepared = Signal(object, bool)  # PreparedInfo; True if the tree and schedule should be rebuilt
+    problem = Signal(str, str)  # something to show in a dialog: one-line summary (problem and fix), details
+    note = Signal(str)  # a passing remark for the status bar (a warning, a refused command)
+    run_dir_changed = Signal(str)
+    data_cleared = Signal()  # `data` was emptied (another experiment, a new run): views drop what they drew
+    run_started = Signal(str)  # the run directory asked for ("" = the default one)
+    run_finished = Signal(object)  # the final Status, or None when the run never started
+
+    def __init__(self, source: Source = ("example", "ring")) -> None:
+        self.source: Source = source
+        self.data = RunData()
+        self.variables = VariableStates()
+        self.tf_ready = False
+        self.busy = ""  # what the service is doing ("" when idle)
+        self.devices: list[str] = []
+        self.prepared: P.PreparedInfo | None = None  # the chosen experiment, prepared
+        self.running = False
+        self.paused = False
+        self.pause_reason = ""
+        self.status: Status | None = None  # the latest numbers (step, phase, speed, ...)
+        self.last_run: Status | None = None  # how the last run ended
+        self.stop_reason = ""
+        self.run_dir = ""
+        self._handlers: dict[type, Callable[[Any], None]] = {
+            P.Busy: self._on_busy, P.Loaded: self._on_loaded, P.Prepared: self._on_prepared,
+            P.Failed: lambda r: self.problem.emit(r.summary, r.detail), P.RunStarted: self._on_run_started,
+            P.RunFinished: self._on_run_finished, P.Metrics: self._on_metrics, P.Emitted: self._on_event,
+            P.Samples: lambda r: self.data.set_samples(r.samples), P.StatusChanged: self._on_status}
+
+    # -- what the user asked for --------------------------------------------------------------------------
+    def loading(self) -> None:
+        """TensorFlow is being imported (then the chosen experiment prepared) in a new service."""
+        self.busy, self.prepared = LOADING, None
+        self.state_changed.emit()
+
+    def choose(self, source: Source) -> bool:
+        """Switch experiment (not while a run goes): forget the old one's data until the new one is prepared."""
+        if self.running:
+            return False
+        self.source, self.prepared, self.status = source, None, None
+        self._clear_data()
+        self.state_changed.emit()
+        return True
+
+    def begin_run(self) -> None:
+        """A run was requested: it counts as running (controls, commands) from now until it finishes."""
+        self.running, self.paused, self.pause_reason, self.stop_reason = True, False, "", ""
+        self.status = None
+        self._clear_data()
+        self.state_changed.emit()
+
+    def service_lost(self) -> None:
+        """The training service died; a new one has to load TensorFlow and prepare again."""
+        self.tf_ready, self.prepared, self.busy = False, None, ""
+        self.state_changed.emit()
+
+    @property
+    def can_start(self) -> bool:
+        return self.tf_ready and not self.running
+
+    # -- reports ------------------------------------------------------------------------------------------
+    def handle(self, report: object) -> None:
+        """One protocol report from the training service (see training_core/protocol.py)."""
+        handler = self._handlers.get(type(report))
+        if handler is None:
+            self.problem.emit(f"an unknown report from training was ignored: {type(report).__name__}", "")
+        else:
+            handler(report)
+
+    def _on_busy(self, r: P.Busy) -> None:
+        self.busy = r.text
+        self.state_changed.emit()
+
+    def _on_loaded(self, r: P.Loaded) -> None:
+        self.tf_ready, self.devices = True, list(r.devices)
+        self.devices_loaded.emit(self.devices)
+        self.state_changed.emit()
+
+    def _on_prepared(self, r: P.Prepared) -> None:
+        info, old = r.info, self.prepared
+        if source_of(info.config) != self.source:
+            return  # superseded: the user chose another experiment meanwhile
+        structure_changed = old is None or [v.path for v in info.var_infos] != [v.path for v in old.var_infos] \
+            or info.phase_names != old.phase_names
+        self.prepared = info
+        if structure_changed:
+            self.variables.set_tree(info.tree)
+        self.experiment_prepared.emit(info, structure_changed or not self.running)
+        self.state_changed.emit()
+
+    def _on_run_started(self, r: P.RunStarted) -> None:
+        self.run_started.emit(r.run_dir)
+        self.state_changed.emit()
+
+    def _on_run_finished(self, r: P.RunFinished) -> None:
+        self.running, self.paused = False, False
+        self.last_run = r.status
+        if r.status is not None:
+            self.status = r.status
+        self.state_changed.emit()
+        self.run_finished.emit(r.status)
+
+    def _on_metrics(self, r: P.Metrics) -> None:
+        self.data.add_batch(r.batch)
+        self.status = r.batch.status
+
+    def _on_status(self, r: P.StatusChanged) -> None:
+        self.status = r.status
+
+    def _on_event(self, r: P.Emitted) -> None:
+        e = r.event
+        self.data.add_event(e)
+        if isinstance(e, E.Pause):
+            self._set_paused(True, e.reason)
+        elif isinstance(e, (E.Resume, E.Step)):
+            self._set_paused(False, "")
+        elif isinstance(e, E.Nan):
+            self.problem.emit(*nan_message(e))
+        elif isinstance(e, (E.Warning, E.Rejected)):
+            self.note.emit(f"Step {e.step}: {e.message}")
+        elif isinstance(e, E.Start):
+            self._set_run_dir(e.run_dir)
+        elif isinstance(e, E.Stop):
+            self.stop_reason = e.reason
+
+    def _set_paused(self, paused: bool, reason: str) -> None:
+        if self.running and (paused, reason) != (self.paused, self.pause_reason):
+            self.paused, self.pause_reason = paused, reason
+            self.state_changed.emit()
+
+    def _set_run_dir(self, run_dir: str) -> None:
+        if run_dir != self.run_dir:
+            self.run_dir = run_dir
+            self.run_dir_changed.emit(run_dir)
+
+    def _clear_data(self) -> None:
+        self.data.clear()
+        self.variables.reset()
+        self._set_run_dir("")
+        self.data_cleared.emit()
+
+    # -- what views show ----------------------------------------------------------------------------------
+    @property
+    def state_text(self) -> str:
+        """The status bar's first field: what is going on, in a few words."""
+        if self.busy:
+            return self.busy
+        if self.running:
+            if self.paused:
+                return "Paused" + (f" ({self.pause_reason})" if self.pause_reason not in ("", "user") else "")
+            return "Training"
+        if not self.tf_ready:
+            return LOADING
+        if self.last_run is not None:
+            verb = {"done": "Finished", "stopped": "Stopped", "error": "Failed"}.get(self.stop_reason, "Ended")
+            return f"{verb} at step {self.last_run.step:,}"
+        return "Ready" if self.prepared is not None else "Not prepared"
+
+    def variable_states(self) -> dict[str, VarState] | None:
+        """Each variable's and scope's state, or None if nothing changed since the last call."""
+        return self.variables.states if self.variables.update(self.data) else None

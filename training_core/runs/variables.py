@@ -1,0 +1,108 @@
+"""Each variable's and each scope's state, derived from a `RunData`: the scope tree's value and state
+columns, computed without Qt so the window, a review of a finished run and a future attach show the
+same words for the same numbers.
+
+A variable reads "frozen" once the core *reports* it frozen (what was measured, not what was asked),
+"LEAK" while a frozen variable still moves (the gate method: optimizer momentum or weight decay),
+"leaked" once it has stopped moving again; a scope reads "frozen" when every variable under it is,
+"partly" when some are, and LEAK/leaked when any variable under it did. Leaks are forgotten when the
+freeze set or the method changes (the `leak` events before that describe another configuration).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import events as E
+from ..scopes import ScopeNode
+from .data import RunData
+
+#: every state a row can show, widest first (the tree sizes its column once for these)
+STATES = ("leaked", "frozen", "partly", "LEAK", "")
+
+
+@dataclass(frozen=True)
+class VarState:
+    value: float | None  # latest ‖ΔW‖/‖W‖ (a scope: the largest under it); None before any was recorded
+    state: str  # one of STATES
+    tip: str = ""  # why, in words (which step leaked, how many variables are frozen)
+
+    @property
+    def alarm(self) -> bool:
+        return self.state in ("LEAK", "leaked")
+
+
+class VariableStates:
+    """`update(data)` recomputes `states` (path -> VarState, variables and scopes) when `data` changed.
+
+    Cost is proportional to the tree, not to the run's length (one latest value per variable), and
+    nothing is recomputed while the data's `version` stands still, so a 25 Hz view can call it freely.
+    """
+
+    def __init__(self, tree: ScopeNode | None = None) -> None:
+        self.states: dict[str, VarState] = {}
+        self.set_tree(tree)
+
+    def set_tree(self, tree: ScopeNode | None) -> None:
+        """The variables and scopes to report on (the prepared experiment's tree)."""
+        nodes = [n for n in tree.walk() if n.path] if tree is not None else []
+        self._vars = [v.path for v in tree.all_variables()] if tree is not None else []
+        self._scopes = {n.path: [v.path for v in n.all_variables()] for n in nodes}
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget what was computed: the data was cleared for a new run (its version starts over)."""
+        self._version = -1
+        self._events_seen = 0
+        self._leaks: dict[str, E.Leak] = {}
+        self._data: RunData | None = None
+        self.states = {}
+
+    def update(self, data: RunData) -> bool:
+        """Recompute if `data` moved since the last call (or is another `RunData`); True if it did."""
+        if data is self._data and data.version == self._version:
+            return False
+        if data is not self._data:
+            self._events_seen, self._leaks = 0, {}
+        self._data, self._version = data, data.version
+        self._collect_leaks(data)
+        known = set(data.var_paths)
+        states: dict[str, VarState] = {}
+        for path in self._vars:
+            states[path] = self._variable(data, path) if path in known else VarState(None, "")
+        for scope, under in self._scopes.items():
+            states[scope] = _scope([states[p] for p in under], under)
+        self.states = states
+        return True
+
+    def _variable(self, data: RunData, path: str) -> VarState:
+        value = data.latest(path, "update_ratio")
+        frozen = data.frozen_now(path)
+        leak = self._leaks.get(path) if frozen else None
+        if leak is None:
+            return VarState(value, "frozen" if frozen else "")
+        moving = (data.latest(path, "update_norm") or 0.0) > 0
+        tip = (f"frozen, but moved at step {leak.at_step} (||ΔW|| = {leak.update_norm:.3g}) with the "
+               f"{leak.method} method: optimizer momentum {'still moves it' if moving else 'moved it for a while'}")
+        return VarState(value, "LEAK" if moving else "leaked", tip)
+
+    def _collect_leaks(self, data: RunData) -> None:
+        events = data.events
+        if len(events) < self._events_seen:  # the data was cleared: a new run
+            self._events_seen, self._leaks = 0, {}
+        for e in events[self._events_seen:]:
+            if isinstance(e, E.Leak):
+                self._leaks[e.variable] = e
+            elif isinstance(e, (E.Freeze, E.Method)):
+                self._leaks = {}
+        self._events_seen = len(events)
+
+
+def _scope(under: list[VarState], paths: list[str]) -> VarState:
+    values = [s.value for s in under if s.value is not None]
+    n_frozen = sum(s.state != "" for s in under)
+    state = next((k for k in ("LEAK", "leaked") if any(s.state == k for s in under)), "")
+    state = state or ("frozen" if under and n_frozen == len(under) else "partly" if n_frozen else "")
+    leaking = [p for p, s in zip(paths, under) if s.alarm]
+    tip = f"leaked: {', '.join(leaking)}" if leaking else (
+        f"{n_frozen} of {len(under)} variables frozen" if n_frozen else "")
+    return VarState(max(values) if values else None, state, tip)
