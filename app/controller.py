@@ -28,6 +28,8 @@ class TrainingController(QObject):
         self.session = session
         self._factory = factory
         self.closing = False  # the window is closing: a service that ends now is not replaced
+        #: while the session is attached to a run another process writes, commands go here (app/attach.py)
+        self.remote: Callable[[Command], None] | None = None
         self.service = self._connect(factory(self))
 
     def _connect(self, service: TrainingService) -> TrainingService:
@@ -51,7 +53,9 @@ class TrainingController(QObject):
 
     def send(self, command: Command) -> None:
         """A live command, for the run going on (none: dropped, the panels keep the setting for Start)."""
-        if self.session.running:
+        if self.session.attached and self.remote is not None:
+            self.remote(command)
+        elif self.session.running:
             self.service.send(command)
 
     def shutdown(self, timeout_s: float) -> bool:

@@ -38,6 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
     src = p.add_mutually_exclusive_group()
     src.add_argument("--example", help=f"built-in example to open: {', '.join(builtin_examples())} (default ring)")
     src.add_argument("--experiment", metavar="FILE", help="your own experiment file (.py)")
+    src.add_argument("--attach", metavar="RUN_DIR", help="show and steer a run another process writes (a headless "
+                                                        "run, e.g. on a server through sshfs)")
     p.add_argument("--steps", type=int, help="train this many steps, starting as soon as the window is ready "
                                               "(without it the window waits for Start)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
@@ -56,6 +58,10 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
         example_path(a.example)  # an unknown name is a one-line UserError
     if a.experiment:
         require_file(a.experiment)
+    if a.attach and not (Path(a.attach) / "events.jsonl").is_file():
+        raise UserError(f"{a.attach} has no events.jsonl; --attach needs the run directory of a run")
+    if a.attach and (a.steps or a.start or a.screenshot):
+        raise UserError("--attach shows a run another process trains; drop --steps, --start and --screenshot")
     if a.steps is not None and a.steps < 0:
         raise UserError(f"--steps must be >= 0, got {a.steps}")
     if a.close_after is not None and a.close_after < 0:
@@ -92,6 +98,8 @@ def _open_window(args: argparse.Namespace) -> int:
         from .main_window import DEFAULT_SIZE
         win.resize(*DEFAULT_SIZE)  # the same picture on every machine, whatever size was remembered
 
+    if args.attach:
+        QTimer.singleShot(0, lambda: win.attach_run(args.attach))
     auto_start = bool(args.start or args.screenshot or args.steps)
     if auto_start:
         win.start_when_ready()

@@ -15,21 +15,23 @@ from __future__ import annotations
 import gc
 import time
 from pathlib import Path
+from typing import Callable
 
 from PySide6.QtCore import QByteArray, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QShowEvent
 from PySide6.QtWidgets import QGroupBox, QMainWindow, QMessageBox, QSplitter, QStyle, QVBoxLayout, QWidget
 
 from training_core import (Pause, Resume, RunConfig, SetFreeze, SetFreezeMethod, SetLearningRate, SetSchedule,
-                           Status, Step, Stop, builtin_examples)
+                           Status, Step, Stop, UserError, builtin_examples)
 from training_core.protocol import PreparedInfo
 from training_core.runs import RunData, Session, Source
 from training_core.trainer import default_run_dir
 
 from . import gui_gc
+from .attach import AttachController
 from .controller import ServiceFactory, TrainingController
 from .errors import show_error
-from .menus import Menus, build_menus, open_dialog, run_actions, shortcut_text
+from .menus import Menus, build_menus, choose_run_dir, open_dialog, run_actions, shortcut_text
 from .panels import ExperimentPanel, SchedulePanel, ScopeTree
 from .plots import PlotsPanel
 from .run_config import run_config
@@ -64,6 +66,8 @@ class MainWindow(QMainWindow):
         gui_gc.hold()  # before the service's report reader thread exists: it must never run the collector
         self._gc_held = True
         self.controller = TrainingController(self.session, service_factory, self)
+        self.attachment = AttachController(self.session, self)  # runs other processes write (app/attach.py)
+        self.controller.remote = self.attachment.send
         self._run_dir_once = run_dir
         self._shown_status: Status | None = None
         self._loading_started = False
@@ -79,7 +83,10 @@ class MainWindow(QMainWindow):
         self.step_action, self.stop_action = actions["step"], actions["stop"]
         self._build_ui(actions)
         self.menus: Menus = build_menus(self, self.settings, list(actions.values()), self.open_experiment,
-                                        lambda: self.store, lambda: self.plots.smoothing)
+                                        lambda: self.store, lambda: self.plots.smoothing,
+                                        {"&Attach to Run…": lambda: choose_run_dir(self, "Attach to", self.attach_run),
+                                         "Re&play Run…": lambda: choose_run_dir(self, "Replay", self.replay_run),
+                                         "&Detach": self.attachment.detach})
         self._show_sources()
         if source[0] == "file":
             self.settings.add_recent(source[1])
@@ -151,6 +158,8 @@ class MainWindow(QMainWindow):
         s.run_started.connect(lambda _dir: self.runStarted.emit())
         s.run_finished.connect(self._on_run_finished)
         self.controller.serviceReplaced.connect(self.load)
+        self.attachment.controlsChanged.connect(self._show_controls)
+        self.attachment.failed.connect(lambda text: self._error(text, ""))
 
     def _show_sources(self) -> None:
         self.experiment_panel.set_sources(builtin_examples(), self.settings.recent_files())
@@ -236,6 +245,29 @@ class MainWindow(QMainWindow):
         self._start_when_ready = True
         self._update_controls()
 
+    # -- runs other processes write ----------------------------------------------------------------------
+    def attach_run(self, run_dir: str | Path) -> bool:
+        """Show and steer a run another process writes (its controls then write `commands.jsonl`)."""
+        return self._other_run(lambda: self.attachment.attach(run_dir))
+
+    def replay_run(self, source: str | Path, run_dir: str | Path | None = None) -> bool:
+        """Replay a recorded run headless (`--replay`) into a new run directory, and attach to it."""
+        return self._other_run(lambda: self.attachment.replay(source, run_dir))
+
+    def _other_run(self, go: Callable[[], None]) -> bool:
+        try:
+            go()
+        except UserError as e:
+            self._error(str(e), "")
+            return False
+        return True
+
+    def _show_controls(self, c) -> None:
+        """Someone else changed the attached run's controls: the panels show what the run now uses."""
+        self.scope_tree.set_frozen(c.freeze)
+        self.schedule_panel.set_config(self.schedule_panel.phase_names, c.schedule, c.lr, c.method,
+                                       c.update_frozen_stats)
+
     def _highlight(self, path: str | None) -> None:
         self._wanted_highlight = path
         self.plots.highlight_variable(path)
@@ -270,6 +302,8 @@ class MainWindow(QMainWindow):
 
     def _on_run_finished(self, status: Status | None) -> None:
         self.refresh()
+        if self.session.prepared is None and self.session.tf_ready and not self.session.busy:
+            self.controller.prepare(self._prepare_config())  # after detaching: Start needs this window's own
         self.runFinished.emit(status)
 
     def _error(self, summary: str, detail: str) -> None:
@@ -344,6 +378,7 @@ class MainWindow(QMainWindow):
         self._timer.stop()
         self.settings.set_geometry("geometry", self.saveGeometry())
         self.settings.set_geometry("splitter", QByteArray(self.splitter.saveState()))
+        self.attachment.shutdown(SHUTDOWN_S)  # an attached run trains on; a replay this window started stops
         t0 = time.perf_counter()
         if not self.controller.shutdown(SHUTDOWN_S):
             print(f"freezeframe: the training process took {time.perf_counter() - t0:.1f}s to stop")

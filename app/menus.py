@@ -57,8 +57,10 @@ class Menus:
 
 
 def build_menus(window: QMainWindow, settings: Settings, run: list[QAction], open_file: Callable[[str], object],
-                store: Callable[[], RunData], smoothing: Callable[[], float]) -> Menus:
-    """File, Run and Help on `window`'s menu bar. `open_file(path)` opens an experiment file."""
+                store: Callable[[], RunData], smoothing: Callable[[], float],
+                other_runs: dict[str, Callable[[], object]] | None = None) -> Menus:
+    """File, Run and Help on `window`'s menu bar. `open_file(path)` opens an experiment file; `other_runs`
+    (menu text -> slot) are File's entries for runs other processes write (attach, replay, detach)."""
     bar = window.menuBar()
     file_menu = bar.addMenu("&File")
     file_menu.addAction("&Open Experiment…", lambda: open_dialog(window, open_file)).setShortcut(
@@ -68,6 +70,10 @@ def build_menus(window: QMainWindow, settings: Settings, run: list[QAction], ope
     recent.aboutToShow.connect(lambda: fill_recent_menu(recent, settings, open_file))
     file_menu.addAction("Runs &Folder…", lambda: choose_runs_folder(window, settings))
     file_menu.addSeparator()
+    for text, slot in (other_runs or {}).items():
+        file_menu.addAction(text, slot)
+    if other_runs:
+        file_menu.addSeparator()
     export_actions = install_export_menu(window, file_menu, store, smoothing_provider=smoothing)
     file_menu.addSeparator()
     quit_action = file_menu.addAction("&Quit", window.close)
@@ -112,3 +118,11 @@ def show_about(parent: QWidget) -> QMessageBox:
                       QMessageBox.StandardButton.Ok, parent)
     box.open()
     return box
+
+
+
+def choose_run_dir(parent: QWidget, verb: str, then: Callable[[str], object]) -> None:
+    """Pick a run directory in a dialog and hand it to `then` (nothing if cancelled)."""
+    path = QFileDialog.getExistingDirectory(parent, f"{verb} a run directory", str(Path.cwd()))
+    if path:
+        then(path)

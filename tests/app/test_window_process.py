@@ -56,7 +56,9 @@ def test_bad_options_fail_in_one_line(tmp_path):
     for args, expected in ((["--example", "nope"], "unknown example 'nope'"),
                            (["--experiment", "missing.py"], "experiment file missing.py does not exist"),
                            (["--steps", "-3"], "--steps must be >= 0"),
-                           (["--screenshot", "out.jpg"], "must end in .png")):
+                           (["--screenshot", "out.jpg"], "must end in .png"),
+                           (["--attach", "."], "has no events.jsonl"),
+                           (["--attach", ".", "--example", "ring"], "not allowed with")):
         p = run_main(args, tmp_path, timeout=60)
         assert p.returncode == 2
         assert p.stderr.strip().splitlines() == [f"error: {p.stderr.strip()[7:]}"] and expected in p.stderr

@@ -16,16 +16,20 @@ Detaching is just no longer polling: the run trains on. Attaching never takes th
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import time
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from .. import events as E
 from ..commands import Command, SampleNow
+from ..config import RunConfig
 from ..errors import UserError
+from ..metrics import Status
+from ..protocol import PreparedInfo
 from ..remote import SAMPLES_FILE, append_command, read_samples
 from ..runlock import Holder, read_holder
-from ..runlog import EVENTS_FILE
+from ..runlog import CONFIG_FILE, EVENTS_FILE
 from ..scopes import ScopeNode, VarInfo, build_scope_tree
 from .data import RunData
 from .follow import RunFollower
@@ -84,11 +88,14 @@ def var_infos_of(start: E.Start | None) -> list[VarInfo]:
 class AttachedRun:
     """One run directory, followed and steered from outside. Call `poll()` a few times a second."""
 
-    def __init__(self, run_dir: str | Path) -> None:
+    def __init__(self, run_dir: str | Path, data: RunData | None = None) -> None:
         self.dir = Path(run_dir)
         if not (self.dir / EVENTS_FILE).is_file():
             raise UserError(f"{self.dir} has no {EVENTS_FILE}; attach to a run directory (one a run is writing)")
-        self.data = RunData(self.dir)
+        self.data = data if data is not None else RunData(self.dir)  # the window passes its session's
+        self.data.clear()
+        self.new_events: list[E.Event] = []  # the events the last poll read
+        self._rate: list[tuple[float, int]] = []  # (monotonic time, last step) of recent polls
         self.follower = RunFollower(self.dir, self.data)
         self.controls = Controls()
         self.sent: dict[str, Ack] = {}  # this watcher's commands, in the order sent
@@ -105,7 +112,8 @@ class AttachedRun:
         events = self.data.events
         if self._seen > len(events):  # the record was rebuilt (a file shrank): look at everything again
             self._seen, self.controls, self._tree = 0, Controls(), None
-        for e in events[self._seen:]:
+        self.new_events = events[self._seen:]
+        for e in self.new_events:
             self.controls.apply(e)
             ack = self.sent.get(getattr(e, "id", None) or "")
             if ack is not None and ack.step is None:
@@ -113,6 +121,8 @@ class AttachedRun:
                 ack.rejected = e.message if isinstance(e, E.Rejected) else None
                 self.last_ack = ack
         self._seen = len(events)
+        now = time.monotonic()
+        self._rate = [(t, n) for t, n in self._rate if now - t < 3.0] + [(now, self.data.last_step)]
         return self._read_samples() or changed
 
     def _read_samples(self) -> bool:
@@ -141,6 +151,40 @@ class AttachedRun:
         if self._tree is None and self.start is not None:
             self._tree = build_scope_tree(var_infos_of(self.start))
         return self._tree
+
+    def prepared_info(self) -> PreparedInfo | None:
+        """What a window shows of a prepared experiment, from the record: the configuration with the
+        controls as they are now, the variables, the phases and what each trains."""
+        start = self.start
+        if start is None:
+            return None
+        try:
+            config = RunConfig.read_toml(self.dir / CONFIG_FILE)
+        except UserError:
+            config = RunConfig()
+        c = self.controls
+        config = replace(config, freeze=list(c.freeze), schedule=dict(c.schedule), lr=dict(c.lr),
+                         freeze_method=c.method, update_frozen_stats=c.update_frozen_stats, run_dir=str(self.dir))
+        infos = var_infos_of(start)
+        phases = list(start.phases)
+        return PreparedInfo(config, infos, self.tree, phases,
+                            [tuple(start.phase_variables.get(p, ())) for p in phases], (), "", start.device)
+
+    def status(self) -> Status:
+        """Step, phase, speed, elapsed time and device, as the status bar shows a local run's."""
+        d, start = self.data, self.start
+        phase, last = "", -1
+        for p in d.phases:
+            steps = d.loss(p)[0]
+            if len(steps) and steps[-1] > last:
+                phase, last = p, int(steps[-1])
+        (t0, n0), (t1, n1) = self._rate[0], self._rate[-1]
+        rate = (n1 - n0) / (t1 - t0) if t1 - t0 >= 0.5 and not self.controls.paused else 0.0
+        wall = d.loss(phase)[1] if phase else ()
+        elapsed = float(wall[-1]) - start.time if start is not None and len(wall) and start.time else 0.0
+        return Status(step=d.last_step, phase=phase, paused=self.controls.paused, running=not self.finished,
+                      steps_per_s=rate, elapsed_s=max(0.0, elapsed), device=start.device if start else "",
+                      run_dir=str(self.dir), target_steps=start.steps if start else None)
 
     @property
     def finished(self) -> bool:

@@ -75,6 +75,8 @@ class Session:
         self.last_run: Status | None = None  # how the last run ended
         self.stop_reason = ""
         self.run_dir = ""
+        self.attached = ""  # the run directory of a run another process writes, while attached (runs/attach.py)
+        self.attached_text = ""  # "attached · freeze acknowledged at step 1,234", for the status bar
         self._handlers: dict[type, Callable[[Any], None]] = {
             P.Busy: self._on_busy, P.Loaded: self._on_loaded, P.Prepared: self._on_prepared,
             P.Failed: lambda r: self.problem.emit(r.summary, r.detail), P.RunStarted: self._on_run_started,
@@ -103,6 +105,30 @@ class Session:
         self._clear_data()
         self.state_changed.emit()
 
+    def attach(self, run_dir: str) -> None:
+        """Show a run another process writes: it counts as running (controls, commands) until it ends or
+        the window detaches. Its events are in `data` already; `track` each for the state it changes."""
+        self.attached, self.attached_text = str(run_dir), "attached"
+        self.running, self.paused, self.pause_reason, self.stop_reason = True, False, "", ""
+        self.status, self.last_run, self.prepared = None, None, None
+        self._clear_data()
+        self.state_changed.emit()
+
+    def attached_prepared(self, info: P.PreparedInfo) -> None:
+        """The attached run's variables and settings, read from its record."""
+        self.source = source_of(info.config)
+        self._on_prepared(P.Prepared(info), from_record=True)
+
+    def detach(self) -> None:
+        """Stop showing the attached run live (it trains on); what was read stays on screen."""
+        if not self.attached:
+            return
+        self.attached, self.attached_text = "", ""
+        self.running, self.paused = False, False
+        self.last_run = self.status
+        self.state_changed.emit()
+        self.run_finished.emit(self.status)
+
     def service_lost(self) -> None:
         """The training service died; a new one has to load TensorFlow and prepare again."""
         self.tf_ready, self.prepared, self.busy = False, None, ""
@@ -130,9 +156,9 @@ class Session:
         self.devices_loaded.emit(self.devices)
         self.state_changed.emit()
 
-    def _on_prepared(self, r: P.Prepared) -> None:
+    def _on_prepared(self, r: P.Prepared, from_record: bool = False) -> None:
         info, old = r.info, self.prepared
-        if source_of(info.config) != self.source:
+        if source_of(info.config) != self.source or (self.attached and not from_record):
             return  # superseded: the user chose another experiment meanwhile
         structure_changed = old is None or [v.path for v in info.var_infos] != [v.path for v in old.var_infos] \
             or info.phase_names != old.phase_names
@@ -162,8 +188,11 @@ class Session:
         self.status = r.status
 
     def _on_event(self, r: P.Emitted) -> None:
-        e = r.event
-        self.data.add_event(e)
+        self.data.add_event(r.event)
+        self.track(r.event)
+
+    def track(self, e: E.Event) -> None:
+        """The state an event changes (it is in `data` already)."""
         if isinstance(e, E.Pause):
             self._set_paused(True, e.reason)
         elif isinstance(e, (E.Resume, E.Step)):
@@ -197,12 +226,14 @@ class Session:
     @property
     def state_text(self) -> str:
         """The status bar's first field: what is going on, in a few words."""
-        if self.busy:
+        if self.busy and not self.attached:  # an attached run is shown while the service loads behind it
             return self.busy
         if self.running:
             if self.paused:
-                return "Paused" + (f" ({self.pause_reason})" if self.pause_reason not in ("", "user") else "")
-            return "Training"
+                text = "Paused" + (f" ({self.pause_reason})" if self.pause_reason not in ("", "user") else "")
+            else:
+                text = "Training"
+            return f"{text} · {self.attached_text}" if self.attached else text
         if not self.tf_ready:
             return LOADING
         if self.last_run is not None:

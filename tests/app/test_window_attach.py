@@ -1,0 +1,102 @@
+"""Issue 12, the window's part: `--attach` / File → Attach to Run… on a headless run another process
+trains, and File → Replay Run…. The windows run on the stand-in service (no training process of their
+own); the run they watch is a real headless `main.py` training a tiny GAN. Two windows attached to one
+run see every change either makes; controls are acknowledged in the status bar; detaching leaves the
+run training; a replay started from the window reproduces the original's losses."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PySide6.QtCore import Qt
+
+from tests.core.helpers import main_cmd, start, tiny_gan
+from training_core import events as E, read_scalars
+
+TIMEOUT = 120_000
+
+
+@pytest.fixture
+def headless_run(tmp_path):
+    run_dir = tmp_path / "server-run"
+    proc = start(main_cmd("--headless", "--experiment", str(tiny_gan(tmp_path)), "--run-dir", str(run_dir),
+                          "--deterministic", "--quiet"))
+    try:
+        yield run_dir, proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
+
+
+def _attached(ui, qtbot, run_dir):
+    w = ui.make(fake=True)
+    qtbot.waitUntil(lambda: (run_dir / "events.jsonl").is_file(), timeout=TIMEOUT)
+    assert w.attach_run(run_dir)
+    qtbot.waitUntil(lambda: w.scope_tree.item("generator/dense_1") is not None and w.store.last_step > 0,
+                    timeout=TIMEOUT)
+    return w
+
+
+def test_two_windows_attached_to_a_headless_run_steer_it_and_see_each_other(ui, qtbot, headless_run):
+    run_dir, proc = headless_run
+    a = _attached(ui, qtbot, run_dir)
+    assert a.status_panel.state_label.text().startswith("Training · attached")
+    assert a.running and not a.start_action.isEnabled() and a.stop_action.isEnabled()
+
+    a.scope_tree.item("discriminator/dense_1").setCheckState(0, Qt.CheckState.Checked)  # the user ticks a scope
+    freeze = ui.wait_event(a, "freeze", timeout=TIMEOUT)
+    assert freeze.scopes == ["discriminator/dense_1"] and freeze.id in a.attachment.run.sent
+    qtbot.waitUntil(lambda: f"freeze acknowledged at step {freeze.step:,}" in a.status_panel.state_label.text(),
+                    timeout=TIMEOUT)
+
+    b = _attached(ui, qtbot, run_dir)
+    assert b.scope_tree.item("discriminator/dense_1").checkState(0) == Qt.CheckState.Checked  # the run's state
+    edit = b.schedule_panel.lrs["G"].lineEdit()
+    edit.selectAll()
+    qtbot.keyClicks(edit, "5e-4")
+    qtbot.keyClick(edit, Qt.Key.Key_Return)
+    lr = ui.wait_event(a, "lr", timeout=TIMEOUT)  # window a sees window b's change, and shows it
+    assert (lr.phase, lr.value) == ("G", 5e-4) and lr.id in b.attachment.run.sent
+    qtbot.waitUntil(lambda: a.schedule_panel.lrs["G"].value() == 5e-4, timeout=TIMEOUT)
+    assert "lr G=0.0005" in [m.label for m in a.store.markers]
+    qtbot.waitUntil(lambda: a.store.samples is not None and b.store.samples is not None, timeout=TIMEOUT)
+    assert a.store.samples["kind"] == "points2d"
+
+    a.attachment.detach()  # window a lets go; the run trains on, window b still sees it
+    assert not a.running and not a.session.attached
+    after = b.store.last_step
+    qtbot.waitUntil(lambda: b.store.last_step > after + 100, timeout=TIMEOUT)
+
+    b.stop()  # the Stop button of an attached window stops the run it watches
+    qtbot.waitUntil(lambda: not b.running, timeout=TIMEOUT)
+    assert proc.wait(60) == 0
+    assert isinstance(b.store.stop, E.Stop) and b.store.stop.reason == "stopped" and b.store.stop.id
+    assert b.status_panel.state_label.text() == f"Stopped at step {b.store.stop.step:,}"
+
+
+def test_replay_run_from_the_window_reproduces_the_losses(ui, qtbot, headless_run, tmp_path):
+    run_dir, proc = headless_run
+    w = _attached(ui, qtbot, run_dir)
+    w.scope_tree.item("generator/dense_10").setCheckState(0, Qt.CheckState.Checked)
+    ui.wait_event(w, "freeze", timeout=TIMEOUT)
+    qtbot.waitUntil(lambda: w.store.last_step > 300, timeout=TIMEOUT)
+    w.stop()
+    qtbot.waitUntil(lambda: not w.running, timeout=TIMEOUT)
+    assert proc.wait(60) == 0
+
+    assert w.replay_run(run_dir, tmp_path / "replayed")
+    replaying = lambda: any(e.kind == "replay" for e in w.store.events)  # noqa: E731 - the window shows the replay
+    qtbot.waitUntil(lambda: replaying() and w.store.stop is not None and not w.running, timeout=TIMEOUT)
+    assert w.attachment.replay_process.wait(60) == 0
+    original = read_scalars(run_dir)
+    for phase in ("D", "G"):
+        steps, _, values = w.store.loss(phase)
+        assert np.array_equal(steps, original[f"loss/{phase}"].steps)
+        assert np.array_equal(values, original[f"loss/{phase}"].values)
+    assert w.session.run_dir == str(tmp_path / "replayed") and w.store.stop.reason == "done"
+
+
+def test_attaching_to_something_that_is_not_a_run_says_so(ui, tmp_path):
+    w = ui.make(fake=True)
+    assert not w.attach_run(tmp_path)
+    assert "has no events.jsonl" in w.last_error[0] and not w.session.attached
