@@ -46,6 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     from bench.control import measure_control
     from bench.disk import measure_disk
     from bench.paint_bench import measure_gil_free_painting
+    from bench.steering import measure_command_file
     from bench.throughput import in_child
     from bench.window_bench import measure_memory, measure_responsiveness
 
@@ -58,10 +59,15 @@ def main(argv: list[str] | None = None) -> int:
     rows = [("throughput bare (CLI process)", f"{cli['bare']:.0f} steps/s", "reference"),
             ("throughput fit_tb", f"{cli['fit_tb']:.0f} steps/s = {ratios['fit_tb']:.3f} x bare", "(keras.io pattern)"),
             ("throughput headless", f"{cli['headless']:.0f} steps/s = {ratios['headless']:.3f} x bare", ">= 0.97 x bare"),
-            ("commands.jsonl polling", f"headless with / without the reader = {cli['headless'] / cli['headless_nocmd']:.3f}"
-             f" ({cli['headless_nocmd']:.0f} steps/s without)", "1.00 within noise"),
+            ("commands.jsonl reader (throughput)", f"headless with / without it = "
+             f"{cli['headless'] / cli['headless_nocmd']:.3f} ({cli['headless_nocmd']:.0f} steps/s without)",
+             "1.00 within noise"),
             ("throughput bare (window process)", f"{gui['bare']:.0f} steps/s", "reference"),
             ("throughput window", f"{gui['window']:.0f} steps/s = {ratios['window']:.3f} x bare", ">= 0.93 x bare")]
+    cmd = measure_command_file(2_000 if q else 20_000)
+    rows.append(("commands.jsonl reader (a look)", f"{cmd['look_us']:.1f} us with nothing new, "
+                 f"{cmd['look_with_command_us']:.1f} us reading a command; at most 4 looks/s = "
+                 f"{100 * cmd['share_of_time']:.4f}% of the time; nothing per step", "not measurable"))
     resp = measure_responsiveness(20_000 if q else 1_000_000, 2.0 if q else 15.0)
     rows.append(("timer lateness, 10 ms timer", f"p99 {resp['p99_ms']:.1f} ms, max {resp['max_ms']:.1f} ms "
                  f"({resp['points_per_loss_curve']:,} pts/loss curve, {resp['live_steps']} live steps)",

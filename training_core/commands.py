@@ -7,6 +7,7 @@ run can be replayed exactly and a remote run can be steered with the same vocabu
 """
 from __future__ import annotations
 
+import functools
 import math
 import queue
 import typing
@@ -120,6 +121,11 @@ def _check_value(kind: str, name: str, value: Any, hint: Any) -> None:
         raise UserError(f"command {kind!r}: field {name!r} must be {what}, got {value!r}"[:300])
 
 
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
 def command_from_dict(d: dict[str, Any]) -> Command:
     """Inverse of `Command.to_dict`; an unknown kind or field, or a value of the wrong type, is a `UserError`."""
     if not isinstance(d, dict):
@@ -129,7 +135,7 @@ def command_from_dict(d: dict[str, Any]) -> Command:
     cls = COMMANDS.get(kind) if isinstance(kind, str) else None
     if cls is None:
         raise UserError(f"unknown command kind {kind!r}; use one of {', '.join(sorted(COMMANDS))}"[:300])
-    hints = typing.get_type_hints(cls)
+    hints = _hints(cls)
     names = {f.name for f in fields(cls)}
     extra = set(d) - names
     if extra:

@@ -17,9 +17,10 @@ newline waits until it is complete. Commands are data only: nothing in them is e
 command has a path in it, so nothing in this file can make the trainer read or write outside the run
 directory.
 
-Cost: the reader is an observer that looks at the file at most every `POLL_S` seconds (one `stat`;
-reading only the new bytes when it grew), from `on_step_end` while training and `on_idle` while
-paused; between looks a step costs one clock read (measured by `bench/run.py`).
+Cost: the reader is an observer that looks at the file at most every `POLL_S` seconds (one `stat`,
+~5 us; reading only the new bytes when it grew), from `on_metrics` while training (the trainer fetches
+metrics at a step boundary at least every 0.25 s) and `on_idle` while paused. It has no per-step hook,
+so a step costs nothing more (`bench/run.py` compares runs with and without it).
 
 Samples: a process that watches the run (an attached window) asks for them with `sample` commands;
 each drawing is written to `samples/latest.npz` (atomically: a reader never sees half a file). Nobody
@@ -43,6 +44,7 @@ import numpy as np
 from . import events as E
 from .commands import Command, Envelope, command_from_dict
 from .errors import UserError
+from .metrics import MetricsBatch
 from .observers import Observer
 
 if TYPE_CHECKING:
@@ -80,11 +82,13 @@ def _snippet(line: bytes) -> str:
 
 
 class CommandFileReader(Observer):
-    """Reads `RUN_DIR/commands.jsonl` at step boundaries (at most every `poll_s`) and sends what it finds."""
+    """Reads `RUN_DIR/commands.jsonl` at step boundaries (at most every `poll_s`) and sends what it finds.
+    A command sent here is applied at the same boundary, before the next step."""
 
     def __init__(self, poll_s: float = POLL_S) -> None:
         self.poll_s = poll_s
         self.path: Path | None = None
+        self._trainer: "Trainer | None" = None
         self._next = 0.0
         self._offset = 0  # bytes of the file consumed (complete lines and the partial line in `_partial`)
         self._partial = b""
@@ -92,6 +96,7 @@ class CommandFileReader(Observer):
         self._line_no = 0
 
     def on_run_begin(self, trainer: "Trainer") -> None:
+        self._trainer = trainer
         self.path = Path(trainer.run_dir) / COMMANDS_FILE
         try:
             with open(self.path, "ab") as f:  # create it, so `ls` shows where commands go
@@ -107,13 +112,14 @@ class CommandFileReader(Observer):
                                            f"this process opened the run and are not applied; append new ones"))
         self._next = time.perf_counter()
 
-    def on_step_end(self, trainer: "Trainer") -> None:
+    def on_metrics(self, batch: MetricsBatch) -> None:
+        self.on_idle(self._trainer)
+
+    def on_idle(self, trainer: "Trainer") -> None:
         now = time.perf_counter()
-        if now >= self._next:
+        if now >= self._next and trainer is not None:
             self._next = now + self.poll_s
             self.poll(trainer)
-
-    on_idle = on_step_end
 
     def poll(self, trainer: "Trainer") -> None:
         """Read what was appended since the last look and send it (on the training thread)."""
