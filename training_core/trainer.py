@@ -233,7 +233,10 @@ class Trainer:
                 o.on_step_end(self)
 
     def _handle_commands(self) -> None:
-        for env in self.commands.drain():
+        envs = self.commands.drain()
+        if envs:
+            self._fetch()  # what ran before the change is reported (leaks, NaN) before the change's event
+        for env in envs:
             self._apply(env)
         while self._paused and not self._stop:
             self._fetch()

@@ -53,6 +53,7 @@ class VariableStates:
         """Forget what was computed: the data was cleared for a new run (its version starts over)."""
         self._version = -1
         self._events_seen = 0
+        self._reset_step = -1  # the step of the last freeze-set or method change
         self._leaks: dict[str, E.Leak] = {}
         self._data: RunData | None = None
         self.states = {}
@@ -62,7 +63,7 @@ class VariableStates:
         if data is self._data and data.version == self._version:
             return False
         if data is not self._data:
-            self._events_seen, self._leaks = 0, {}
+            self._events_seen, self._leaks, self._reset_step = 0, {}, -1
         self._data, self._version = data, data.version
         self._collect_leaks(data)
         known = set(data.var_paths)
@@ -88,12 +89,12 @@ class VariableStates:
     def _collect_leaks(self, data: RunData) -> None:
         events = data.events
         if len(events) < self._events_seen:  # the data was cleared: a new run
-            self._events_seen, self._leaks = 0, {}
+            self._events_seen, self._leaks, self._reset_step = 0, {}, -1
         for e in events[self._events_seen:]:
-            if isinstance(e, E.Leak):
+            if isinstance(e, E.Leak) and e.at_step > self._reset_step:  # not a step of an earlier configuration
                 self._leaks[e.variable] = e
             elif isinstance(e, (E.Freeze, E.Method)):
-                self._leaks = {}
+                self._leaks, self._reset_step = {}, e.step
         self._events_seen = len(events)
 
 
