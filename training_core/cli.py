@@ -24,7 +24,7 @@ from .config import RunConfig
 from .errors import UserError
 from .metrics import MetricsBatch
 from .observers import Observer
-from .trainer import Trainer, error_line
+from .trainer import Trainer
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -214,6 +214,7 @@ class HeadlessObserver(ProgressBar):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.halted: str | None = None
+        self.failure: str | None = None  # the `error` event's one line
         self._trainer: Trainer | None = None
         self._cause = ""
 
@@ -222,7 +223,9 @@ class HeadlessObserver(ProgressBar):
 
     def on_event(self, e: E.Event) -> None:
         super().on_event(e)
-        if isinstance(e, E.Nan):
+        if isinstance(e, E.Error):
+            self.failure = e.message
+        elif isinstance(e, E.Nan):
             run_dir = self._trainer.run_dir if self._trainer is not None else "RUN_DIR"
             self._cause = (f"the loss of phase {e.phase} became {e.value} at step {e.at_step}; resume from the last "
                            f"good checkpoint with a lower learning rate (--resume {run_dir} --lr {e.phase}=...), "
@@ -273,9 +276,8 @@ def _main(argv: Sequence[str] | None) -> int:
     except Exception as e:  # noqa: BLE001 - one line; the record's error event has the traceback
         if trainer.run_dir is None and isinstance(e, UserError):
             raise  # before anything was written: bad input, exit 2
-        where = f"run directory {trainer.run_dir}" if trainer.run_dir else "nothing was written"
-        print(f"error: training stopped at step {trainer.step}: {error_line(e)} ({where}; the details are in its "
-              f"events.jsonl)" if trainer.run_dir else f"error: {error_line(e)} ({where})", file=sys.stderr)
+        print(f"error: {observer.failure or ' '.join(str(e).split())} (the record up to step {trainer.step} is in "
+              f"{trainer.run_dir or 'no directory'}; the traceback is in its events.jsonl)", file=sys.stderr)
         return EXIT_FAILED
     print(f"{status.step} steps in {status.elapsed_s:.1f}s on {status.device}; run directory: {status.run_dir}")
     if observer.halted:

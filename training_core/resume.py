@@ -86,6 +86,24 @@ def check_target(run_dir: str | Path, target: int | None) -> int:
     return step
 
 
+def begin(tr: "Trainer") -> E.Event:
+    """Where a run begins: a new run directory and the `start` event, or (`tr.resume`) the run's own
+    directory, its checkpoint restored and its record cut back to it, and the `resumed` event."""
+    from .checkpoints import CheckpointStore
+    from .recorder import default_run_dir, prepare_run_dir
+    if tr.resume:
+        return resume(tr)
+    p, cfg = tr.prepared, tr.config
+    tr.run_dir = prepare_run_dir(cfg.run_dir or default_run_dir(cfg))
+    cfg.run_dir = str(tr.run_dir)
+    tr.checkpoints = CheckpointStore(p, tr.run_dir)
+    return E.Start(device=p.device_name, experiment=cfg.experiment_file or cfg.example or "",
+                   phases=list(p.phase_names),
+                   phase_variables={n: list(paths) for n, paths in zip(p.phase_names, p.phase_paths)},
+                   freeze=list(tr.freeze), schedule=p.policy.to_dict(), lr=dict(cfg.lr), method=tr.method,
+                   run_dir=str(tr.run_dir), steps=cfg.steps)
+
+
 def resume(tr: "Trainer") -> E.Resumed:
     """Restore the run directory's checkpoint into a prepared trainer and cut the record back to it."""
     from .checkpoints import CheckpointStore

@@ -24,19 +24,14 @@ from . import commands as C
 from . import events as E
 from .config import RunConfig
 from .controls import HANDLERS
-from .errors import UserError, WriteFailed
+from .errors import UserError
 from .metrics import MetricsBatch, PendingStep, PhaseBlock, Status
 from .observers import Checkpointer, LeakAlarm, NanAlarm, NanRollback, Observer, Sampler, overrides
-from .recorder import RunRecord, default_run_dir, prepare_run_dir
+from .recorder import RunRecord
 from .scopes import frozen_mask
+from .usercode import failure_line
 
 IDLE_POLL_S = 0.25  # while paused: how often observers (a command file reader) get a look
-
-
-def error_line(e: BaseException) -> str:
-    """A failure as one line: a `UserError`'s or `WriteFailed`'s own, else the exception's first line."""
-    from .usercode import first_line
-    return str(e) if isinstance(e, (UserError, WriteFailed)) else first_line(e)
 
 
 def default_observers(config: RunConfig) -> list[Observer]:
@@ -145,6 +140,12 @@ class Trainer:
         for o in self.observers:
             o.on_prepared(self)
 
+    def _source(self) -> Path | None:
+        """The experiment's file (where a failure's line number points)."""
+        from .loading import example_path
+        cfg = self.config
+        return Path(cfg.experiment_file) if cfg.experiment_file else example_path(cfg.example) if cfg.example else None
+
     def _on_trace(self, phase: str, variant: str) -> None:
         self.traces += 1
         if self._warm:
@@ -160,21 +161,10 @@ class Trainer:
         first when it failed), and the exception is raised again for the caller."""
         import tensorflow as tf
 
-        from .checkpoints import CheckpointStore
+        from .resume import begin
         self.prepare()
-        p, cfg = self.prepared, self.config
-        if self.resume:
-            from .resume import resume
-            began: E.Event = resume(self)
-        else:
-            self.run_dir = prepare_run_dir(cfg.run_dir or default_run_dir(cfg))
-            cfg.run_dir = str(self.run_dir)
-            self.checkpoints = CheckpointStore(p, self.run_dir)
-            began = E.Start(device=p.device_name, experiment=cfg.experiment_file or cfg.example or "",
-                            phases=list(p.phase_names),
-                            phase_variables={n: list(paths) for n, paths in zip(p.phase_names, p.phase_paths)},
-                            freeze=list(self.freeze), schedule=p.policy.to_dict(), lr=dict(cfg.lr),
-                            method=self.method, run_dir=str(self.run_dir), steps=cfg.steps)
+        p = self.prepared
+        began = begin(self)  # the run directory made, or the run resumed in its own: `start` or `resumed`
         self._t0 = time.perf_counter()
         self._rate = (self._t0, self.step, 0.0)
         self._running = True
@@ -196,8 +186,9 @@ class Trainer:
                 reason, error = "error", e
         self._stop, self._running = True, False
         if error is not None:
-            self.emit(E.Error(message=error_line(error), detail=getattr(error, "detail", None) or
-                              "".join(traceback.format_exception(error))))
+            self.emit(E.Error(message=failure_line(error, self._source(), p.phase_names[self._phase]
+                                                   if self._phase >= 0 else None, self.step),
+                              detail=getattr(error, "detail", None) or "".join(traceback.format_exception(error))))
         stop = self._stop_command
         self.emit(E.Stop(reason=reason, traces=self.traces, retraces=self.retraces,
                          command=None if stop is None else stop.command.to_dict(),
@@ -232,9 +223,9 @@ class Trainer:
                 self.pause("nothing to train")
                 continue
             st = steps[i]
+            self._phase = i
             out = st.masked() if self._use_masked[i] else st.fast()
             self.step += 1
-            self._phase = i
             self.phase_counts[i] += 1
             self._pending.append(PendingStep(self.step, i, time.time(), out, self._frozen_rows[i],
                                              self.phase_counts[i] % var_every == 0))
