@@ -197,6 +197,7 @@ class Rollback(ControlEvent):
     from_step: int = 0
     checkpoint: str = ""
     reason: str = "user"
+    count: int = 1  # rollbacks in this run so far (an earlier one to the same checkpoint is cut by this one)
     dropped: dict = field(default_factory=dict)
 
 

@@ -137,6 +137,10 @@ def rollback(tr: "Trainer", cmd: C.RollBack, cid: str | None) -> None:
     factor = float(cmd.lr_factor)
     if not 0 < factor <= 1:
         raise UserError(f"lr_factor must be in (0, 1], got {cmd.lr_factor!r}")
+    import keras
+    opt = tr.prepared.optimizers[names.index(cmd.phase)] if cmd.phase is not None else None
+    # the rate in use when the NaN came, lowered: rolling back to the same checkpoint again lowers it again
+    lr = None if opt is None else float(keras.ops.convert_to_numpy(opt.learning_rate)) * factor
     from_step, rollbacks = tr.step, tr.rollbacks
     tr.sync()  # everything up to now is in the record before it is cut
     apply_host_state(tr, tr.checkpoints.restore(cmd.step))
@@ -144,14 +148,11 @@ def rollback(tr: "Trainer", cmd: C.RollBack, cid: str | None) -> None:
     tr.nan_at = None
     dropped = _cut_back(tr, cmd.step, "rollback")
     tr.emit(E.Rollback(from_step=from_step, checkpoint=_rel(tr, checkpoint_prefix(tr.run_dir, cmd.step)),
-                       reason=str(cmd.reason), dropped=dropped, command=cmd.to_dict(), id=cid))
-    if cmd.phase is not None and factor != 1.0:
-        opt = tr.prepared.optimizers[names.index(cmd.phase)]
-        import keras
-        value = float(keras.ops.convert_to_numpy(opt.learning_rate)) * factor
-        set_learning_rate(opt, cmd.phase, value)
-        tr.config.lr[cmd.phase] = value
-        tr.emit(E.LearningRate(phase=cmd.phase, value=value))
+                       reason=str(cmd.reason), count=tr.rollbacks, dropped=dropped, command=cmd.to_dict(), id=cid))
+    if opt is not None and lr is not None and factor != 1.0:
+        set_learning_rate(opt, cmd.phase, lr)
+        tr.config.lr[cmd.phase] = lr
+        tr.emit(E.LearningRate(phase=cmd.phase, value=lr))
 
 
 def _cut_back(tr: "Trainer", step: int, label: str) -> dict[str, Any]:
