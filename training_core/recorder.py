@@ -114,10 +114,20 @@ class RunRecord(Observer):
         self._queue: queue.Queue = queue.Queue()
         self._error: BaseException | None = None
         self._lock = threading.Lock()
+        self._trainer: "Trainer | None" = None
         self._thread = threading.Thread(target=self._writer, name="freezeframe-recorder", daemon=True)
 
     # -- observer hooks -------------------------------------------------------------------------------------
+    def on_prepared(self, trainer: "Trainer") -> None:
+        self._trainer = trainer
+
     def on_run_begin(self, trainer: "Trainer") -> None:
+        if self._events is None:
+            self._open(trainer)
+
+    def _open(self, trainer: "Trainer") -> None:
+        """The files, opened when the run's first event (`start` or `resumed`) comes, so that event is on disk
+        before any later observer (the window) sees it: a window that resumes a run reads the record then."""
         d = self.dir = trainer.run_dir
         p = trainer.prepared
         try:
@@ -146,6 +156,8 @@ class RunRecord(Observer):
     def on_event(self, event: E.Event) -> None:
         if self._events is None:
             self._early.append(event)
+            if isinstance(event, (E.Start, E.Resumed)) and self._trainer is not None:
+                self._open(self._trainer)
             return
         self._write_event(event)
         if isinstance(event, E.Rollback) and self._tb is not None:

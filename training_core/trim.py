@@ -18,12 +18,13 @@ import json
 import os
 from datetime import datetime
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import BinaryIO, Iterable, Iterator, TypeVar
 
 from .runlog import EVENTS_FILE, SCALARS_FILE, SCALARS_HEADER
 from .varstore import VARIABLES_DIR, truncate_after
 
 DROPPED_DIR = "dropped"
+T = TypeVar("T")
 _CHUNK = 1 << 16
 
 
@@ -113,26 +114,32 @@ def _event(line: bytes) -> tuple[int, str] | None:
     return d["step"], str(d.get("kind", ""))
 
 
-def events_cut(path: Path, step: int) -> int:
-    """Offset after the `checkpoint` event of the checkpoint at `step` (events after it were not in the
-    checkpoint); without one (a kill between the save and its event), after the last event at or before
-    `step`."""
+def checkpoint_cut(items: Iterable[tuple[int, str, T]], step: int) -> T | None:
+    """Where a record is cut back to the checkpoint at `step`, given its events from the last to the first
+    as (step, kind, position after it): after the checkpoint's own `checkpoint` event (an event after it,
+    at the same step, was not in the checkpoint); without one (a kill between the save and its event),
+    after the last event at or before `step`. The file (`events_cut`) and the window's model cut alike."""
     fallback = None
+    for s, kind, end in items:
+        if s > step:
+            continue
+        if fallback is None:
+            fallback = end
+        if (s, kind) == (step, "checkpoint"):
+            return end
+        if s < step:
+            break
+    return fallback
+
+
+def events_cut(path: Path, step: int) -> int:
+    """Offset in `events.jsonl` after which the events are not in the checkpoint at `step`."""
     try:
         with open(path, "rb") as f:
-            for line, end in lines_backwards(f):
-                got = _event(line)
-                if got is None or got[0] > step:
-                    continue
-                if fallback is None:
-                    fallback = end
-                if got == (step, "checkpoint"):
-                    return end
-                if got[0] < step:
-                    break
+            parsed = ((got[0], got[1], end) for line, end in lines_backwards(f) if (got := _event(line)))
+            return checkpoint_cut(parsed, step) or 0
     except FileNotFoundError:
-        pass
-    return fallback or 0
+        return 0
 
 
 def _cut(path: Path, offset: int, keep_in: Path | None, header: bytes = b"") -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import os
+from dataclasses import replace
 import signal
 import subprocess
 from pathlib import Path
@@ -16,7 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from training_core import Observer, Resume, Trainer, read_events, read_scalars
+from training_core import Observer, Resume, RunConfig, Trainer, read_events, read_scalars
+from training_core.runs import RunData, read_run, reload_resumed
 from training_core.checkpoints import checkpoint_steps
 from training_core.cli import HeadlessObserver
 from training_core.commands import RollBack
@@ -253,14 +255,42 @@ def test_write_failures_injected(tmp_path, what):
 
 
 # -- NaN ----------------------------------------------------------------------------------------------------
+class _Live(Observer):
+    """The window's model, fed live (batches and events as they come)."""
+
+    def __init__(self) -> None:
+        self.data = RunData()
+
+    def on_metrics(self, batch) -> None:
+        self.data.add_batch(batch)
+
+    def on_event(self, e) -> None:
+        self.data.add_event(e)
+
+
+def _same_as_disk(data: RunData, d: Path) -> None:
+    disk = read_run(d)
+    assert sorted(data.tags()) == sorted(disk.tags())
+    for tag in disk.tags():  # the record keeps float32 values and wall times to the millisecond
+        (s1, w1, v1), (s2, w2, v2) = data.series(tag), disk.series(tag)
+        np.testing.assert_array_equal(s1, s2, err_msg=tag)
+        np.testing.assert_array_equal(np.float32(v1), np.float32(v2), err_msg=tag)
+        np.testing.assert_allclose(w1, w2, atol=2e-3, rtol=0, err_msg=tag)
+    assert [e.to_dict() for e in data.events] == [e.to_dict() for e in disk.events]
+    assert [(m.step, m.label) for m in data.markers] == [(m.step, m.label) for m in disk.markers]
+
+
 def test_on_nan_rollback_goes_back_to_the_last_good_checkpoint_with_half_the_rate(tmp_path):
     """The loss overflows at step 65, seen at the fetch of step 80 (metrics come in batches of 30), so the
     checkpoint at 80 is not written (its weights are not finite) and the run goes back to 60, strictly
-    before the NaN, with half the rate; then it converges to the end."""
+    before the NaN, with half the rate; then it converges to the end. The window's model, fed live, cuts
+    itself back as the record on disk is cut."""
     exp = write_file(tmp_path, "diverge.py", _DIVERGE)
     d = tmp_path / "run"
+    live = _Live()
     Trainer(config(exp, d, steps=200, checkpoint_every=20, fetch_every=30, fetch_seconds=1e9,
-                   on_nan="rollback")).run()
+                   on_nan="rollback"), live).run()
+    _same_as_disk(live.data, d)
     events = read_events(d)
     rollbacks = [e for e in events if e.kind == "rollback"]
     assert len(rollbacks) == 1
@@ -322,3 +352,25 @@ def test_paused_on_nan_the_user_rolls_back_and_continues(tmp_path):
     rb = events[kinds.index("rollback")]
     assert rb.step == 50 and rb.reason == "user"
     np.testing.assert_array_equal(_loss_steps(d), np.arange(1, 121))
+
+
+def test_the_window_model_of_a_resumed_run_is_its_record(tmp_path):
+    """File → Resume Run…: the window's model is the record up to the `resumed` event, then what comes live;
+    at the end it equals the record on disk."""
+    exp = tiny_gan(tmp_path)
+    d = tmp_path / "run"
+    Trainer(config(exp, d, steps=90, checkpoint_every=25, fetch_every=7)).run()
+    (d / "checkpoints" / "ckpt-90.index").unlink()  # as if killed before the final checkpoint: resume from 75
+
+    class Window(_Live):
+        def on_event(self, e) -> None:
+            if e.kind == "resumed":
+                reload_resumed(self.data, d, e)
+            else:
+                self.data.add_event(e)
+
+    window = Window()
+    window.data.add_event(read_events(d)[0])  # whatever it showed before is replaced
+    Trainer(replace(RunConfig.read_toml(d / "config.toml"), steps=120), window, resume=True).run()
+    _same_as_disk(window.data, d)
+    assert int(window.data.loss("D")[0][-1]) in (119, 120)

@@ -4,6 +4,6 @@ tree, the figure exporter, review and attach all read this one model; views subs
 never knows them (napari's model/view split).
 """
 from .data import GrowArray, Marker, RunData, marker_label
-from .follow import RunFollower, read_run
+from .follow import RunFollower, read_run, reload_resumed
 
-__all__ = ["GrowArray", "Marker", "RunData", "RunFollower", "marker_label", "read_run"]
+__all__ = ["GrowArray", "Marker", "RunData", "RunFollower", "marker_label", "read_run", "reload_resumed"]
