@@ -5,6 +5,8 @@ keep flowing while one is up and a test never blocks on it.
 """
 from __future__ import annotations
 
+from typing import Callable
+
 from PySide6.QtWidgets import QMessageBox, QWidget
 
 from training_core.events import Nan
@@ -21,10 +23,20 @@ def show_error(parent: QWidget | None, summary: str, detail: str = "", title: st
     return box
 
 
-def nan_message(event: Nan) -> tuple[str, str]:
-    """(summary, details) for the core's `nan` event; the core has paused itself."""
+def nan_message(event: Nan, rollback_step: int | None = None) -> tuple[str, str]:
+    """(summary, details) for the core's `nan` event; the core has paused itself. `rollback_step`: the last
+    checkpoint before the NaN, which the dialog offers to go back to."""
     phase, at = event.phase, event.at_step
+    back = f"Roll back to step {rollback_step}, lower" if rollback_step is not None else "Lower"
     summary = (f"The loss of phase {phase} became {event.value} at step {at}; training is paused. "
-               f"Lower phase {phase}'s learning rate (or fix the loss), then Resume, or Stop.")
+               f"{back} phase {phase}'s learning rate (or fix the loss), then Resume, or Stop.")
     detail = "\n".join(f"{k}: {v}" for k, v in event.to_dict().items())
     return summary, detail
+
+
+def offer_rollback(box: QMessageBox, step: int, roll_back: Callable[[], None]) -> None:
+    """A "Roll back to step N" button on the NaN dialog: the run goes back to its last good checkpoint, and
+    stays paused so the learning rate can be lowered before Resume."""
+    button = box.addButton(f"Roll back to step {step}", QMessageBox.ButtonRole.ActionRole)
+    button.setObjectName("rollbackButton")
+    button.clicked.connect(roll_back)

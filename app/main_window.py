@@ -19,12 +19,12 @@ from PySide6.QtCore import QByteArray, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QShowEvent
 from PySide6.QtWidgets import QGroupBox, QMainWindow, QMenu, QMessageBox, QSplitter, QStyle, QVBoxLayout, QWidget
 
-from training_core import (Pause, Resume, events, SetFreeze, SetFreezeMethod, SetLearningRate, SetSchedule,
-                           Status, Step, Stop, builtin_examples)
+from training_core import (Pause, Resume, RollBack, events, SetFreeze, SetFreezeMethod, SetLearningRate,
+                           SetSchedule, Status, Step, Stop, UserError, builtin_examples)
 
 from training_core.trainer import default_run_dir
 
-from .errors import nan_message, show_error
+from .errors import nan_message, offer_rollback, show_error
 from .gui_gc import collector
 from .menus import build_menus, open_dialog, run_actions, shortcut_text
 from .panels import ExperimentPanel, SchedulePanel, ScopeTree
@@ -33,7 +33,7 @@ from .plots import PlotsPanel
 from .run_config import run_config
 from .settings import Settings
 from .status import StatusPanel
-from training_core.runs import RunData
+from training_core.runs import RunData, reload_resumed
 from .worker import PreparedInfo, TrainingProcess
 
 REFRESH_MS = 40  # 25 Hz: plots, tree values, status bar
@@ -81,6 +81,7 @@ class MainWindow(QMainWindow):
         self._loading_started = False
         self._closing = False
         self._start_when_ready = False
+        self._resumed_dir = ""
         self._wanted_highlight: str | None = None
         self.last_error: tuple[str, str] | None = None  # (summary, details) of the latest dialog
         self.error_dialog: QMessageBox | None = None
@@ -239,6 +240,32 @@ class MainWindow(QMainWindow):
         self._update_controls()
         self.core.start(cfg)
 
+    def resume_run(self, run_dir: str | Path) -> None:
+        """File → Resume Run…: continue a run in its own directory from its last checkpoint, up to its step
+        target (or the Experiment panel's, when the run already reached its own)."""
+        from training_core.resume import check_target, resume_config
+        if self._running or not self._tf_ready:
+            return
+        try:
+            cfg = resume_config(run_dir)
+            panel_steps = self.experiment_panel.steps_spin.value() or None
+            if cfg.steps is not None and panel_steps and panel_steps > cfg.steps:
+                cfg.steps = panel_steps
+            check_target(cfg.run_dir, cfg.steps)
+        except UserError as e:
+            self._error(str(e).replace("pass --steps N with", "set a step target"), "")
+            return
+        self.store.clear()
+        self.plots.reset()
+        self.status_panel.reset()
+        self._status = self._shown_status = None
+        self._running, self._paused, self._pause_reason, self._stop_reason = True, False, "", ""
+        self._source = ("file", cfg.experiment_file) if cfg.experiment_file else ("example", cfg.example)
+        self.experiment_panel.select_source(self._source)
+        self._resumed_dir = cfg.run_dir
+        self._update_controls()
+        self.core.start(cfg, resume=True)
+
     def toggle_pause(self) -> None:
         if self._running:
             self.core.send(Resume() if self._paused else Pause())
@@ -351,7 +378,13 @@ class MainWindow(QMainWindow):
             self._update_controls()
 
     def _on_event(self, e: events.Event) -> None:
+        if isinstance(e, events.Resumed):  # the run's record up to here, from its (just cut back) directory
+            reload_resumed(self.store, self._resumed_dir, e)
+            self.plots.reset()
+            return
         self.store.add_event(e)
+        if isinstance(e, events.Rollback):  # the store went back with the run: curves start over
+            self.plots.reset()
         if isinstance(e, events.Pause):
             self._paused, self._pause_reason = True, e.reason
             self._update_controls()
@@ -359,7 +392,10 @@ class MainWindow(QMainWindow):
             self._paused, self._pause_reason = False, ""
             self._update_controls()
         elif isinstance(e, events.Nan):
-            self._error(*nan_message(e))
+            good = [c.step for c in self.store.events if isinstance(c, events.Checkpoint) and c.step < e.at_step]
+            self._error(*nan_message(e, max(good) if good else None))
+            if good and self.error_dialog is not None:
+                offer_rollback(self.error_dialog, max(good), lambda: self.core.send(RollBack(step=max(good))))
         elif isinstance(e, (events.Warning, events.Rejected)):
             self.statusBar().showMessage(f"Step {e.step}: {e.message}", 10000)
         elif isinstance(e, events.Start):

@@ -53,6 +53,7 @@ def build_menus(w: "MainWindow") -> None:
     w.recent_menu.setToolTipsVisible(True)
     w.recent_menu.aboutToShow.connect(lambda: fill_recent_menu(w))
     w.file_menu.addAction("Runs &Folder…", lambda: choose_runs_folder(w))
+    w.file_menu.addAction("Res&ume Run…", lambda: resume_dialog(w))
     w.file_menu.addSeparator()
     from .export.actions import install_export_menu
     w.export_actions = install_export_menu(w, w.file_menu, lambda: w.store, smoothing_provider=lambda: w.plots.smoothing)
@@ -71,6 +72,13 @@ def open_dialog(w: "MainWindow") -> None:
                                           "Experiment files (*.py);;All files (*)")
     if path:
         w.open_experiment(path)
+
+
+def resume_dialog(w: "MainWindow") -> None:
+    """Pick a run directory and continue that run from its last checkpoint."""
+    folder = QFileDialog.getExistingDirectory(w, "Resume a run (its directory)", w.settings.runs_folder() or "runs")
+    if folder:
+        w.resume_run(folder)
 
 
 def fill_recent_menu(w: "MainWindow") -> None:

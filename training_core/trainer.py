@@ -27,7 +27,7 @@ from .controls import HANDLERS
 from .errors import UserError
 from .metrics import MetricsBatch, PendingStep, PhaseBlock, Status
 from .observers import Checkpointer, LeakAlarm, NanAlarm, NanRollback, Observer, Sampler, overrides
-from .recorder import RunRecord
+from .recorder import RunRecord, default_run_dir  # noqa: F401 - the window imports it from here
 from .scopes import frozen_mask
 from .usercode import failure_line
 

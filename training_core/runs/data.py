@@ -200,6 +200,7 @@ class RunData:
         `step`, and the events after the checkpoint's own (or after `through`, the last event kept)."""
         for s in self._scalars.values():
             s.truncate(step)
+        self._scalars = {tag: s for tag, s in self._scalars.items() if len(s.steps)}
         for pv in self._phases.values():
             pv.truncate(step)
         if through is not None:
