@@ -30,7 +30,7 @@ from .menus import build_menus, open_dialog, run_actions, shortcut_text
 from .panels import ExperimentPanel, SchedulePanel, ScopeTree
 from .panels.experiment import Source
 from .plots import PlotsPanel
-from .run_config import run_config
+from .run_config import resume_run_config, run_config
 from .settings import Settings
 from .status import StatusPanel
 from training_core.runs import RunData, reload_resumed
@@ -241,26 +241,18 @@ class MainWindow(QMainWindow):
         self.core.start(cfg)
 
     def resume_run(self, run_dir: str | Path) -> None:
-        """File → Resume Run…: continue a run in its own directory from its last checkpoint, up to its step
-        target (or the Experiment panel's, when the run already reached its own)."""
-        from training_core.resume import check_target, resume_config
+        """File → Resume Run…: continue a run in its own directory from its last checkpoint."""
         if self._running or not self._tf_ready:
             return
         try:
-            cfg = resume_config(run_dir)
-            panel_steps = self.experiment_panel.steps_spin.value() or None
-            if cfg.steps is not None and panel_steps and panel_steps > cfg.steps:
-                cfg.steps = panel_steps
-            check_target(cfg.run_dir, cfg.steps)
+            cfg, self._source = resume_run_config(str(run_dir), self.experiment_panel)
         except UserError as e:
-            self._error(str(e).replace("pass --steps N with", "set a step target"), "")
-            return
+            return self._error(str(e), "")
         self.store.clear()
         self.plots.reset()
         self.status_panel.reset()
         self._status = self._shown_status = None
         self._running, self._paused, self._pause_reason, self._stop_reason = True, False, "", ""
-        self._source = ("file", cfg.experiment_file) if cfg.experiment_file else ("example", cfg.example)
         self.experiment_panel.select_source(self._source)
         self._resumed_dir = cfg.run_dir
         self._update_controls()
