@@ -21,6 +21,16 @@ DOCUMENTED_KINDS = {"trace", "retrace", "start", "pause", "resume", "step", "fre
                     "nan", "warning", "rejected", "error", "checkpoint", "stop"}
 
 
+def test_the_readme_names_every_event_kind():
+    """The run-record table of the README lists every kind `events.jsonl` can hold."""
+    from pathlib import Path
+
+    from training_core import events
+    row = next(ln for ln in (Path(__file__).resolve().parents[2] / "README.md").read_text().splitlines()
+               if ln.startswith("| `events.jsonl` |"))
+    assert [k for k in events.EVENTS if f"`{k}`" not in row] == []
+
+
 @pytest.fixture(scope="module")
 def ring_run(tmp_path_factory):
     """The ring example with a freeze and a 2:1 ratio, every file on; the trainer is kept for comparisons."""
