@@ -93,6 +93,13 @@ def describe(e: BaseException) -> str:
 def _write_state(directory: Path, names: list[str]) -> None:
     """TensorFlow's `checkpoint` state file (a text proto: `tf.train.latest_checkpoint` and the manager read
     it), listing `names` oldest first, written atomically."""
+    state = directory / "checkpoint"
+    try:
+        listed = re.findall(r'^all_model_checkpoint_paths: "([^"]*)"$', state.read_text(encoding="utf-8"), re.M)
+    except (OSError, UnicodeDecodeError):
+        listed = None
+    if listed == names:
+        return  # it says what is there: leave it (a refused resume writes nothing)
     now = time.time()
     stamps = [now - len(names) + i for i in range(len(names))]
     lines = [f'model_checkpoint_path: "{names[-1]}"'] + [f'all_model_checkpoint_paths: "{n}"' for n in names]

@@ -14,6 +14,7 @@ Then the record is cut back to the checkpoint (trim.py), so there is one timelin
 """
 from __future__ import annotations
 
+import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +26,7 @@ from .errors import UserError
 from .runlog import CONFIG_FILE, SCALARS_FILE
 from .schedule import policy_from_dict
 from .trim import dropped_dir, last_scalar_step, trim_record
+from .usercode import first_line
 
 if TYPE_CHECKING:
     from .trainer import Trainer
@@ -115,9 +117,19 @@ def resume(tr: "Trainer") -> E.Resumed:
             and file_sha256(cfg.experiment_file) != cfg.experiment_sha256:
         tr.emit(E.Warning(message=f"{Path(cfg.experiment_file).name} changed since the run started (sha256 "
                                   f"differs); the run continues with the file as it is now"))
-    tr.run_dir = d
     tr.checkpoints = CheckpointStore(tr.prepared, d)
-    apply_host_state(tr, tr.checkpoints.restore(step))
+    try:
+        state = tr.checkpoints.restore(step)
+    except Exception as e:  # noqa: BLE001 - TensorFlow's and Keras' errors for a checkpoint that does not fit
+        import tensorflow as tf
+        # the half-done restore warns about "unrestored values" when its objects are deleted (at exit), on top
+        # of the one line below
+        tf.get_logger().setLevel("ERROR")
+        raise UserError(f"the checkpoint at step {step} of {d} does not fit the experiment as it is now "
+                        f"({first_line(e)}); resume with the experiment file the run started with",
+                        detail=traceback.format_exc()) from None
+    tr.run_dir = d  # from here on the run directory is written to
+    apply_host_state(tr, state)
     dropped = _cut_back(tr, step, "resume")
     p = tr.prepared
     return E.Resumed(checkpoint=_rel(tr, checkpoint_prefix(d, step)), device=p.device_name, freeze=list(tr.freeze),

@@ -12,7 +12,7 @@ import pytest
 
 from training_core import RunConfig, Trainer, read_events, read_scalars
 
-from .helpers import error_lines, main_cmd, nan_experiment, run_all, write_file
+from .helpers import error_lines, main_cmd, nan_experiment, run_all, tiny_gan, write_file
 
 BAD = {  # name: (arguments, a word the one line must contain)
     "unknown_scope": (["--freeze", "nosuch"], "nosuch"),
@@ -57,6 +57,7 @@ BAD = {  # name: (arguments, a word the one line must contain)
     "resume_not_a_run": (["--resume", "{tmp}/full"], "not a Freezeframe run directory"),
     "resume_done": (["--resume", "{tmp}/done"], "pass --steps N with N > 20"),
     "resume_new_seed": (["--resume", "{tmp}/done", "--steps", "30", "--seed", "3"], "--seed cannot change"),
+    "resume_changed_model": (["--resume", "{tmp}/arch", "--steps", "30"], "does not fit the experiment as it is now"),
 }
 
 _EXPERIMENTS = {
@@ -120,7 +121,10 @@ def cli(tmp_path_factory):
         (tmp / name).write_text(f'example = "ring"\n{line}\n' if "example" not in line else line + "\n")
     (tmp / "latin1.toml").write_bytes('example = "ring"\ndescription = "caf\xe9"\n'.encode("latin-1"))
     Trainer(RunConfig(example="factorization", steps=20, run_dir=str(tmp / "done"), tensorboard=False)).run()
-    done_before = _tree(tmp / "done")
+    arch = tiny_gan(tmp)
+    Trainer(RunConfig(experiment_file=str(arch), example=None, steps=10, run_dir=str(tmp / "arch"))).run()
+    arch.write_text(arch.read_text().replace('Dense(4, name="dense_1")', 'Dense(5, name="dense_1")'))
+    before = {d: _tree(tmp / d) for d in ("done", "arch")}
     nan = nan_experiment(tmp)
     RunConfig(example="ring", steps=40, seed=5, schedule={"policy": "fixed", "ratio": [2, 1]}, var_every=4,
               run_dir="/elsewhere").write_toml(tmp / "rerun.toml")
@@ -141,7 +145,7 @@ def cli(tmp_path_factory):
     commands["all_frozen"] = main_cmd("--headless", "--example", "factorization", "--freeze", "W", "--freeze", "C",
                                       "--run-dir", str(tmp / "frozen"))
     results = run_all(commands)
-    assert _tree(tmp / "done") == done_before  # a refused resume wrote nothing
+    assert {d: _tree(tmp / d) for d in before} == before  # a refused resume wrote nothing
     return tmp, results
 
 
