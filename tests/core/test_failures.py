@@ -289,8 +289,13 @@ def test_on_nan_rollback_goes_back_to_the_last_good_checkpoint_with_half_the_rat
     d = tmp_path / "run"
     live = _Live()
     Trainer(config(exp, d, steps=200, checkpoint_every=20, fetch_every=30, fetch_seconds=1e9,
-                   on_nan="rollback"), live).run()
+                   on_nan="rollback", tensorboard=True), live).run()
     _same_as_disk(live.data, d)
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    acc = EventAccumulator(str(d / "tb"), size_guidance={"scalars": 0})
+    acc.Reload()
+    tb = acc.Scalars("loss/P")  # the SessionLog START at step 61 purged the first 61..80
+    assert [e.step for e in tb] == list(range(1, 201)) and np.isfinite([e.value for e in tb]).all()
     events = read_events(d)
     rollbacks = [e for e in events if e.kind == "rollback"]
     assert len(rollbacks) == 1
