@@ -47,9 +47,10 @@ class TrainingController(QObject):
     def prepare(self, config: RunConfig) -> None:
         self.service.prepare(config)
 
-    def start(self, config: RunConfig) -> None:
-        self.session.begin_run()
-        self.service.start(config)
+    def start(self, config: RunConfig, resume: bool = False) -> None:
+        """Run `config`; with `resume`, continue the run in `config.run_dir` from its last checkpoint."""
+        self.session.begin_run(str(config.run_dir) if resume else "")
+        self.service.start(config, resume)
 
     def send(self, command: Command) -> None:
         """A live command, for the run going on (none: dropped, the panels keep the setting for Start)."""

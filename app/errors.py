@@ -5,6 +5,8 @@ keep flowing while one is up and a test never blocks on it.
 """
 from __future__ import annotations
 
+from typing import Callable
+
 from PySide6.QtWidgets import QMessageBox, QWidget
 
 
@@ -18,3 +20,10 @@ def show_error(parent: QWidget | None, summary: str, detail: str = "", title: st
     box.open()
     return box
 
+
+def offer_rollback(box: QMessageBox, step: int, roll_back: Callable[[], None]) -> None:
+    """A "Roll back to step N" button on the NaN dialog: the run goes back to its last good checkpoint, and
+    stays paused so the learning rate can be lowered before Resume."""
+    button = box.addButton(f"Roll back to step {step}", QMessageBox.ButtonRole.ActionRole)
+    button.setObjectName("rollbackButton")
+    button.clicked.connect(roll_back)

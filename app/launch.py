@@ -31,6 +31,9 @@ other modes (main.py dispatches on these options):
                                  without a window; `main.py --export RUN_DIR --help` lists its options"""
 
 
+SEED_MAX = 2**31 - 1  # the Experiment panel's seed box (a QSpinBox holds a C int)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = ArgParser(prog="main.py", description="Freezeframe: a training monitor for alternating-phase training. "
                                               "Without --headless or --export, this opens the window.",
@@ -64,6 +67,8 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
         raise UserError("--attach shows a run another process trains; drop --steps, --start and --screenshot")
     if a.steps is not None and a.steps < 0:
         raise UserError(f"--steps must be >= 0, got {a.steps}")
+    if not 0 <= a.seed <= SEED_MAX:  # the seed box's range: a value outside it would silently become another
+        raise UserError(f"--seed must be a whole number from 0 to {SEED_MAX}, got {a.seed}; pass another --seed")
     if a.close_after is not None and a.close_after < 0:
         raise UserError(f"--close-after must be >= 0 seconds, got {a.close_after}")
     if a.screenshot:

@@ -17,11 +17,11 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from PySide6.QtCore import QByteArray, Qt, QTimer, Signal
+from PySide6.QtCore import QByteArray, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QShowEvent
-from PySide6.QtWidgets import QGroupBox, QMainWindow, QMessageBox, QSplitter, QStyle, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QMainWindow, QMessageBox, QStyle, QWidget
 
-from training_core import (Pause, Resume, RunConfig, SetFreeze, SetFreezeMethod, SetLearningRate, SetSchedule,
+from training_core import (Pause, Resume, RollBack, RunConfig, SetFreeze, SetFreezeMethod, SetLearningRate, SetSchedule,
                            Status, Step, Stop, UserError, builtin_examples)
 from training_core.protocol import PreparedInfo
 from training_core.runs import RunData, Session, Source
@@ -30,11 +30,11 @@ from training_core.trainer import default_run_dir
 from . import gui_gc
 from .attach import AttachController
 from .controller import ServiceFactory, TrainingController
-from .errors import show_error
+from .errors import offer_rollback, show_error
 from .menus import Menus, build_menus, choose_run_dir, open_dialog, run_actions, shortcut_text
-from .panels import ExperimentPanel, SchedulePanel, ScopeTree
+from .panels import ExperimentPanel, SchedulePanel, ScopeTree, panels_beside_plots
 from .plots import PlotsPanel
-from .run_config import run_config
+from .run_config import resume_run_config, run_config
 from .settings import Settings
 from .status import StatusPanel
 from .worker import TrainingProcess, TrainingService
@@ -84,7 +84,8 @@ class MainWindow(QMainWindow):
         self._build_ui(actions)
         self.menus: Menus = build_menus(self, self.settings, list(actions.values()), self.open_experiment,
                                         lambda: self.store, lambda: self.plots.smoothing,
-                                        {"&Attach to Run…": lambda: choose_run_dir(self, "Attach to", self.attach_run),
+                                        {"Res&ume Run…": lambda: choose_run_dir(self, "Resume", self.resume_run),
+                                         "&Attach to Run…": lambda: choose_run_dir(self, "Attach to", self.attach_run),
                                          "Re&play Run…": lambda: choose_run_dir(self, "Replay", self.replay_run),
                                          "&Detach": self.attachment.detach})
         self._show_sources()
@@ -112,22 +113,10 @@ class MainWindow(QMainWindow):
         self.scope_tree = ScopeTree()
         self.plots = PlotsPanel(self.store)
 
-        left = QWidget()
-        col = QVBoxLayout(left)
-        col.setContentsMargins(6, 6, 2, 6)
-        for title, w, stretch in (("Experiment", self.experiment_panel, 0), ("Schedule", self.schedule_panel, 0),
-                                  ("Scopes — tick to freeze", self.scope_tree, 1)):
-            box = QGroupBox(title)
-            QVBoxLayout(box).addWidget(w)
-            box.layout().setContentsMargins(8, 6, 8, 8)
-            col.addWidget(box, stretch)
-        left.setMinimumWidth(340)
-        self.splitter = QSplitter(Qt.Orientation.Horizontal)
-        self.splitter.addWidget(left)
-        self.splitter.addWidget(self.plots)
-        self.splitter.setStretchFactor(1, 1)
-        self.splitter.setSizes([LEFT_WIDTH, DEFAULT_SIZE[0] - LEFT_WIDTH])
-        self.splitter.setChildrenCollapsible(False)
+        self.splitter = panels_beside_plots([("Experiment", self.experiment_panel, 0),
+                                             ("Schedule", self.schedule_panel, 0),
+                                             ("Scopes — tick to freeze", self.scope_tree, 1)], self.plots,
+                                            LEFT_WIDTH, DEFAULT_SIZE[0] - LEFT_WIDTH)
         self.setCentralWidget(self.splitter)
         self.status_panel = StatusPanel()
         self.setStatusBar(self.status_panel)
@@ -155,6 +144,8 @@ class MainWindow(QMainWindow):
         s.note.connect(lambda text: self.statusBar().showMessage(text, 10000))
         s.run_dir_changed.connect(self.status_panel.set_run_dir)
         s.data_cleared.connect(self.plots.reset)
+        s.rewound.connect(self.plots.reset)
+        s.rollback_offered.connect(self._offer_rollback)
         s.run_started.connect(lambda _dir: self.runStarted.emit())
         s.run_finished.connect(self._on_run_finished)
         self.controller.serviceReplaced.connect(self.load)
@@ -229,6 +220,20 @@ class MainWindow(QMainWindow):
         self._run_dir_once = None
         self.controller.start(cfg)
 
+    def resume_run(self, run_dir: str | Path) -> bool:
+        """File → Resume Run…: continue a run in its own directory from its last checkpoint."""
+        if not self.session.can_start:
+            return False
+        try:
+            cfg, source = resume_run_config(str(run_dir), self.experiment_panel)
+        except UserError as e:
+            self._error(str(e), "")
+            return False
+        self.session.choose(source)
+        self.experiment_panel.select_source(source)
+        self.controller.start(cfg, resume=True)
+        return True
+
     def toggle_pause(self) -> None:
         self.controller.send(Resume() if self.session.paused else Pause())
 
@@ -299,6 +304,11 @@ class MainWindow(QMainWindow):
         if self.session.prepared is None:
             self.scope_tree.set_placeholder("Could not prepare the experiment: fix it, then press Start")
         self._error(summary, detail)
+
+    def _offer_rollback(self, step: int) -> None:
+        """The NaN dialog gets a "Roll back to step N" button (the run stays paused there: lower the rate)."""
+        if self.error_dialog is not None:
+            offer_rollback(self.error_dialog, step, lambda: self.controller.send(RollBack(step=step)))
 
     def _on_run_finished(self, status: Status | None) -> None:
         self.refresh()

@@ -93,7 +93,7 @@ class TrainingService(Protocol):
 
     def load(self) -> None: ...
     def prepare(self, config: RunConfig) -> None: ...
-    def start(self, config: RunConfig) -> None: ...
+    def start(self, config: RunConfig, resume: bool = False) -> None: ...
     def send(self, command: Command) -> bool: ...
     def shutdown(self, timeout_s: float = 2.0) -> bool: ...
     def deleteLater(self) -> None: ...
@@ -146,11 +146,12 @@ class TrainingProcess(QObject):
         """Prepare a trainer for `config` (reports `prepared` or `failed`); Start reuses it."""
         self._post(P.Prepare(copy.deepcopy(config)))
 
-    def start(self, config: RunConfig) -> None:
-        """Run `config`: reuse the prepared trainer when it matches, otherwise prepare a new one first."""
+    def start(self, config: RunConfig, resume: bool = False) -> None:
+        """Run `config`: reuse the prepared trainer when it matches, otherwise prepare a new one first. With
+        `resume`, continue the run in `config.run_dir` from its last checkpoint."""
         self._accepting = True
         self._post(P.BeginRun())
-        self._post(P.Run(copy.deepcopy(config)))
+        self._post(P.Run(copy.deepcopy(config), resume))
 
     def send(self, command: Command) -> bool:
         """Hand a command to the running trainer (or to the one about to run). False if none will."""

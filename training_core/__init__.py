@@ -8,7 +8,7 @@ Public interface:
   events                                 what a run reports: typed events (`events.Freeze`, ...)
   RunConfig                              what to run (and what `config.toml` holds)
   commands: Pause, Resume, Step, Stop, SetFreeze, SetSchedule, SetLearningRate, SetFreezeMethod,
-            SampleNow, SaveCheckpoint, command_from_dict
+            SampleNow, SaveCheckpoint, RollBack, command_from_dict
   Experiment, Phase, StepContext, SampleContext, Models   the experiment-file API
   builtin_examples, example_path         the built-in examples (loading.py loads any file)
   MetricsBatch, PhaseBlock, Status       what observers receive
@@ -21,7 +21,7 @@ Public interface:
 """
 from . import events
 from .remote import COMMANDS_FILE, append_command
-from .commands import (Command, Pause, Resume, SampleNow, SaveCheckpoint, SetFreeze, SetFreezeMethod,
+from .commands import (Command, Pause, Resume, RollBack, SampleNow, SaveCheckpoint, SetFreeze, SetFreezeMethod,
                        SetLearningRate, SetSchedule, Step, Stop, command_from_dict, FREEZE_METHODS)
 from .config import RunConfig
 from .errors import UserError

@@ -1,22 +1,38 @@
-"""Checkpoints of a run: models, optimizers (slots, iterations, learning rate) and random generators.
+"""Checkpoints of a run: models, optimizers (slots, iterations, learning rate), random generators, and
+the host-side state a resumed run needs to continue exactly where the checkpoint stood.
 
 The checkpoint's object graph is laid out by scope path, not by Keras' internal lists, so a user can
 find a variable in it with `tf.train.list_variables`:
   variables/generator/dense_1/kernel
   optimizers/D/slots/discriminator/dense_1/kernel/momentum
-  optimizers/D/iteration, optimizers/D/learning_rate, rng, sample_rng, step
+  optimizers/D/iteration, optimizers/D/learning_rate, rng, sample_rng, step, host
 (each followed by TensorFlow's `/.ATTRIBUTES/VARIABLE_VALUE`). Keras names a slot variable
-`<path with _>_<slot>`; that is how a slot finds its variable.
+`<path with _>_<slot>`; that is how a slot finds its variable. `host` is a JSON string (resume.py
+says what it holds): the freeze set, the method, the schedule's position in its cycle, each phase's
+step count. A string variable in the checkpoint means one file holds the whole state: a checkpoint
+is complete or absent, never half of a pair.
+
+Which checkpoints exist is read from the files themselves (`checkpoint_steps`, no TensorFlow), not
+from TensorFlow's `checkpoint` state file, which a kill can leave behind the files: a checkpoint is
+complete when its `.index` (written last) and all its data shards are there.
 """
 from __future__ import annotations
 
+import json
+import re
+import shutil
+import time
 from pathlib import Path
 from typing import Any
 
+from .errors import WriteFailed
 from .runlog import CHECKPOINT_DIR
 from .slots import slots_by_variable
 
 MAX_TO_KEEP = 3
+PREFIX = "ckpt"
+MODELS_DIR = "models"
+_DATA = re.compile(r"\.data-(\d+)-of-(\d+)$")
 
 
 def _nest(flat: dict[str, Any]) -> dict[str, Any]:
@@ -37,29 +53,145 @@ def _slots(optimizer: Any, paths: list[str]) -> dict[str, Any]:
     return {**wide, **{f"slots/{p}/{name}": v for p, slots in per_var.items() for name, v in slots.items()}}
 
 
+def checkpoint_steps(run_dir: str | Path) -> list[int]:
+    """Steps of the complete checkpoints in a run directory, ascending (no TensorFlow needed)."""
+    d = Path(run_dir) / CHECKPOINT_DIR
+    out = []
+    for index in d.glob(f"{PREFIX}-*.index"):
+        step = index.name[len(PREFIX) + 1:-len(".index")]
+        if not step.isdigit():
+            continue
+        shards = [m for m in (_DATA.search(p.name) for p in d.glob(f"{PREFIX}-{step}.data-*")) if m]
+        if shards and len(shards) == int(shards[0].group(2)):
+            out.append(int(step))
+    return sorted(out)
+
+
+def checkpoint_prefix(run_dir: str | Path, step: int) -> Path:
+    return Path(run_dir) / CHECKPOINT_DIR / f"{PREFIX}-{step}"
+
+
+def remove_partial(run_dir: str | Path) -> None:
+    """Remove what an interrupted save leaves: `ckpt-N_temp/` and the state file's temporary copies."""
+    d = Path(run_dir) / CHECKPOINT_DIR
+    for p in list(d.glob("*_temp*")) + list(d.glob("checkpoint.tmp*")):
+        shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
+
+
+def describe(e: BaseException) -> str:
+    """The cause of a write failure in a few words ("No space left on device")."""
+    if isinstance(e, OSError) and e.strerror:
+        return e.strerror
+    text = " ".join(str(getattr(e, "message", None) or e).split())
+    for known in ("No space left on device", "Permission denied", "Read-only file system", "Disk quota exceeded",
+                  "No such file or directory"):
+        if known in text:
+            return known
+    return f"{type(e).__name__}: {text[:200]}"
+
+
+def _write_state(directory: Path, names: list[str]) -> None:
+    """TensorFlow's `checkpoint` state file (a text proto: `tf.train.latest_checkpoint` and the manager read
+    it), listing `names` oldest first, written atomically."""
+    state = directory / "checkpoint"
+    try:
+        listed = re.findall(r'^all_model_checkpoint_paths: "([^"]*)"$', state.read_text(encoding="utf-8"), re.M)
+    except (OSError, UnicodeDecodeError):
+        listed = None
+    if listed == names:
+        return  # it says what is there: leave it (a refused resume writes nothing)
+    now = time.time()
+    stamps = [now - len(names) + i for i in range(len(names))]
+    lines = [f'model_checkpoint_path: "{names[-1]}"'] + [f'all_model_checkpoint_paths: "{n}"' for n in names]
+    lines += [f"all_model_checkpoint_timestamps: {t:.6f}" for t in stamps]
+    lines.append(f"last_preserved_timestamp: {stamps[0] - 1:.6f}")
+    tmp = directory / "checkpoint.tmp-freezeframe"
+    tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    tmp.replace(directory / "checkpoint")
+
+
 class CheckpointStore:
     """Saves and restores a prepared run's state under `RUN_DIR/checkpoints/` (the last 3 kept)."""
 
     def __init__(self, prepared: Any, run_dir: Path) -> None:
         import tensorflow as tf
-        self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="checkpoint_step")
+        self.run_dir = Path(run_dir)
+        self.dir = self.run_dir / CHECKPOINT_DIR
+        with tf.device("/CPU:0"):  # a string variable lives on the host
+            self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="checkpoint_step")
+            self.host = tf.Variable("", dtype=tf.string, trainable=False, name="host_state")
         variables = {v.path: v for v in prepared.variables}
         optimizers = {name: _nest(_slots(opt, list(paths)))
                       for name, opt, paths in zip(prepared.phase_names, prepared.optimizers, prepared.phase_paths)}
-        self.checkpoint = tf.train.Checkpoint(step=self.step, rng=prepared.rng, sample_rng=prepared.sample_rng,
-                                              variables=_nest(variables), optimizers=optimizers)
-        self.manager = tf.train.CheckpointManager(self.checkpoint, str(run_dir / CHECKPOINT_DIR),
-                                                  max_to_keep=MAX_TO_KEEP)
+        self.checkpoint = tf.train.Checkpoint(step=self.step, host=self.host, rng=prepared.rng,
+                                              sample_rng=prepared.sample_rng, variables=_nest(variables),
+                                              optimizers=optimizers)
+        self.models = dict(prepared.experiment.models)
+        self.manager: Any = None
+        self._resync()
         self.last_step = -1
 
-    def save(self, step: int) -> str:
-        """Write a checkpoint of the state after `step`; returns its path prefix."""
-        self.step.assign(step)
-        self.last_step = step
-        return self.manager.save(checkpoint_number=step)
+    def _resync(self) -> None:
+        """(Re)build TensorFlow's manager from the complete checkpoints on disk, so its `checkpoint` file and
+        its "last 3 kept" agree with what is there (after a kill, a rollback, a resume)."""
+        import tensorflow as tf
+        if self.dir.is_dir():
+            remove_partial(self.run_dir)
+            steps = checkpoint_steps(self.run_dir)
+            if steps:
+                _write_state(self.dir, [f"{PREFIX}-{s}" for s in steps])
+            else:
+                (self.dir / "checkpoint").unlink(missing_ok=True)  # it would name checkpoints that are gone
+        self.manager = tf.train.CheckpointManager(self.checkpoint, str(self.dir), max_to_keep=MAX_TO_KEEP,
+                                                  checkpoint_name=PREFIX)
 
-    def restore(self, path: str) -> int:
-        """Restore everything from `path` (a prefix `manager.save` returned); returns its step."""
-        self.checkpoint.restore(path).assert_existing_objects_matched()
+    def steps(self) -> list[int]:
+        return checkpoint_steps(self.run_dir)
+
+    def save(self, step: int, host: dict[str, Any]) -> str:
+        """Write a checkpoint of the state after `step`; returns its path prefix. A failed write (a full
+        disk) leaves no partial checkpoint behind and raises `WriteFailed`."""
+        self.step.assign(step)
+        self.host.assign(json.dumps(host))
+        try:
+            path = self.manager.save(checkpoint_number=step)
+        except Exception as e:  # noqa: BLE001 - TensorFlow raises its own error types for OS failures
+            remove_partial(self.run_dir)
+            raise WriteFailed(self.dir, describe(e)) from e
+        self.last_step = step
+        return path
+
+    def restore(self, step: int) -> dict[str, Any]:
+        """Restore everything from the checkpoint at `step`; returns its host state."""
+        self.checkpoint.restore(str(checkpoint_prefix(self.run_dir, step))).assert_existing_objects_matched()
         self.last_step = int(self.step.numpy())
-        return self.last_step
+        raw = self.host.numpy().decode("utf-8")
+        return json.loads(raw) if raw else {}
+
+    def drop_after(self, step: int, keep_in: Path | None) -> int:
+        """Move the checkpoints after `step` out of the way (into `keep_in`, or delete them); returns how many."""
+        later = [s for s in self.steps() if s > step]
+        for s in later:
+            for f in self.dir.glob(f"{PREFIX}-{s}.*"):
+                if keep_in is None:
+                    f.unlink()
+                else:
+                    keep_in.mkdir(parents=True, exist_ok=True)
+                    shutil.move(str(f), str(keep_in / f.name))
+        self._resync()
+        return len(later)
+
+    def export_weights(self) -> None:
+        """Each model's weights in Keras' own format, `models/<name>.weights.h5`, loadable without Freezeframe
+        (`model.load_weights(...)` on the same architecture)."""
+        out = self.run_dir / MODELS_DIR
+        for name, model in self.models.items():
+            if not callable(getattr(model, "save_weights", None)):
+                continue
+            path = out / f"{name}.weights.h5"
+            try:
+                out.mkdir(exist_ok=True)
+                model.save_weights(str(path), overwrite=True)
+            except Exception as e:  # noqa: BLE001 - h5py raises OSError or its own errors
+                path.unlink(missing_ok=True)
+                raise WriteFailed(out, describe(e)) from e

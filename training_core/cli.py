@@ -1,11 +1,17 @@
 """`python main.py --headless ...`: train without a window, with a progress bar on the terminal.
 
 Bad input exits with code 2 and one line on stderr that names the problem and the fix; nothing is
-written before every input has been checked.
+written before every input has been checked. A run that fails after it began (experiment code raising
+mid-run, a full disk) exits with code 1 and one line; the record is kept and its `error` event holds
+the traceback. SIGTERM (Slurm, docker, systemd) is Ctrl-C: the run stops at the next step boundary,
+writes its final checkpoint and `stop` event, and exits 0. Either signal during start-up ends the
+process with one line, before anything is written.
 """
 from __future__ import annotations
 
 import argparse
+import math
+from dataclasses import replace
 import os
 import signal
 import sys
@@ -28,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--example", help="built-in example: ring (default), digits, factorization")
     src.add_argument("--experiment", metavar="FILE", help="your own experiment file (.py)")
     src.add_argument("--config", metavar="TOML", help="run again from a run directory's config.toml")
+    src.add_argument("--resume", metavar="RUN_DIR", help="continue a run in its directory from its last checkpoint")
     src.add_argument("--replay", metavar="RUN_DIR",
                      help="replay a recorded run: its config.toml and its control changes, at the same steps")
     p.add_argument("--steps", type=int, help="number of steps (default: until Ctrl-C)")
@@ -51,7 +58,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-tensorboard", action="store_true", help="do not write TensorBoard event files")
     p.add_argument("--no-command-file", action="store_true", help="do not read RUN_DIR/commands.jsonl")
     p.add_argument("--deterministic", action="store_true",
-                   help="TensorFlow op determinism: a replay on the CPU gives exactly the same losses")
+                   help="TensorFlow op determinism: a resumed run or a replay reproduces the original exactly (CPU)")
+    p.add_argument("--on-nan", choices=["stop", "rollback"],
+                   help="a NaN/Inf loss: stop (default) or roll back to the last good checkpoint with a lower lr")
+    p.add_argument("--nan-lr-factor", type=float, help="rollback: multiply the phase's learning rate by this (0.5)")
     p.add_argument("--list-scopes", action="store_true", help="print the experiment's scope tree and exit")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     return p
@@ -84,12 +94,9 @@ def config_from_args(a: argparse.Namespace) -> RunConfig:
         cfg.steps = a.steps
     if a.ratio and a.adaptive:
         raise UserError("--ratio and --adaptive choose different policies; give one of them")
-    if a.ratio:
-        from .schedule import parse_ratio
-        cfg.schedule = {"policy": "fixed", "ratio": parse_ratio(a.ratio)}
-    if a.adaptive:
-        cfg.schedule = {"policy": "adaptive", "thresholds": _pairs(a.adaptive, "--adaptive"),
-                        "max_steps": 50 if a.max_steps is None else a.max_steps}
+    schedule = _schedule(a)
+    if schedule:
+        cfg.schedule = schedule
     if a.freeze:
         cfg.freeze = list(a.freeze)
     if a.method:
@@ -98,7 +105,25 @@ def config_from_args(a: argparse.Namespace) -> RunConfig:
         cfg.update_frozen_stats = True
     if a.lr:
         cfg.lr = {**cfg.lr, **_pairs(a.lr, "--lr")}
-    for name in ("batch_size", "run_dir", "seed", "device", "fetch_every", "var_every", "checkpoint_every"):
+    for name in ("batch_size", "run_dir", "seed"):
+        if getattr(a, name) is not None:
+            setattr(cfg, name, getattr(a, name))
+    return _run_options(cfg, a).validate()
+
+
+def _schedule(a: argparse.Namespace) -> dict[str, Any] | None:
+    if a.ratio:
+        from .schedule import parse_ratio
+        return {"policy": "fixed", "ratio": parse_ratio(a.ratio)}
+    if a.adaptive:
+        return {"policy": "adaptive", "thresholds": _pairs(a.adaptive, "--adaptive"),
+                "max_steps": 50 if a.max_steps is None else a.max_steps}
+    return None
+
+
+def _run_options(cfg: RunConfig, a: argparse.Namespace) -> RunConfig:
+    """The options that change how a run is carried out, not what it computes: a resumed run takes them too."""
+    for name in ("device", "fetch_every", "var_every", "checkpoint_every", "nan_lr_factor"):
         if getattr(a, name) is not None:
             setattr(cfg, name, getattr(a, name))
     if a.no_tensorboard:
@@ -107,7 +132,8 @@ def config_from_args(a: argparse.Namespace) -> RunConfig:
         cfg.command_file = False
     if a.deterministic:
         cfg.deterministic = True
-    return cfg.validate()
+    cfg.on_nan = a.on_nan or "stop"  # headless, a pause would wait forever
+    return cfg
 
 
 #: what a replay takes from the command line; everything else would change what is replayed
@@ -134,6 +160,43 @@ def replay_from_args(a: argparse.Namespace) -> Any:
         plan.config.command_file = False
     plan.config.validate()
     return plan
+
+
+#: what makes a run the run it is: fixed once it began (its checkpoints are of exactly that)
+_NOT_ON_RESUME = {"seed": "--seed", "batch_size": "--batch-size", "run_dir": "--run-dir"}
+
+
+def resume_from_args(a: argparse.Namespace) -> tuple[RunConfig, list[Any]]:
+    """The configuration of the run to resume, and the commands the options given with `--resume` become
+    (a new freeze set, ratio, method or learning rate applies from the resumed step on, logged as events)."""
+    from .commands import SetFreeze, SetFreezeMethod, SetLearningRate, SetSchedule
+    from .resume import check_target, resume_config
+    for name, flag in _NOT_ON_RESUME.items():
+        if getattr(a, name) is not None:
+            raise UserError(f"{flag} cannot change when resuming (the checkpoints are of the run as it began); "
+                            f"leave it out, or start a new run with --config {a.resume}/config.toml")
+    if a.update_frozen_stats and not a.freeze:
+        raise UserError("--update-frozen-stats with --resume applies with a new freeze set; give --freeze too")
+    if a.ratio and a.adaptive:
+        raise UserError("--ratio and --adaptive choose different policies; give one of them")
+    cfg = resume_config(a.resume)
+    if a.steps is not None:
+        cfg.steps = a.steps
+    cfg = _run_options(cfg, a).validate()
+    check_target(cfg.run_dir, cfg.steps)
+    commands: list[Any] = []
+    if a.freeze:
+        commands.append(SetFreeze(tuple(a.freeze), bool(a.update_frozen_stats)))
+    schedule = _schedule(a)
+    if schedule:
+        commands.append(SetSchedule(schedule))
+    if a.method:
+        commands.append(SetFreezeMethod(a.method))
+    for phase, value in _pairs(a.lr, "--lr").items():
+        if not math.isfinite(value) or value < 0:
+            raise UserError(f"--lr {phase}={value} must be a finite number >= 0")
+        commands.append(SetLearningRate(phase, value))
+    return cfg, commands
 
 
 class ProgressBar(Observer):
@@ -164,7 +227,8 @@ class ProgressBar(Observer):
 
     def on_event(self, e: E.Event) -> None:
         detail = {E.Warning: lambda: e.message, E.Rejected: lambda: e.message, E.Leak: lambda: e.variable,
-                  E.Nan: lambda: e.phase, E.Retrace: lambda: e.phase}.get(type(e))
+                  E.Nan: lambda: e.phase, E.Retrace: lambda: e.phase, E.Rollback: lambda: e.reason,
+                  E.Resumed: lambda: e.checkpoint}.get(type(e))
         if detail is not None:
             self.stream.write(("\n" if self.tty else "") + f"[step {e.step}] {e.kind}: {detail()}\n")
 
@@ -182,6 +246,7 @@ class HeadlessObserver(ProgressBar):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.halted: str | None = None
+        self.failure: str | None = None  # the `error` event's one line
         self._trainer: Trainer | None = None
         self._cause = ""
 
@@ -190,9 +255,13 @@ class HeadlessObserver(ProgressBar):
 
     def on_event(self, e: E.Event) -> None:
         super().on_event(e)
-        if isinstance(e, E.Nan):
-            self._cause = (f"the loss of phase {e.phase} became {e.value} at step {e.at_step}; "
-                           f"lower its learning rate (--lr {e.phase}=...)")
+        if isinstance(e, E.Error):
+            self.failure = e.message
+        elif isinstance(e, E.Nan):
+            run_dir = self._trainer.run_dir if self._trainer is not None else "RUN_DIR"
+            self._cause = (f"the loss of phase {e.phase} became {e.value} at step {e.at_step}; resume from the last "
+                           f"good checkpoint with a lower learning rate (--resume {run_dir} --lr {e.phase}=...), "
+                           f"or train with --on-nan rollback")
         elif isinstance(e, E.Warning):
             self._cause = e.message
         elif isinstance(e, E.Pause) and e.reason not in ("user", "step") and self._trainer is not None \
@@ -201,29 +270,57 @@ class HeadlessObserver(ProgressBar):
             self._trainer.send(_stop())
 
 
+EXIT_FAILED = 1  # the run began and failed, or training halted: the record is kept
+EXIT_INTERRUPTED = 130  # the shell's code for Ctrl-C
+
+
+def _interrupt(*_: Any) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    return run_cli(lambda: _main(argv))
+    signal.signal(signal.SIGTERM, _interrupt)  # until training starts, SIGTERM is Ctrl-C
+    try:
+        return run_cli(lambda: _main(argv))
+    except KeyboardInterrupt:
+        print("error: interrupted while starting; nothing was written (run the command again to train)",
+              file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
+    commands: list[Any] = []
     plan = replay_from_args(args) if args.replay else None
-    cfg = plan.config if plan else config_from_args(args)
+    if args.resume:
+        cfg, commands = resume_from_args(args)
+    else:
+        cfg = plan.config if plan else config_from_args(args)
     if args.list_scopes:
-        return _list_scopes(cfg)
+        return _list_scopes(replace(cfg, run_dir=None) if args.resume else cfg)
     observer = HeadlessObserver(cfg.steps, quiet=args.quiet)
     extra: list[Observer] = [observer]
     if plan is not None:
         from .replay import Replayer
         extra.append(Replayer(plan))
-    trainer = Trainer(cfg, extra)
+    trainer = Trainer(cfg, extra, resume=bool(args.resume))
     trainer.prepare()
-    signal.signal(signal.SIGINT, lambda *_: trainer.send(_stop()))
-    status = trainer.run()
+    for command in commands:
+        trainer.send(command)
+    for sig in (signal.SIGINT, signal.SIGTERM):  # from here on: stop at the next step, keep the record
+        signal.signal(sig, lambda *_: trainer.send(_stop()))
+    try:
+        status = trainer.run()
+    except Exception as e:  # noqa: BLE001 - one line; the record's error event has the traceback
+        if trainer.run_dir is None and isinstance(e, UserError):
+            raise  # before anything was written: bad input, exit 2
+        print(f"error: {observer.failure or ' '.join(str(e).split())} (the record up to step {trainer.step} is in "
+              f"{trainer.run_dir or 'no directory'}; the traceback is in its events.jsonl)", file=sys.stderr)
+        return EXIT_FAILED
     print(f"{status.step} steps in {status.elapsed_s:.1f}s on {status.device}; run directory: {status.run_dir}")
     if observer.halted:
         print(f"error: {observer.halted}", file=sys.stderr)
-        return 1
+        return EXIT_FAILED
     return 0
 
 

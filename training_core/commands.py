@@ -96,9 +96,22 @@ class SaveCheckpoint(Command):
     kind: ClassVar[str] = "checkpoint"
 
 
+@dataclass(frozen=True)
+class RollBack(Command):
+    """Go back to the checkpoint at `step` (which must exist), dropping what was recorded after it; with
+    `phase`, that phase's learning rate is then multiplied by `lr_factor` (a NaN's usual remedy)."""
+
+    kind: ClassVar[str] = "rollback"
+    step: int = 0
+    phase: str | None = None
+    lr_factor: float = 1.0
+    reason: str = "user"
+
+
 COMMANDS: dict[str, type[Command]] = {
     c.kind: c
-    for c in (Pause, Resume, Step, Stop, SetFreeze, SetSchedule, SetLearningRate, SetFreezeMethod, SampleNow, SaveCheckpoint)
+    for c in (Pause, Resume, Step, Stop, SetFreeze, SetSchedule, SetLearningRate, SetFreezeMethod, SampleNow, SaveCheckpoint,
+              RollBack)
 }
 FREEZE_METHODS = ("exact", "gate")
 

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import math
 import tomllib
+import types
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,17 +52,34 @@ class RunConfig:
     checkpoint_every: int = 5000  # 0: only at the end
     sample_seconds: float = 2.0
     tensorboard: bool = True
-    pause_on_nan: bool = True
+    #: a NaN or Inf loss: `pause` (the window), `stop` (headless default), `rollback` (to the last good
+    #: checkpoint, with the phase's learning rate times `nan_lr_factor`; at most 3 times), `continue`
+    on_nan: str = "pause"
+    nan_lr_factor: float = 0.5
+    #: TensorFlow's op determinism (tf.config.experimental.enable_op_determinism): on the CPU a resumed run
+    #: then reproduces the uninterrupted one exactly, and a replay the original. Process-wide once on, and
+    #: some ops run slower.
+    deterministic: bool = False
     #: TensorFlow's intra-op threads; 0 = its default (all cores). The window asks for one core fewer, so
     #: drawing never competes with the training step for a core. Applies once per process, before TF starts.
     intra_op_threads: int = 0
     #: read commands appended to RUN_DIR/commands.jsonl (remote.py); off: only this process steers
     command_file: bool = True
-    #: TensorFlow op determinism (tf.config.experimental.enable_op_determinism): a replay on the CPU then
-    #: gives exactly the original's losses. Process-wide once on, and some ops run slower.
-    deterministic: bool = False
 
     def validate(self) -> "RunConfig":
+        _check_types(self)
+        if not 0 <= self.seed <= MAX_SEED:
+            raise UserError(f"seed must be a whole number from 0 to {MAX_SEED}, got {self.seed}; pass another --seed")
+        if self.example is not None and not self.experiment_file and (
+                not self.example or any(c in self.example for c in "/\\.")):
+            raise UserError(f"example {self.example!r} is not a built-in example name; use --experiment FILE for a file")
+        if self.on_nan not in ON_NAN:
+            raise UserError(f"on_nan {self.on_nan!r} is unknown; use one of {', '.join(ON_NAN)}")
+        if not (0 < self.nan_lr_factor <= 1):
+            raise UserError(f"--nan-lr-factor must be in (0, 1], got {self.nan_lr_factor}")
+        if not (self.fetch_seconds > 0 and self.sample_seconds >= 0):
+            raise UserError(f"fetch_seconds must be > 0 and sample_seconds >= 0, got {self.fetch_seconds} and "
+                            f"{self.sample_seconds}")
         if self.steps is not None and self.steps < 0:
             raise UserError(f"--steps must be >= 0, got {self.steps}")
         if self.freeze_method not in FREEZE_METHODS:
@@ -72,8 +92,8 @@ class RunConfig:
         if self.checkpoint_every < 0:
             raise UserError(f"checkpoint_every must be >= 0, got {self.checkpoint_every}")
         for phase, v in self.lr.items():
-            if not (isinstance(v, (int, float)) and v >= 0):
-                raise UserError(f"learning rate for {phase} must be a number >= 0, got {v!r}")
+            if not (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0):
+                raise UserError(f"learning rate for {phase} must be a finite number >= 0, got {v!r}")
         if self.batch_size is not None and self.batch_size < 1:
             raise UserError(f"batch size must be >= 1, got {self.batch_size}")
         return self
@@ -93,15 +113,86 @@ class RunConfig:
             d["example"] = None
         return cls(**d).validate()
 
+    @classmethod
+    def from_toml_dict(cls, d: dict[str, Any]) -> "RunConfig":
+        """`from_dict` for a `config.toml`: also reads what older versions wrote (`pause_on_nan`)."""
+        d = dict(d)
+        if "pause_on_nan" in d and "on_nan" not in d:
+            d["on_nan"] = "pause" if d.pop("pause_on_nan") is not False else "continue"
+        d.pop("pause_on_nan", None)
+        return cls.from_dict(d)
+
     def write_toml(self, path: str | Path) -> None:
         Path(path).write_bytes(tomli_w.dumps(self.to_dict()).encode("utf-8"))
 
     @classmethod
     def read_toml(cls, path: str | Path) -> "RunConfig":
+        p = Path(path)
+        if p.is_dir():
+            raise UserError(f"{p} is a directory; pass the config.toml inside it ({p / 'config.toml'}), "
+                            f"or --resume {p} to continue that run")
         try:
-            with open(path, "rb") as f:
-                return cls.from_dict(tomllib.load(f))
+            with open(p, "rb") as f:
+                raw = tomllib.load(f)
         except FileNotFoundError:
-            raise UserError(f"config file {path} does not exist; pass the config.toml of a run directory") from None
+            raise UserError(f"config file {p} does not exist; pass the config.toml of a run directory") from None
+        except OSError as e:
+            raise UserError(f"config file {p} cannot be read ({e.strerror}); check its permissions") from None
+        except UnicodeDecodeError:
+            raise UserError(f"config file {p} is not UTF-8 text; pass the config.toml of a run directory") from None
         except tomllib.TOMLDecodeError as e:
-            raise UserError(f"config file {path} is not valid TOML ({e})") from None
+            raise UserError(f"config file {p} is not valid TOML ({e}); fix or replace it") from None
+        try:
+            return cls.from_toml_dict(raw)
+        except UserError as e:
+            raise UserError(f"config file {p}: {e}") from None
+
+
+MAX_SEED = 2**32 - 1  # numpy's and Python's seeds (keras.utils.set_random_seed seeds both)
+ON_NAN = ("pause", "stop", "rollback", "continue")
+_WHAT = {int: "a whole number", float: "a number", str: "a string", bool: "true or false", list: "a list",
+         dict: "a table", type(None): "left out"}
+
+
+def _fits(value: Any, hint: Any) -> bool:
+    """Whether `value` is of the annotated type: bool is not a number, a whole number is a float, and the
+    elements of list[str] and dict[str, float] are checked too."""
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        return any(_fits(value, a) for a in typing.get_args(hint))
+    if hint is Any:
+        return True
+    if hint is type(None):
+        return value is None
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if origin is list:
+        (item,) = typing.get_args(hint) or (Any,)
+        return isinstance(value, list) and all(_fits(v, item) for v in value)
+    if origin is dict:
+        key, item = typing.get_args(hint) or (Any, Any)
+        return isinstance(value, dict) and all(_fits(k, key) and _fits(v, item) for k, v in value.items())
+    return isinstance(value, hint)
+
+
+def _describe(hint: Any) -> str:
+    union = typing.get_origin(hint) in (typing.Union, types.UnionType)
+    args = [a for a in typing.get_args(hint) if a is not type(None)] if union else [hint]
+    base = typing.get_origin(args[0]) or args[0]
+    inner = typing.get_args(args[0])
+    what = _WHAT.get(base, getattr(base, "__name__", str(base)))
+    if base is list and inner:
+        what = "a list of strings" if inner[0] is str else "a list"
+    if base is dict and len(inner) == 2 and inner[1] is float:
+        what = "a table of numbers"
+    return what
+
+
+def _check_types(config: RunConfig) -> None:
+    hints = typing.get_type_hints(RunConfig)
+    for f in dataclasses.fields(RunConfig):
+        value = getattr(config, f.name)
+        if not _fits(value, hints[f.name]):
+            raise UserError(f"{f.name} = {value!r} must be {_describe(hints[f.name])}; fix that value")

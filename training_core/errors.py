@@ -18,3 +18,19 @@ class UserError(Exception):
     @property
     def message(self) -> str:
         return str(self)
+
+
+class WriteFailed(Exception):
+    """Writing the run directory failed mid-run (a full disk, a directory removed, permissions lost).
+
+    Not bad input: the run ends with its record kept up to the last complete batch, and the one line
+    names the directory and the cause."""
+
+    def __init__(self, path: object, cause: str) -> None:
+        self.path, self.cause = str(path), cause
+        super().__init__(f"cannot write to {path} ({cause}); free space or fix the directory, then resume the run "
+                         f"from its last checkpoint")
+
+    @property
+    def message(self) -> str:
+        return str(self)

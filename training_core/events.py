@@ -123,6 +123,25 @@ class Stop(ControlEvent):
     retraces: int = 0
 
 
+@dataclass(frozen=True, kw_only=True)
+class Resumed(Event):
+    """The run continued, in a new process, from its checkpoint at `step`: what had been recorded after
+    that checkpoint was dropped first (moved to `dropped["dir"]`), so every reader sees one timeline.
+    The settings are those the checkpoint holds; `steps` is the step target from here on. (`resume` is
+    the Resume command that ends a pause.)"""
+
+    kind: ClassVar[str] = "resumed"
+    checkpoint: str = ""  # relative to the run directory
+    device: str = ""
+    freeze: list = field(default_factory=list)
+    schedule: dict = field(default_factory=dict)
+    lr: dict = field(default_factory=dict)
+    method: str = "exact"
+    steps: int | None = None
+    #: what was dropped: {"dir": "dropped/…", "scalars": rows, "events": lines, "variables": rows, "checkpoints": n}
+    dropped: dict = field(default_factory=dict)
+
+
 # -- controls -------------------------------------------------------------------------------------------
 @dataclass(frozen=True, kw_only=True)
 class Pause(ControlEvent):
@@ -169,6 +188,20 @@ class LearningRate(ControlEvent):
 class Method(ControlEvent):
     kind: ClassVar[str] = "method"
     method: str = "exact"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Rollback(ControlEvent):
+    """The run went back to its checkpoint at `step` from `from_step` (a NaN with `--on-nan rollback`, or
+    the user); the record after the checkpoint was dropped as on a resume. `reason` says why ("nan: …" or
+    "user"); a learning-rate change made with it follows as an `lr` event."""
+
+    kind: ClassVar[str] = "rollback"
+    from_step: int = 0
+    checkpoint: str = ""
+    reason: str = "user"
+    count: int = 1  # rollbacks in this run so far (an earlier one to the same checkpoint is cut by this one)
+    dropped: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -238,7 +271,8 @@ class UnknownEvent(Event):
 
 EVENTS: dict[str, type[Event]] = {
     c.kind: c for c in (Trace, Retrace, Start, Checkpoint, Warning, Error, Stop, Pause, Resume, Step, Freeze,
-                        Ratio, LearningRate, Method, CheckpointRequested, SampleRequested, Rejected, Leak, Nan)
+                        Ratio, LearningRate, Method, CheckpointRequested, SampleRequested, Rejected, Leak, Nan, Resumed,
+                        Rollback)
 }
 
 

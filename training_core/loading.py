@@ -7,15 +7,19 @@ module loads no TensorFlow: the file being loaded does that.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any, Callable
+
+import numpy as np
 
 from .config import file_sha256
 from .errors import UserError
-from .experiment import SAMPLE_KINDS, Experiment, Models
+from .experiment import SAMPLE_KINDS, Experiment, Models, Phase
 from .gan import GAN_NAMES, gan_experiment
 from .usercode import user_code
 
@@ -30,8 +34,10 @@ def builtin_examples() -> list[str]:
 
 
 def example_path(name: str) -> Path:
+    """A built-in example's file. Only a name from `builtin_examples()`: `example = "../../x"` in a config
+    would otherwise run any file, without the sha256 a file gets recorded with."""
     p = EXAMPLES_DIR / f"{name}.py"
-    if not p.is_file():
+    if name not in builtin_examples():
         raise UserError(f"unknown example {name!r}; choose one of {', '.join(builtin_examples())}")
     return p
 
@@ -80,10 +86,20 @@ def build_experiment(module: ModuleType, path: Path) -> Experiment:
 
 
 def _check(exp: Experiment, path: Path) -> None:
+    """What `build()` returned must be usable before anything is traced: each problem one line."""
+    if not isinstance(exp.models, dict) or not exp.models:
+        raise UserError(f"models of the experiment in {path.name} must be a dict of name -> Keras model, got "
+                        f"{type(exp.models).__name__}; write models={{\"generator\": g, ...}}")
     if not isinstance(exp.models, Models):
         exp.models = Models(exp.models)  # a plain dict from build() gets attribute access too
-    if not exp.phases:
-        raise UserError(f"experiment in {path.name} has no phases; give it at least one Phase")
+    if isinstance(exp.phases, (str, bytes)) or not isinstance(exp.phases, (list, tuple)) or not exp.phases:
+        raise UserError(f"phases of the experiment in {path.name} must be a list of Phase(...), got "
+                        f"{exp.phases!r}; write phases=[Phase(\"D\", loss, trains=[...]), ...]")
+    for i, p in enumerate(exp.phases):
+        if not isinstance(p, Phase):
+            raise UserError(f"phase {i} of the experiment in {path.name} is a {type(p).__name__}, not a Phase; "
+                            f"write Phase(\"D\", loss, trains=[\"discriminator\"]) for each phase")
+    exp.phases = list(exp.phases)
     names = [p.name for p in exp.phases]
     if len(set(names)) != len(names):
         raise UserError(f"experiment in {path.name} has duplicate phase names {names}; name each phase once")
@@ -94,3 +110,62 @@ def _check(exp: Experiment, path: Path) -> None:
             raise UserError(f"phase {p.name!r} in {path.name} has no callable loss; give loss=fn(ctx)")
         if isinstance(p.trains, str):
             p.trains = [p.trains]
+        p.loss = _float_loss(p.loss, p.name)
+    _check_models(exp, path)
+    _check_data(exp, path)
+
+
+def _check_models(exp: Experiment, path: Path) -> None:
+    """Every model has weights, and every variable path is unique across models: a scope names one thing,
+    so freezing `generator` can never freeze a second model that happens to share the name."""
+    owner: dict[str, str] = {}
+    for name, m in exp.models.items():
+        variables = list(getattr(m, "variables", None) or [])
+        if not variables:
+            if getattr(m, "built", False):
+                raise UserError(f"model {name!r} in {path.name} has no weights (none of its layers has variables); "
+                                f"leave it out of models, or give it a layer with weights")
+            raise UserError(f"model {name!r} in {path.name} has no variables yet; build it (keras.Input or "
+                            f"model.build(shape)) before returning it")
+        for v in variables:
+            p = str(getattr(v, "path", ""))
+            other = owner.setdefault(p, name)
+            if other != name:
+                raise UserError(f"models {other!r} and {name!r} in {path.name} both have a variable {p}; give each "
+                                f"model its own name (keras.Sequential(..., name=\"{name}\"))")
+
+
+def _check_data(exp: Experiment, path: Path) -> None:
+    """NaN or Inf in the data would show up as a NaN loss, which reads as a learning rate that is too high."""
+    if exp.data is None:
+        return
+    try:
+        data = np.asarray(exp.data, dtype=np.float32)
+    except (TypeError, ValueError) as e:
+        raise UserError(f"the data of the experiment in {path.name} is not an array of numbers ({e}); "
+                        f"give a NumPy array") from None
+    bad = ~np.isfinite(data)
+    if bad.any():
+        row = int(np.flatnonzero(bad.reshape(len(data), -1).any(axis=1))[0]) if data.ndim else 0
+        raise UserError(f"the data of the experiment in {path.name} has {int(bad.sum())} NaN or Inf values "
+                        f"(the first in row {row}); clean it (np.nan_to_num, or drop those rows)")
+
+
+def _float_loss(loss: Callable[[Any], Any], phase: str) -> Callable[[Any], Any]:
+    """The loss, checked when it is traced to return a floating-point value: a string or an integer has no
+    gradient, and TensorFlow would only say "No gradients provided for any variable"."""
+    if getattr(loss, "_freezeframe_checked", False):
+        return loss
+
+    @functools.wraps(loss)
+    def checked(ctx: Any) -> Any:
+        out = loss(ctx)
+        dtype = getattr(out, "dtype", None)
+        if isinstance(out, (str, bytes)) or (dtype is not None and not getattr(dtype, "is_floating", True)) or \
+                (dtype is not None and "float" not in str(getattr(dtype, "name", dtype))):
+            what = type(out).__name__ if dtype is None else f"a {getattr(dtype, 'name', dtype)} tensor"
+            raise TypeError(f"phase {phase}'s loss returned {what}, which has no gradient; return a float scalar")
+        return out
+
+    checked._freezeframe_checked = True  # type: ignore[attr-defined]
+    return checked

@@ -6,7 +6,8 @@ mechanics they call (`save_checkpoint`, `sample`, `pause`, `emit`):
   Checkpointer  a checkpoint at step 0, every `checkpoint_every` steps and at the end
   Sampler       samples every `sample_seconds` while someone shows them, and at the end
   LeakAlarm     a `leak` event when a frozen variable moved (once per variable and freeze set)
-  NanAlarm      a `nan` event when a loss is not finite (once per episode), and a pause
+  NanAlarm      a `nan` event when a loss is not finite (once per episode), then pause, stop or go on
+  NanRollback   with `on_nan = "rollback"`: back to the last good checkpoint with a lower learning rate
 The run record (recorder.py) and the CLI's progress bar are observers too.
 
 Hooks run on the training thread between steps and must return quickly. `on_step_end` runs after
@@ -53,6 +54,10 @@ class Observer:
     def on_status(self, status: Status) -> None:
         """The trainer's state changed (paused, resumed, ended)."""
 
+    def on_sync(self) -> None:
+        """Write out everything received so far (before a checkpoint or a rollback: the record must hold
+        every step a checkpoint holds)."""
+
     def on_run_end(self, trainer: "Trainer", reason: str) -> None:
         """Training ended (`done`, `stopped` or `error`); the `stop` event follows."""
 
@@ -63,7 +68,9 @@ def overrides(observer: Observer, hook: str) -> bool:
 
 class Checkpointer(Observer):
     """Checkpoints at step 0 (so a run killed early can resume), every `every` steps (0: none between),
-    and at the end."""
+    and at the end, with each model's weights in Keras' format (`models/<name>.weights.h5`). Not after an
+    error: a failed step may have left the model half-updated, so the last checkpoint before it stays the
+    resume point."""
 
     def __init__(self, every: int) -> None:
         self.every = every
@@ -76,7 +83,10 @@ class Checkpointer(Observer):
             trainer.save_checkpoint()
 
     def on_run_end(self, trainer: "Trainer", reason: str) -> None:
-        trainer.save_checkpoint()
+        if reason != "error":
+            trainer.save_checkpoint()
+            if trainer.checkpoints is not None and trainer.nan_at is None:
+                trainer.checkpoints.export_weights()
 
 
 class Sampler(Observer):
@@ -115,7 +125,7 @@ class LeakAlarm(Observer):
         self._trainer = trainer
 
     def on_event(self, event: E.Event) -> None:
-        if isinstance(event, (E.Freeze, E.Method)):
+        if isinstance(event, (E.Freeze, E.Method, E.Rollback, E.Resumed)):
             self._seen.clear()
 
     def on_metrics(self, batch: MetricsBatch) -> None:
@@ -136,10 +146,12 @@ class LeakAlarm(Observer):
 
 class NanAlarm(Observer):
     """A loss that is NaN or Inf: one `nan` event per phase and episode (a loss that stays NaN is not
-    reported again at every fetch; a finite loss or a resume re-arms it), and a pause if asked."""
+    reported again at every fetch; a finite loss, a resume or a rollback re-arms it). Then, by `on_nan`:
+    pause (the window: the user can roll back), stop (headless), or go on (`rollback`: NanRollback acts;
+    `continue`). While a loss is non-finite, `trainer.nan_at` says since when, and no checkpoint is saved."""
 
-    def __init__(self, pause: bool) -> None:
-        self.pause = pause
+    def __init__(self, on_nan: str) -> None:
+        self.on_nan = on_nan
         self._trainer: "Trainer | None" = None
         self._phases: set[str] = set()
 
@@ -147,17 +159,60 @@ class NanAlarm(Observer):
         self._trainer = trainer
 
     def on_event(self, event: E.Event) -> None:
-        if isinstance(event, E.Resume):
+        if isinstance(event, (E.Resume, E.Rollback)):
             self._phases.clear()
 
     def on_metrics(self, batch: MetricsBatch) -> None:
+        tr = self._trainer
         for b in batch.blocks:
             bad = ~np.isfinite(b.loss)
-            if bad.any() and b.phase not in self._phases and self._trainer is not None:
+            if bad.any() and b.phase not in self._phases and tr is not None:
                 self._phases.add(b.phase)
                 r = int(np.flatnonzero(bad)[0])
-                self._trainer.emit(E.Nan(phase=b.phase, at_step=int(b.steps[r]), value=str(b.loss[r])))
-                if self.pause:
-                    self._trainer.pause("nan")
+                at = int(b.steps[r])
+                tr.nan_at = at if tr.nan_at is None else min(tr.nan_at, at)
+                tr.emit(E.Nan(phase=b.phase, at_step=at, value=str(b.loss[r])))
+                if self.on_nan in ("pause", "stop"):
+                    tr.pause("nan")
+                if self.on_nan == "stop":
+                    from .commands import Stop
+                    tr.send(Stop())
             elif len(b.loss) and np.isfinite(b.loss[-1]):
                 self._phases.discard(b.phase)
+                if not self._phases and tr is not None:
+                    tr.nan_at = None
+
+
+class NanRollback(Observer):
+    """`--on-nan rollback`: on a `nan` event, go back to the last checkpoint strictly before the NaN's step
+    (one saved after it, before the NaN reached the host, holds non-finite weights) and multiply the
+    failing phase's learning rate by `factor`; after `MAX_ROLLBACKS`, give up and pause (headless: stop)."""
+
+    MAX_ROLLBACKS = 3
+
+    def __init__(self, factor: float) -> None:
+        self.factor = factor
+        self._trainer: "Trainer | None" = None
+        self._pending = False
+
+    def on_run_begin(self, trainer: "Trainer") -> None:
+        self._trainer = trainer
+
+    def on_event(self, event: E.Event) -> None:
+        tr = self._trainer
+        if isinstance(event, E.Rollback):
+            self._pending = False
+        if not isinstance(event, E.Nan) or tr is None or self._pending:
+            return
+        good = [s for s in tr.checkpoints.steps() if s < event.at_step]
+        if tr.rollbacks >= self.MAX_ROLLBACKS or not good:
+            why = f"after {tr.rollbacks} rollbacks" if good else "and there is no checkpoint before it"
+            tr.emit(E.Warning(message=f"the loss of phase {event.phase} became {event.value} at step "
+                                      f"{event.at_step} {why}; gave up. Lower its learning rate and resume "
+                                      f"from the last checkpoint", phase=event.phase))
+            tr.pause("nan")
+            return
+        from .commands import RollBack
+        self._pending = True
+        tr.send(RollBack(step=good[-1], phase=event.phase, lr_factor=self.factor,
+                         reason=f"nan: loss of {event.phase} was {event.value} at step {event.at_step}"))

@@ -42,9 +42,11 @@ class Prepare:
 
 @dataclass(frozen=True)
 class Run:
-    """Run `config` (reusing the prepared trainer when it matches, preparing a new one otherwise)."""
+    """Run `config` (reusing the prepared trainer when it matches, preparing a new one otherwise). With
+    `resume`, continue the run in `config.run_dir` from its last checkpoint (always a new trainer)."""
 
     config: RunConfig
+    resume: bool = False
 
 
 @dataclass(frozen=True)

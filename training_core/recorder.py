@@ -2,16 +2,23 @@
 
 Scalars are formatted and written by a background thread, so the training thread only hands over
 numpy arrays; every batch is flushed, so a killed process leaves all batches before the last one
-readable. Events are rare and written (and flushed) at once, in order; the `stop` event is the last
-line of a run and closes the record. Events emitted before the run directory exists (traces at
-warm-up) are kept and written first.
+readable. Events are rare and written at once, in order, each with one system call (so a failed write
+never leaves half a line in a buffer to be written later); the `stop` event is the last line of a run
+and closes the record. Events emitted before the run directory exists (traces at warm-up) are kept and
+written first; on a resumed run they are stamped with the step it resumes from, so the steps of
+`events.jsonl` never go back.
+
+A write that fails (a full disk) becomes `WriteFailed` naming the file and the cause, raised on the
+training thread at the next batch or event; after it nothing more is attempted but the closing `error`
+and `stop` events, which are written if the disk still takes them and never raise.
 """
 from __future__ import annotations
 
 import json
-from datetime import datetime
 import queue
 import threading
+from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,9 +26,10 @@ import numpy as np
 
 from . import events as E
 from . import runlock
-from .errors import UserError
+from .errors import UserError, WriteFailed
 from .metrics import MetricsBatch, PhaseBlock
 from .observers import Observer
+from .checkpoints import describe
 from .runlog import CHECKPOINT_DIR, CONFIG_FILE, EVENTS_FILE, SCALARS_FILE, SCALARS_HEADER, TB_DIR
 from .varstore import KINDS, VARIABLES_DIR, VarFileWriter, file_name
 
@@ -30,6 +38,7 @@ if TYPE_CHECKING:
     from .trainer import Trainer
 
 _STOP = object()
+_FINAL = (E.Error, E.Stop)  # written if possible, never raising: the run is ending anyway
 #: TensorBoard gets every variable's norms up to this many variables; above, one summary per model
 #: (top-level scope): per-variable TensorBoard files of a 500-variable model grew by ~650 MB per 10^6 steps.
 TB_PER_VARIABLE_MAX = 64
@@ -101,41 +110,62 @@ class RunRecord(Observer):
     def __init__(self) -> None:
         self.dir: Path | None = None
         self._early: list[E.Event] = []
-        self._events = None
+        self._events: Any = None  # unbuffered: one write per event
+        self._torn = False  # the last event write failed part way: start the next on a new line
         self._scalars = None
         self._vars: dict[str, VarFileWriter] = {}
         self._tb: _TensorBoard | None = None
         self._queue: queue.Queue = queue.Queue()
         self._error: BaseException | None = None
         self._lock = threading.Lock()
+        self._trainer: "Trainer | None" = None
         self._thread = threading.Thread(target=self._writer, name="freezeframe-recorder", daemon=True)
 
     # -- observer hooks -------------------------------------------------------------------------------------
+    def on_prepared(self, trainer: "Trainer") -> None:
+        self._trainer = trainer
+
     def on_run_begin(self, trainer: "Trainer") -> None:
+        if self._events is None:
+            self._open(trainer)
+
+    def _open(self, trainer: "Trainer") -> None:
+        """The files, opened when the run's first event (`start` or `resumed`) comes, so that event is on disk
+        before any later observer (the window) sees it: a window that resumes a run reads the record then."""
         d = self.dir = trainer.run_dir
-        trainer.config.write_toml(d / CONFIG_FILE)
-        (d / CHECKPOINT_DIR).mkdir(exist_ok=True)
-        (d / VARIABLES_DIR).mkdir(exist_ok=True)
         p = trainer.prepared
-        self._vars = {name: VarFileWriter(d / VARIABLES_DIR / file_name(i, name), name, paths)
-                      for i, (name, paths) in enumerate(zip(p.phase_names, p.phase_paths))}
-        self._scalars = open(d / SCALARS_FILE, "a", encoding="utf-8", newline="\n")
-        if self._scalars.tell() == 0:
-            self._scalars.write(SCALARS_HEADER + "\n")
-            self._scalars.flush()
-        self._events = open(d / EVENTS_FILE, "a", encoding="utf-8")
-        if trainer.config.tensorboard:
-            self._tb = _TensorBoard(d, dict(zip(p.phase_names, p.phase_paths)))
+        try:
+            if not trainer.resume:  # a resumed run keeps the configuration it started with
+                trainer.config.write_toml(d / CONFIG_FILE)
+            (d / CHECKPOINT_DIR).mkdir(exist_ok=True)
+            (d / VARIABLES_DIR).mkdir(exist_ok=True)
+            self._vars = {name: VarFileWriter(d / VARIABLES_DIR / file_name(i, name), name, paths)
+                          for i, (name, paths) in enumerate(zip(p.phase_names, p.phase_paths))}
+            self._scalars = open(d / SCALARS_FILE, "a", encoding="utf-8", newline="\n")
+            if self._scalars.tell() == 0:
+                self._scalars.write(SCALARS_HEADER + "\n")
+                self._scalars.flush()
+            self._events = open(d / EVENTS_FILE, "ab", buffering=0)
+            if trainer.config.tensorboard:
+                self._tb = _TensorBoard(d, dict(zip(p.phase_names, p.phase_paths)))
+                if trainer.resume:  # TensorBoard drops what the first process wrote after the checkpoint
+                    self._tb.writer.add_session_start(trainer.step + 1)
+        except OSError as e:
+            raise WriteFailed(d, describe(e)) from e
         self._thread.start()
         early, self._early = self._early, []
         for e in early:
-            self._write_event(e)
+            self._write_event(replace(e, step=max(e.step, trainer.step)))
 
     def on_event(self, event: E.Event) -> None:
         if self._events is None:
             self._early.append(event)
+            if isinstance(event, (E.Start, E.Resumed)) and self._trainer is not None:
+                self._open(self._trainer)
             return
         self._write_event(event)
+        if isinstance(event, E.Rollback) and self._tb is not None:
+            self._queue.put(("session_start", event.step + 1))
         if isinstance(event, E.Stop):
             self.close()
 
@@ -145,27 +175,48 @@ class RunRecord(Observer):
         if self._scalars is not None:
             self._queue.put(batch.blocks)
 
+    def on_sync(self) -> None:
+        if self._thread.is_alive():
+            self._queue.join()
+        if self._error is not None:
+            raise self._error
+
     # -- writing --------------------------------------------------------------------------------------------
     def _write_event(self, event: E.Event) -> None:
+        line = ("\n" if self._torn else "") + json.dumps(event.to_dict(), default=_jsonable) + "\n"
+        data = line.encode("utf-8")
         with self._lock:
             if self._events is None or self._events.closed:
                 return
-            self._events.write(json.dumps(event.to_dict(), default=_jsonable) + "\n")
-            self._events.flush()
+            try:
+                written = self._events.write(data)
+                if written != len(data):
+                    raise OSError(28, "No space left on device")  # a short write: the disk filled up mid-line
+                self._torn = False
+            except OSError as e:
+                self._torn = True
+                if isinstance(event, _FINAL):
+                    return
+                self._error = self._error or WriteFailed(self.dir / EVENTS_FILE, describe(e))
+                raise self._error from e
 
     def close(self) -> None:
-        """Write what is queued, then close every file (the `stop` event does this)."""
+        """Write what is queued, then close every file (the `stop` event does this). Never raises: a file
+        whose last bytes cannot be written any more (a full disk) keeps what it has."""
         if self._thread.is_alive():
             self._queue.put(_STOP)
             self._thread.join()
-        for f in [self._scalars, *self._vars.values()]:
-            if f is not None:
-                f.close()
+        closers = [f.close for f in [self._scalars, *self._vars.values()] if f is not None]
+        if self._tb is not None:
+            closers.append(self._tb.writer.close)
         with self._lock:
             if self._events is not None:
-                self._events.close()
-        if self._tb is not None:
-            self._tb.writer.close()
+                closers.append(self._events.close)
+            for close in closers:
+                try:
+                    close()
+                except Exception:  # noqa: BLE001 - see the docstring
+                    pass
 
     def _writer(self) -> None:
         while True:
@@ -174,13 +225,36 @@ class RunRecord(Observer):
                 if item is _STOP:
                     return
                 if self._error is None:
-                    self._write(item)
+                    if isinstance(item, tuple):
+                        self._session_start(item[1])
+                    else:
+                        self._write(item)
             except BaseException as e:  # noqa: BLE001 - surfaced to the trainer on its next batch
                 self._error = e
             finally:
                 self._queue.task_done()
+    def _session_start(self, step: int) -> None:
+        try:
+            self._tb.writer.add_session_start(step)
+            self._tb.writer.flush()
+        except Exception as e:  # noqa: BLE001 - TensorFlow's error types
+            raise WriteFailed(self.dir / TB_DIR, describe(e)) from e
 
     def _write(self, blocks: list[PhaseBlock]) -> None:
+        try:
+            self._write_scalars(blocks)
+        except OSError as e:
+            raise WriteFailed(self.dir / SCALARS_FILE, describe(e)) from e
+        try:
+            self._write_rest(blocks)
+        except OSError as e:
+            raise WriteFailed(self.dir / VARIABLES_DIR, describe(e)) from e
+        except Exception as e:
+            if type(e).__module__.startswith("tensorflow"):  # TensorBoard's writer: TensorFlow's error types
+                raise WriteFailed(self.dir / TB_DIR, describe(e)) from e
+            raise
+
+    def _write_scalars(self, blocks: list[PhaseBlock]) -> None:
         # losses of all phases, in step order (a batch holds each phase's steps as one block)
         if blocks:
             steps = np.concatenate([b.steps for b in blocks])
@@ -191,6 +265,8 @@ class RunRecord(Observer):
             self._scalars.write("".join(f"{s},{w:.3f},{t},{v:.9g}\n" for s, w, t, v in
                                         zip(steps[order].tolist(), wall.tolist(), tags.tolist(), loss.tolist())))
             self._scalars.flush()
+
+    def _write_rest(self, blocks: list[PhaseBlock]) -> None:
         tb_rows: dict[int, tuple[float, list[tuple[str, float]]]] = {}
         for b in blocks:
             for s, w, v in zip(b.steps.tolist(), b.wall_time.tolist(), b.loss.tolist()):
@@ -210,6 +286,7 @@ class RunRecord(Observer):
                 w, vals = tb_rows[s]
                 self._tb.writer.add_scalars(s, w, vals)
             self._tb.writer.flush()
+
 
 
 def default_run_dir(config: "RunConfig", folder: str | Path = "runs") -> Path:

@@ -11,7 +11,7 @@ change no number, and a `rejected` command changed nothing; a replay runs straig
 
 A NaN pause is not replayed either: the original paused wherever its batch of metrics happened to be
 fetched (a matter of wall time), and whatever the user changed then is logged at that step and
-replayed there, so the replay does not pause on NaN (`pause_on_nan` off).
+replayed there, so the replay does not pause on NaN (`on_nan = "continue"`).
 
 With `deterministic` on (TensorFlow op determinism) the replay's losses on the CPU equal the
 original's exactly, and a replay of a replay equals both (tests/core/test_replay.py). Without it,
@@ -88,7 +88,7 @@ def plan_replay(run_dir: str | Path, new_run_dir: str | None = None, determinist
         stop_step = max(steps + [e.step for e in events])
     cfg.run_dir = new_run_dir
     cfg.steps = stop_step
-    cfg.pause_on_nan = False
+    cfg.on_nan = "continue"
     cfg.deterministic = cfg.deterministic or deterministic
     return ReplayPlan(src, cfg.validate(), commands, stop_step, bool(stops))
 

@@ -147,6 +147,8 @@ def read_config(run_dir: str | Path) -> dict[str, Any]:
         raise UserError(f"{path} does not exist; pass a run directory (it holds config.toml)") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise UserError(f"{path} is damaged ({' '.join(str(e).split())}); pass an intact run directory") from None
+    except OSError as e:
+        raise UserError(f"{path} cannot be read ({e.strerror}); pass a readable run directory") from None
 
 
 def is_run_dir(path: str | Path) -> bool:

@@ -44,6 +44,16 @@ class Policy:
     def to_dict(self) -> dict[str, Any]:
         raise NotImplementedError
 
+    def state(self) -> dict[str, Any]:
+        """Where the policy stands within its cycle (a checkpoint saves it, so a resumed run picks the
+        same phases as one never interrupted)."""
+        return {"current": self.current, "in_phase": self.in_phase}
+
+    def set_state(self, state: dict[str, Any]) -> "Policy":
+        self.current = int(state.get("current", 0)) % self.n
+        self.in_phase = int(state.get("in_phase", 0))
+        return self
+
     def continue_from(self, other: "Policy") -> "Policy":
         """Pick up where a replaced policy stood, so a live change does not restart the cycle."""
         self.current, self.in_phase = other.current, other.in_phase
@@ -103,6 +113,13 @@ class Adaptive(Policy):
             self._advance()
         return None
 
+    def state(self) -> dict[str, Any]:
+        return {**super().state(), "leave": self._leave}
+
+    def set_state(self, state: dict[str, Any]) -> "Policy":
+        self._leave = bool(state.get("leave", False))
+        return super().set_state(state)
+
     def observe(self, phase: int, loss: float) -> None:
         if phase == self.current and self.in_phase >= self.min_steps and loss < self.thresholds[phase]:
             self._leave = True
@@ -131,10 +148,18 @@ def _count(c: Any) -> int:
 
 def _policy_from_dict(d: dict[str, Any], phase_names: Sequence[str]) -> Policy:
     n = len(phase_names)
+    if not isinstance(d, dict):
+        raise UserError(f"a schedule is a table such as {{policy = \"fixed\", ratio = [1, 1]}}, got {d!r}")
     kind = d.get("policy", "fixed")
     if kind == "fixed":
         ratio = d.get("ratio", [1] * n)
-        counts = parse_ratio(ratio) if isinstance(ratio, str) else [_count(c) for c in ratio]
+        if isinstance(ratio, str):
+            counts = parse_ratio(ratio)
+        else:
+            try:
+                counts = [_count(c) for c in ratio]  # 2.0 from a JSON line is a whole number
+            except (TypeError, ValueError):
+                raise UserError(f"ratio {ratio!r} is not a list of whole numbers; give e.g. [5, 1] or \"5:1\"") from None
         if len(counts) != n:
             raise UserError(
                 f"ratio {':'.join(map(str, counts))} has {len(counts)} counts but the experiment has {n} phases "
@@ -147,8 +172,18 @@ def _policy_from_dict(d: dict[str, Any], phase_names: Sequence[str]) -> Policy:
             if unknown:
                 raise UserError(f"adaptive threshold for unknown phase(s) {', '.join(sorted(unknown))}; "
                                 f"phases are {', '.join(phase_names)}")
-            th = [float(th.get(p, float("-inf"))) for p in phase_names]
-        if th is None or len(th) != n:
+            th = [th.get(p, float("-inf")) for p in phase_names]
+        if not isinstance(th, (list, tuple)) or len(th) != n:
             raise UserError(f"adaptive policy needs one threshold per phase ({', '.join(phase_names)})")
-        return Adaptive(th, int(d.get("max_steps", 50)), int(d.get("min_steps", 1)))
+        try:
+            return Adaptive([float(t) for t in th], _whole(d.get("max_steps", 50)), _whole(d.get("min_steps", 1)))
+        except (TypeError, ValueError):
+            raise UserError(f"adaptive policy {d!r} needs numbers for its thresholds and whole numbers for "
+                            f"max_steps and min_steps") from None
     raise UserError(f"unknown schedule policy {kind!r}; use 'fixed' or 'adaptive'")
+
+
+def _whole(x: Any) -> int:
+    if isinstance(x, bool) or not isinstance(x, int):
+        raise TypeError(x)
+    return x

@@ -131,13 +131,14 @@ class Service:
         finally:
             self.send(P.Busy(""))
 
-    def run(self, config: RunConfig) -> None:
+    def run(self, config: RunConfig, resume: bool = False) -> None:
         trainer, status = None, None
         try:
-            trainer = self._fresh if self._fresh is not None and same_source(self._fresh, config) else None
+            reuse = self._fresh is not None and same_source(self._fresh, config) and not resume
+            trainer = self._fresh if reuse else None
             self._fresh = None
             if trainer is None:
-                trainer = self._new_trainer(config)
+                trainer = self._new_trainer(config, resume)
             else:
                 for cmd in catch_up_commands(trainer, config):
                     trainer.send(cmd)
@@ -149,7 +150,7 @@ class Service:
                 if not stopped:
                     self._active = trainer
             if stopped:  # stopped (or the window closed) while preparing: nothing to record
-                self._fresh = trainer
+                self._fresh = None if resume else trainer
                 return
             for env in pending:
                 trainer.send(env.command, env.id)
@@ -166,15 +167,15 @@ class Service:
                 self._accepting = False
                 self._pending.clear()
             if trainer is not None and trainer.prepared is not None and trainer.run_dir is None \
-                    and self._fresh is None:
+                    and self._fresh is None and not trainer.resume:
                 self._fresh = trainer  # failed before its run directory existed (unwritable): reusable
             self.send(P.Busy(""))
             self.send(P.RunFinished(status))
 
-    def _new_trainer(self, config: RunConfig) -> Trainer:
+    def _new_trainer(self, config: RunConfig, resume: bool = False) -> Trainer:
         name = Path(config.experiment_file).name if config.experiment_file else config.example
         self.send(P.Busy(f"Preparing {name}…"))
-        trainer = Trainer(copy.deepcopy(config), self._observer)
+        trainer = Trainer(copy.deepcopy(config), self._observer, resume=resume)
         trainer.prepare()
         return trainer
 
@@ -215,7 +216,7 @@ def serve(conn: Any, nice: int = 0) -> None:
     service = Service(send)
     jobs: queue.Queue = queue.Queue()
     job_methods = {P.Load: lambda r: service.load(r.intra_op_threads), P.Prepare: lambda r: service.prepare(r.config),
-                   P.Run: lambda r: service.run(r.config)}
+                   P.Run: lambda r: service.run(r.config, r.resume)}
 
     def read() -> None:
         while True:

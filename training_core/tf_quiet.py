@@ -33,6 +33,9 @@ def quiet_stderr() -> Iterator[None]:
             try:
                 yield
                 ok = True
+            except KeyboardInterrupt:  # Ctrl-C while TensorFlow loads: the caller says so in one line
+                ok = True
+                raise
             finally:
                 os.dup2(saved, 2)
                 os.close(saved)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 import traceback
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -23,27 +24,33 @@ from . import commands as C
 from . import events as E
 from . import runlock
 from .config import RunConfig
+from .controls import HANDLERS
 from .errors import UserError
 from .metrics import MetricsBatch, PendingStep, PhaseBlock, Status
-from .observers import Checkpointer, LeakAlarm, NanAlarm, Observer, Sampler, overrides
-from .prepare import set_learning_rate
-from .recorder import RunRecord, default_run_dir, prepare_run_dir
+from .observers import Checkpointer, LeakAlarm, NanAlarm, NanRollback, Observer, Sampler, overrides
+from .recorder import RunRecord, default_run_dir  # noqa: F401 - the window imports it from here
 from .remote import CommandFileReader, SampleFile
-from .schedule import policy_from_dict
-from .scopes import frozen_mask, resolve_scopes
+from .scopes import frozen_mask
+from .usercode import failure_line
 
 IDLE_POLL_S = 0.25  # while paused: how often observers (a command file reader) get a look
 
 
 def default_observers(config: RunConfig) -> list[Observer]:
     """The policies every run has; the record writer last, so it sees what the others emitted."""
+    rollback = [NanRollback(config.nan_lr_factor)] if config.on_nan == "rollback" else []
     return [Checkpointer(config.checkpoint_every), Sampler(config.sample_seconds), LeakAlarm(),
-            NanAlarm(config.pause_on_nan), *([CommandFileReader(), SampleFile()] if config.command_file else []), RunRecord()]
+            NanAlarm(config.on_nan), *rollback,
+            *([CommandFileReader(), SampleFile()] if config.command_file else []), RunRecord()]
 
 
 class Trainer:
-    def __init__(self, config: RunConfig, observers: Observer | Sequence[Observer] | None = None) -> None:
+    """`resume=True` continues the run in `config.run_dir` from its last checkpoint (resume.py)."""
+
+    def __init__(self, config: RunConfig, observers: Observer | Sequence[Observer] | None = None,
+                 resume: bool = False) -> None:
         self.config = config.validate()
+        self.resume = resume
         extra = [] if observers is None else [observers] if isinstance(observers, Observer) else list(observers)
         self.observers: list[Observer] = default_observers(self.config) + extra
         self._step_observers = [o for o in self.observers if overrides(o, "on_step_end")]
@@ -53,6 +60,7 @@ class Trainer:
         self.traces = 0
         self.retraces = 0
         self.run_dir: Path | None = None
+        self.lock: runlock.RunLock | None = None  # one writer per run directory (taken by resume.begin)
         self.checkpoints: Any = None  # checkpoints.CheckpointStore, while running
         self.method = self.config.freeze_method
         self.freeze: tuple[str, ...] = ()
@@ -64,17 +72,18 @@ class Trainer:
         self._steps_left: int | None = None
         self._pending: list[PendingStep] = []
         self._phase = -1
-        self._phase_counts: list[int] = []
+        self.phase_counts: list[int] = []  # steps each phase ran (decides the per-variable record)
+        self.rollbacks = 0
+        self.nan_at: int | None = None  # a non-finite loss seen at this step and not rolled back
         self._use_masked: list[bool] = []
         self._frozen_rows: list[np.ndarray] = []
         self._runnable: list[bool] = []
         self._t0 = 0.0
         self._rate = (0.0, 0, 0.0)  # (time, step, steps/s)
         self._handlers: dict[type[C.Command], Callable[[Any, str | None], None]] = {
-            C.Pause: self._cmd_pause, C.Resume: self._cmd_resume, C.Step: self._cmd_step, C.Stop: self._cmd_stop,
-            C.SetFreeze: self._cmd_freeze, C.SetSchedule: self._cmd_schedule, C.SetLearningRate: self._cmd_lr,
-            C.SetFreezeMethod: self._cmd_method, C.SampleNow: self._cmd_sample,
-            C.SaveCheckpoint: self._cmd_checkpoint,
+            C.Pause: lambda cmd, cid: self.pause("user", cmd, cid), C.Resume: self._cmd_resume,
+            C.Step: self._cmd_step, C.Stop: self._cmd_stop,
+            **{kind: partial(handler, self) for kind, handler in HANDLERS.items()},
         }
 
     # -- any thread -------------------------------------------------------------------------------------------
@@ -83,14 +92,6 @@ class Trainer:
         self.commands.put(command, id)
 
     # -- read-only views (valid after prepare) --------------------------------------------------------------
-    @property
-    def var_infos(self) -> list:
-        return self.prepared.var_infos
-
-    @property
-    def scope_tree(self) -> Any:
-        return self.prepared.tree
-
     @property
     def phase_names(self) -> list[str]:
         return self.prepared.phase_names
@@ -118,18 +119,29 @@ class Trainer:
         if self.prepared is not None:
             return
         from .prepare import prepare
-        if self.config.deterministic:  # before any op runs (replay.py: why)
-            from .tf_quiet import import_tensorflow
+        from .tf_quiet import import_tensorflow
+        if self.config.deterministic:
             import_tensorflow(self.config.intra_op_threads).config.experimental.enable_op_determinism()
-        self.prepared = prepare(self.config, self._on_trace)
+        run_dir = self.config.run_dir
+        # a resumed run's directory is not empty, by definition: only a new run's is checked
+        self.prepared = prepare(replace(self.config, run_dir=None) if self.resume else self.config, self._on_trace)
         self.config = self.prepared.config
+        if self.resume:
+            self.config.run_dir = run_dir
         self._warm = True
-        self._set_freeze(self.prepared.freeze, self.config.update_frozen_stats)
-        self._set_method(self.config.freeze_method)
+        self.phase_counts = [0] * len(self.prepared.steps)
+        self.set_freeze(self.prepared.freeze, self.config.update_frozen_stats)
+        self.set_method(self.config.freeze_method)
         for message in self.prepared.warnings:
             self.emit(E.Warning(message=message))
         for o in self.observers:
             o.on_prepared(self)
+
+    def _source(self) -> Path | None:
+        """The experiment's file (where a failure's line number points)."""
+        from .loading import example_path
+        cfg = self.config
+        return Path(cfg.experiment_file) if cfg.experiment_file else example_path(cfg.example) if cfg.example else None
 
     def _on_trace(self, phase: str, variant: str) -> None:
         self.traces += 1
@@ -140,50 +152,54 @@ class Trainer:
 
     # -- the loop -------------------------------------------------------------------------------------------
     def run(self) -> Status:
-        """Train until the step target, a Stop command, or an error. Returns the final status."""
+        """Train until the step target, a Stop command, or an error. Returns the final status.
+
+        However it ends, the record closes with a `stop` event whose reason is true (an `error` event
+        first when it failed), and the exception is raised again for the caller."""
         import tensorflow as tf
 
-        from .checkpoints import CheckpointStore
+        from .resume import begin
         self.prepare()
-        p, cfg = self.prepared, self.config
-        self.run_dir = prepare_run_dir(cfg.run_dir or default_run_dir(cfg))
-        cfg.run_dir = str(self.run_dir)
-        self.checkpoints = CheckpointStore(p, self.run_dir)
-        # one writer per run directory, released after the stop event
-        lock = runlock.acquire(self.run_dir, on_takeover=lambda m: self.emit(E.Warning(message=m)))
+        p = self.prepared
+        try:
+            began = begin(self)  # the run directory made, or the run resumed in its own: `start` or `resumed`
+        except BaseException:
+            if self.lock is not None:
+                runlock.release(self.lock)
+            raise
         self._t0 = time.perf_counter()
         self._rate = (self._t0, self.step, 0.0)
         self._running = True
-        reason = "done"
+        reason, error = "done", None
         try:
-            self.emit(E.Start(device=p.device_name, experiment=cfg.experiment_file or cfg.example or "",
-                              phases=list(p.phase_names),
-                              phase_variables={n: list(paths) for n, paths in zip(p.phase_names, p.phase_paths)},
-                              freeze=list(self.freeze), schedule=p.policy.to_dict(), lr=dict(cfg.lr),
-                              method=self.method, run_dir=str(self.run_dir), steps=cfg.steps,
-                              variables=[v.to_dict() for v in p.var_infos]))
+            self.emit(began)
             for o in self.observers:
                 o.on_run_begin(self)
             with tf.device(p.device):
                 reason = self._loop()
-        except BaseException as e:
-            reason = "error"
-            self.emit(E.Error(message=str(e) if isinstance(e, UserError) else f"{type(e).__name__}: {e}",
-                              detail=getattr(e, "detail", None) or traceback.format_exc()))
-            raise
-        finally:
-            try:
-                self._fetch()
-                for o in self.observers:
-                    o.on_run_end(self, reason)
-            finally:
-                self._stop, self._running = True, False
-                stop = self._stop_command
-                self.emit(E.Stop(reason=reason, traces=self.traces, retraces=self.retraces,
-                                 command=None if stop is None else stop.command.to_dict(),
-                                 id=None if stop is None else stop.id))
-                self._report_status()
-                runlock.release(lock)
+        except BaseException as e:  # noqa: BLE001 - recorded, then raised again below
+            reason, error = "error", e
+        try:
+            self._fetch()
+            for o in self.observers:
+                o.on_run_end(self, reason)
+        except BaseException as e:  # noqa: BLE001 - the final checkpoint failed (a full disk): not "done"
+            if error is None:
+                reason, error = "error", e
+        self._stop, self._running = True, False
+        if error is not None:
+            self.emit(E.Error(message=failure_line(error, self._source(), p.phase_names[self._phase]
+                                                   if self._phase >= 0 else None, self.step),
+                              detail=getattr(error, "detail", None) or "".join(traceback.format_exception(error))))
+        stop = self._stop_command
+        self.emit(E.Stop(reason=reason, traces=self.traces, retraces=self.retraces,
+                         command=None if stop is None else stop.command.to_dict(),
+                         id=None if stop is None else stop.id))
+        self.report_status()
+        if self.lock is not None:
+            runlock.release(self.lock)
+        if error is not None:
+            raise error
         return self.status()
 
     def _loop(self) -> str:
@@ -193,8 +209,7 @@ class Trainer:
         next_fetch = time.perf_counter() + fetch_s
         var_every = cfg.var_every
         step_observers = self._step_observers
-        self._phase_counts = [0] * len(steps)
-        self._report_status()
+        self.report_status()
         while True:
             if self._paused or self.commands.pending():
                 self._handle_commands()
@@ -212,12 +227,12 @@ class Trainer:
                 self.pause("nothing to train")
                 continue
             st = steps[i]
+            self._phase = i
             out = st.masked() if self._use_masked[i] else st.fast()
             self.step += 1
-            self._phase = i
-            self._phase_counts[i] += 1
+            self.phase_counts[i] += 1
             self._pending.append(PendingStep(self.step, i, time.time(), out, self._frozen_rows[i],
-                                             self._phase_counts[i] % var_every == 0))
+                                             self.phase_counts[i] % var_every == 0))
             if policy.needs_loss:
                 policy.observe(i, float(out[0]))
             if self._steps_left is not None:
@@ -260,15 +275,12 @@ class Trainer:
             message = str(e) if isinstance(e, UserError) else f"{type(e).__name__}: {' '.join(str(e).split())}"
             self.emit(E.Rejected(message=message, command=cmd.to_dict(), id=cid))
 
-    def _cmd_pause(self, cmd: C.Pause, cid: str | None) -> None:
-        self.pause("user", cmd, cid)
-
     def _cmd_resume(self, cmd: C.Resume, cid: str | None) -> None:
         self._steps_left = None
         if self._paused:
             self._paused = False
             self.emit(E.Resume(command=cmd.to_dict(), id=cid))
-            self._report_status()
+            self.report_status()
 
     def _cmd_step(self, cmd: C.Step, cid: str | None) -> None:
         n = int(cmd.n)
@@ -282,39 +294,6 @@ class Trainer:
         self._stop = True
         self._stop_command = C.Envelope(cmd, cid)
 
-    def _cmd_freeze(self, cmd: C.SetFreeze, cid: str | None) -> None:
-        scopes = resolve_scopes(cmd.scopes, self.prepared.var_infos)
-        self._set_freeze(scopes, bool(cmd.update_frozen_stats))
-        self.emit(E.Freeze(scopes=list(scopes), update_frozen_stats=bool(cmd.update_frozen_stats),
-                           command=cmd.to_dict(), id=cid))
-
-    def _cmd_schedule(self, cmd: C.SetSchedule, cid: str | None) -> None:
-        if not isinstance(cmd.policy, dict):
-            raise UserError(f"a ratio command needs a policy dictionary, got {cmd.policy!r}")
-        new = policy_from_dict(cmd.policy, self.prepared.phase_names).continue_from(self.prepared.policy)
-        self.prepared.policy = new
-        self.emit(E.Ratio(policy=new.to_dict(), command=cmd.to_dict(), id=cid))
-
-    def _cmd_lr(self, cmd: C.SetLearningRate, cid: str | None) -> None:
-        names = self.prepared.phase_names
-        if cmd.phase not in names:
-            raise UserError(f"unknown phase {cmd.phase!r}; phases are {', '.join(names)}")
-        set_learning_rate(self.prepared.optimizers[names.index(cmd.phase)], cmd.phase, cmd.value)
-        self.config.lr[cmd.phase] = float(cmd.value)
-        self.emit(E.LearningRate(phase=cmd.phase, value=float(cmd.value), command=cmd.to_dict(), id=cid))
-
-    def _cmd_method(self, cmd: C.SetFreezeMethod, cid: str | None) -> None:
-        self._set_method(cmd.method)
-        self.emit(E.Method(method=cmd.method, command=cmd.to_dict(), id=cid))
-
-    def _cmd_sample(self, cmd: C.SampleNow, cid: str | None) -> None:
-        self.emit(E.SampleRequested(command=cmd.to_dict(), id=cid))
-        self.sample()
-
-    def _cmd_checkpoint(self, cmd: C.SaveCheckpoint, cid: str | None) -> None:
-        self.emit(E.CheckpointRequested(command=cmd.to_dict(), id=cid))
-        self.save_checkpoint()
-
     # -- state changes ----------------------------------------------------------------------------------------
     def pause(self, reason: str, cmd: C.Command | None = None, cid: str | None = None) -> None:
         """Pause at the next boundary (`reason`: user, step, nan, nothing to train). Training thread only."""
@@ -322,9 +301,9 @@ class Trainer:
             return
         self._paused = True
         self.emit(E.Pause(reason=reason, command=None if cmd is None else cmd.to_dict(), id=cid))
-        self._report_status()
+        self.report_status()
 
-    def _set_freeze(self, scopes: tuple[str, ...], update_stats: bool) -> None:
+    def set_freeze(self, scopes: tuple[str, ...], update_stats: bool) -> None:
         p = self.prepared
         self.freeze = tuple(scopes)
         self.config.update_frozen_stats = update_stats
@@ -340,7 +319,7 @@ class Trainer:
             if mask.all():
                 self.emit(E.Warning(message=f"phase {name} has all its variables frozen; it is skipped", phase=name))
 
-    def _set_method(self, method: str) -> None:
+    def set_method(self, method: str) -> None:
         if method not in C.FREEZE_METHODS:
             raise UserError(f"freeze method {method!r} is unknown; use 'exact' or 'gate'")
         self.method = method
@@ -354,12 +333,24 @@ class Trainer:
         for o in self.observers:
             o.on_event(event)
 
+    def sync(self) -> None:
+        """Bring every step's numbers to the observers and have them written out (`on_sync`)."""
+        self._fetch()
+        for o in self.observers:
+            o.on_sync()
+
     def save_checkpoint(self) -> None:
-        """Checkpoint the state after the current step (once per step)."""
+        """Checkpoint the state after the current step (once per step), after the record holds every step
+        up to it (so a resume finds no gap). Not while a loss is non-finite: resuming such a model is useless,
+        and the last good checkpoint must survive the "last 3 kept"."""
+        from .resume import host_state
         store = self.checkpoints
         if store is None or store.last_step == self.step:
             return
-        path = store.save(self.step)
+        self.sync()
+        if self.nan_at is not None:
+            return
+        path = store.save(self.step, host_state(self))
         self.emit(E.Checkpoint(path=str(Path(path).relative_to(self.run_dir))))
 
     def sample(self) -> None:
@@ -375,7 +366,7 @@ class Trainer:
             for o in self.observers:
                 o.on_samples(samples)
 
-    def _report_status(self) -> None:
+    def report_status(self) -> None:
         status = self.status()
         for o in self.observers:
             o.on_status(status)

@@ -154,9 +154,11 @@ def read_variables(run_dir: str | Path) -> list[VarRows]:
     return out
 
 
-def truncate_after(run_dir: str | Path, step: int) -> None:
+def truncate_after(run_dir: str | Path, step: int, keep_in: Path | None = None) -> int:
     """Drop the rows recorded after `step` (a resumed run continues from its checkpoint at `step`), and a
-    torn last row."""
+    torn last row. The rows dropped go to `keep_in/<file name>` (with the header: a readable file) if
+    given. Returns the number of complete rows dropped."""
+    dropped = 0
     for path in sorted((Path(run_dir) / VARIABLES_DIR).glob("*.bin")):
         with open(path, "rb") as f:
             got = _parse_header(f.read(1 << 20))
@@ -170,6 +172,14 @@ def truncate_after(run_dir: str | Path, step: int) -> None:
         keep = int(np.searchsorted(rows["step"], step, side="right")) if rows is not None else 0
         del rows
         with open(path, "r+b") as f:
+            if keep < total and keep_in is not None:
+                f.seek(start + keep * size)
+                tail = f.read((total - keep) * size)
+                f.seek(0)
+                keep_in.mkdir(parents=True, exist_ok=True)
+                (keep_in / path.name).write_bytes(f.read(start) + tail)
             f.truncate(start + keep * size)
             f.flush()
             os.fsync(f.fileno())
+        dropped += total - keep
+    return dropped

@@ -52,8 +52,8 @@ class FakeTrainingService(QObject):
         else:
             self._queue_reports([P.Busy("Preparing…"), P.Failed(*failure), P.Busy("")])
 
-    def start(self, config: RunConfig) -> None:
-        self.requests.append(("start", config))
+    def start(self, config: RunConfig, resume: bool = False) -> None:
+        self.requests.append(("start", config))  # (resume is a real-service path: test_window_resume.py)
         self._accepting = True
         if self.run_failure is not None:
             summary, self.run_failure = self.run_failure, None

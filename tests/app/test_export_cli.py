@@ -72,3 +72,22 @@ def test_bad_input_is_one_line_and_exit_2(run_dir, tmp_path, args, needle):
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0], r.stderr
     assert not out.exists() and not (tmp_path / "fig.eps").exists()
+
+
+def test_a_record_cut_mid_write_still_exports(run_dir, tmp_path):
+    """A run killed or out of disk mid-write: scalars.csv ends at a line boundary between two steps' rows,
+    a per-variable row is torn, events.jsonl has a torn line and one that is not an event. What is complete
+    is drawn."""
+    import shutil
+    cut = tmp_path / "cut"
+    shutil.copytree(run_dir, cut)
+    data = (cut / "scalars.csv").read_bytes()
+    (cut / "scalars.csv").write_bytes(data[:data.index(b"\n", len(data) // 2) + 1])
+    for p in (cut / "variables").glob("*.bin"):
+        p.write_bytes(p.read_bytes()[:p.stat().st_size * 2 // 3 + 5])
+    with open(cut / "events.jsonl", "ab") as f:
+        f.write(b'[1,2,3]\n{"step": 9, "kind": "fre')
+    out = tmp_path / "fig.pdf"
+    r = export(str(cut), "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    assert out.stat().st_size > 1000 and r.stderr.strip() == ""

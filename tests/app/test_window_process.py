@@ -56,6 +56,8 @@ def test_bad_options_fail_in_one_line(tmp_path):
     for args, expected in ((["--example", "nope"], "unknown example 'nope'"),
                            (["--experiment", "missing.py"], "experiment file missing.py does not exist"),
                            (["--steps", "-3"], "--steps must be >= 0"),
+                           (["--seed", "-1"], "--seed must be a whole number from 0 to 2147483647, got -1"),
+                           (["--example", "../../resources/experiments/ring"], "unknown example"),
                            (["--screenshot", "out.jpg"], "must end in .png"),
                            (["--attach", "."], "has no events.jsonl"),
                            (["--attach", ".", "--example", "ring"], "not allowed with")):

@@ -303,14 +303,19 @@ def start(args: list[str], **kw: Any) -> subprocess.Popen:
     return subprocess.Popen(args, cwd=REPO, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
 
 
-def run_all(commands: dict[str, list[str]], timeout: float = 180) -> dict[str, subprocess.CompletedProcess]:
-    """Run subprocesses concurrently (each pays the TensorFlow import; two cores share the wait)."""
-    procs = {k: start(c) for k, c in commands.items()}
-    out = {}
-    for k, p in procs.items():
-        stdout, stderr = p.communicate(timeout=timeout)
-        out[k] = subprocess.CompletedProcess(p.args, p.returncode, stdout, stderr)
-    return out
+def run_all(commands: dict[str, list[str]], timeout: float = 600,
+            parallel: int = 4) -> dict[str, subprocess.CompletedProcess]:
+    """Run subprocesses, `parallel` at a time: each pays the TensorFlow import, and a few at once keep two
+    cores busy while they wait, where dozens at once (the bad-input table) would only fight over memory.
+    `timeout` is per process, from its own start."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(cmd: list[str]) -> subprocess.CompletedProcess:
+        return subprocess.run(cmd, cwd=REPO, env=env(), capture_output=True, text=True, timeout=timeout)
+
+    with ThreadPoolExecutor(max_workers=parallel) as pool:
+        futures = {k: pool.submit(one, c) for k, c in commands.items()}
+        return {k: f.result() for k, f in futures.items()}
 
 
 def wait_for(predicate: Callable[[], bool], timeout: float = 60, interval: float = 0.05) -> bool:

@@ -41,8 +41,8 @@ def test_the_scope_tree_comes_from_the_record(attached, tmp_path):
     exp, _, a, _ = attached
     trainer = Trainer(RunConfig(experiment_file=str(exp), example=None, run_dir=str(tmp_path / "unused")))
     trainer.prepare()
-    assert a.tree.all_variables() == trainer.var_infos
-    assert a.tree.params() == trainer.scope_tree.params() > 0
+    assert a.tree.all_variables() == trainer.prepared.var_infos
+    assert a.tree.params() == trainer.prepared.tree.params() > 0
     assert a.tree.children["generator"].children["dense_1"].variables[0].shape == (2, 4)
     assert a.writer().pid == attached[1].pid
 

@@ -12,7 +12,7 @@ import pytest
 
 from training_core import RunConfig, Trainer, read_events, read_scalars
 
-from .helpers import error_lines, main_cmd, nan_experiment, run_all, write_file
+from .helpers import error_lines, main_cmd, nan_experiment, run_all, tiny_gan, write_file
 
 BAD = {  # name: (arguments, a word the one line must contain)
     "unknown_scope": (["--freeze", "nosuch"], "nosuch"),
@@ -25,11 +25,69 @@ BAD = {  # name: (arguments, a word the one line must contain)
     "unknown_example": (["--example", "nope"], "nope"),
     "lr_syntax": (["--lr", "D"], "PHASE=NUMBER"),
     "lr_phase": (["--lr", "X=1e-4"], "X"),
+    "lr_inf": (["--lr", "D=inf"], "finite"),
     "run_dir_not_empty": (["--run-dir", "{tmp}/full"], "not empty"),
+    "run_dir_is_a_file": (["--run-dir", "{tmp}/full/keep.txt"], "is a file"),
     "negative_steps": (["--steps", "-1"], "--steps"),
     "unknown_option": (["--frezee", "generator"], "--frezee"),
     "models_do_not_fit": (["--experiment", "{tmp}/misfit.py"], "noise_dim"),
+    "seed_negative": (["--seed", "-1"], "seed must be a whole number from 0 to 4294967295"),
+    "seed_huge": (["--seed", "99999999999999999999"], "seed must be a whole number from 0"),
+    "nan_lr_factor": (["--nan-lr-factor", "2"], "--nan-lr-factor"),
+    # config.toml files that do not hold what a run needs
+    "config_not_utf8": (["--config", "{tmp}/latin1.toml"], "not UTF-8"),
+    "config_seed_text": (["--config", "{tmp}/seed_zero.toml"], "seed = 'zero' must be a whole number"),
+    "config_batch_text": (["--config", "{tmp}/batch_big.toml"], "batch_size = 'big'"),
+    "config_freeze_number": (["--config", "{tmp}/freeze_5.toml"], "freeze = 5 must be a list of strings"),
+    "config_tensorboard_text": (["--config", "{tmp}/tb_no.toml"], "tensorboard = 'no' must be true or false"),
+    "config_fetch_fraction": (["--config", "{tmp}/fetch_frac.toml"], "fetch_every = 2.5 must be a whole number"),
+    "config_example_path": (["--config", "{tmp}/example_path.toml"], "not a built-in example"),
+    "config_is_a_directory": (["--config", "{tmp}/full"], "is a directory"),
+    # experiment files that do not describe an experiment
+    "models_a_list": (["--experiment", "{tmp}/models_list.py"], "must be a dict"),
+    "phases_a_string": (["--experiment", "{tmp}/phases_str.py"], "must be a list of Phase"),
+    "phases_tuples": (["--experiment", "{tmp}/phases_tuple.py"], "is a tuple, not a Phase"),
+    "models_same_name": (["--experiment", "{tmp}/same_names.py"], "give each model its own name"),
+    "model_without_weights": (["--experiment", "{tmp}/no_weights.py"], "has no weights"),
+    "loss_a_string": (["--experiment", "{tmp}/string_loss.py"], "returned a string tensor"),
+    "nan_in_data": (["--experiment", "{tmp}/nan_data.py"], "NaN or Inf values"),
+    "shape_mismatch": (["--experiment", "{tmp}/shape_mismatch.py"], "expected axis -1"),
+    # --resume (no --steps or --run-dir added)
+    "resume_missing": (["--resume", "{tmp}/nope"], "does not exist"),
+    "resume_not_a_run": (["--resume", "{tmp}/full"], "not a Freezeframe run directory"),
+    "resume_done": (["--resume", "{tmp}/done"], "pass --steps N with N > 20"),
+    "resume_new_seed": (["--resume", "{tmp}/done", "--steps", "30", "--seed", "3"], "--seed cannot change"),
+    "resume_changed_model": (["--resume", "{tmp}/arch", "--steps", "30"], "does not fit the experiment as it is now"),
 }
+
+_EXPERIMENTS = {
+    "models_list.py": "models=[net()], phases=[Phase('A', loss, trains=['net'])]",
+    "phases_str.py": "models={'net': net()}, phases='A'",
+    "phases_tuple.py": "models={'net': net()}, phases=[('A', loss, ['net'])]",
+    "no_weights.py": "models={'net': net(), 'relu': keras.Sequential([keras.Input((2,)), keras.layers.ReLU()])}, "
+                     "phases=[Phase('A', loss, trains=['net'])]",
+    "string_loss.py": "models={'net': net()}, phases=[Phase('A', lambda ctx: tf.constant('abc'), trains=['net'])]",
+    "nan_data.py": "models={'net': net()}, phases=[Phase('A', loss, trains=['net'])], data=DATA * np.nan, name='x'",
+    "shape_mismatch.py": "models={'net': net(3)}, phases=[Phase('A', loss, trains=['net'])]",
+}
+_EXPERIMENT = """
+import keras, numpy as np, tensorflow as tf
+from training_core import Experiment, Phase
+DATA = np.ones((8, 2), "float32")
+def net(n=2):
+    return keras.Sequential([keras.Input((n,)), keras.layers.Dense(1, name="out")], name="net")
+def loss(ctx):
+    return keras.ops.mean(ctx.models["net"](ctx.batch))
+def build():
+    return Experiment(**{{"name": "x", "data": DATA, **dict({args})}})
+"""
+_CONFIGS = {"seed_zero.toml": 'seed = "zero"', "batch_big.toml": 'batch_size = "big"', "freeze_5.toml": "freeze = 5",
+            "tb_no.toml": 'tensorboard = "no"', "fetch_frac.toml": "fetch_every = 2.5",
+            "example_path.toml": 'example = "../../resources/experiments/ring"'}
+
+
+def _tree(d) -> dict[str, tuple[int, int]]:
+    return {str(p.relative_to(d)): (p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(d.rglob("*"))}
 
 
 @pytest.fixture(scope="module")
@@ -48,6 +106,25 @@ def cli(tmp_path_factory):
         """)
     (tmp / "full").mkdir()
     (tmp / "full" / "keep.txt").write_text("an earlier run\n")
+    for name, args in _EXPERIMENTS.items():
+        write_file(tmp, name, _EXPERIMENT.format(args=args))
+    write_file(tmp, "same_names.py", """
+        import keras, numpy as np
+        noise_dim = 2
+        def generator():
+            return keras.Sequential([keras.Input((2,)), keras.layers.Dense(2, name="out")], name="generator")
+        def discriminator():  # named like the generator: its variables would be generator/out/...
+            return keras.Sequential([keras.Input((2,)), keras.layers.Dense(1, name="out")], name="generator")
+        real_data = np.zeros((10, 2), "float32")
+        """)
+    for name, line in _CONFIGS.items():
+        (tmp / name).write_text(f'example = "ring"\n{line}\n' if "example" not in line else line + "\n")
+    (tmp / "latin1.toml").write_bytes('example = "ring"\ndescription = "caf\xe9"\n'.encode("latin-1"))
+    Trainer(RunConfig(example="factorization", steps=20, run_dir=str(tmp / "done"), tensorboard=False)).run()
+    arch = tiny_gan(tmp)
+    Trainer(RunConfig(experiment_file=str(arch), example=None, steps=10, run_dir=str(tmp / "arch"))).run()
+    arch.write_text(arch.read_text().replace('Dense(4, name="dense_1")', 'Dense(5, name="dense_1")'))
+    before = {d: _tree(tmp / d) for d in ("done", "arch")}
     nan = nan_experiment(tmp)
     RunConfig(example="ring", steps=40, seed=5, schedule={"policy": "fixed", "ratio": [2, 1]}, var_every=4,
               run_dir="/elsewhere").write_toml(tmp / "rerun.toml")
@@ -55,6 +132,9 @@ def cli(tmp_path_factory):
     commands = {}
     for name, (args, _) in BAD.items():
         args = [a.format(tmp=tmp) for a in args]
+        if "--resume" in args:
+            commands[name] = main_cmd("--headless", *args)
+            continue
         run_dir = [] if "--run-dir" in args else ["--run-dir", str(tmp / f"out_{name}")]
         commands[name] = main_cmd("--headless", "--steps", "5", *run_dir, *args)
     commands["list_scopes"] = main_cmd("--headless", "--example", "digits", "--list-scopes",
@@ -64,7 +144,9 @@ def cli(tmp_path_factory):
                                "--run-dir", str(tmp / "nan"))
     commands["all_frozen"] = main_cmd("--headless", "--example", "factorization", "--freeze", "W", "--freeze", "C",
                                       "--run-dir", str(tmp / "frozen"))
-    return tmp, run_all(commands)
+    results = run_all(commands)
+    assert {d: _tree(tmp / d) for d in before} == before  # a refused resume wrote nothing
+    return tmp, results
 
 
 @pytest.mark.parametrize("name", list(BAD))
@@ -76,9 +158,9 @@ def test_bad_input_is_one_line_exit_2_and_nothing_written(cli, name):
     assert len(lines) == 1, r.stderr
     assert lines[0].startswith("error: ") and BAD[name][1] in lines[0], lines[0]
     assert "Traceback" not in r.stderr and r.stdout == ""
-    if name == "run_dir_not_empty":
+    if name in ("run_dir_not_empty", "run_dir_is_a_file", "resume_not_a_run", "config_is_a_directory"):
         assert sorted(p.name for p in (tmp / "full").iterdir()) == ["keep.txt"]
-    else:
+    elif not name.startswith("resume"):
         assert not (tmp / f"out_{name}").exists()
 
 

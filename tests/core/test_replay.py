@@ -98,12 +98,12 @@ def test_the_plan_keeps_only_the_changes_that_move_the_numbers(tmp_path):
         {"step": 9, "kind": "ratio", "policy": {}, "command": {"kind": "ratio", "policy": {"ratio": [2, 1]}}},
         {"step": 9, "kind": "sample", "command": {"kind": "sample"}},
         {"step": 12, "kind": "stop", "reason": "stopped", "command": {"kind": "stop"}},
-    ], steps=None, pause_on_nan=True)
+    ], steps=None, on_nan="pause")
     plan = plan_replay(run, "new")
     assert plan.commands == [(0, SetLearningRate(phase="D", value=0.1)), (5, SetFreeze(scopes=("generator",))),
                              (9, SetSchedule(policy={"ratio": [2, 1]}))]
     assert (plan.stop_step, plan.stopped_cleanly, plan.config.steps, plan.config.run_dir) == (12, True, 12, "new")
-    assert plan.config.pause_on_nan is False and plan.config.deterministic is False
+    assert plan.config.on_nan == "continue" and plan.config.deterministic is False
     assert plan_replay(run, "new", deterministic=True).config.deterministic is True
 
 

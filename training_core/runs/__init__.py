@@ -5,9 +5,9 @@ tree, the figure exporter, review and attach all read this one model; views subs
 never knows them (napari's model/view split).
 """
 from .data import GrowArray, Marker, RunData, marker_label
-from .follow import RunFollower, read_run
+from .follow import RunFollower, read_run, reload_resumed
 from .session import Session, Source, nan_message, source_of
 from .variables import STATES, VariableStates, VarState
 
 __all__ = ["GrowArray", "Marker", "RunData", "RunFollower", "STATES", "Session", "Source", "VarState",
-           "VariableStates", "marker_label", "nan_message", "read_run", "source_of"]
+           "VariableStates", "marker_label", "nan_message", "read_run", "reload_resumed", "source_of"]

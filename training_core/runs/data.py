@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import events as E
 from ..metrics import MetricsBatch
+from ..trim import checkpoint_cut
 from ..varstore import KINDS as VAR_KINDS
 from ..varstore import VarRows
 
@@ -42,6 +43,9 @@ class GrowArray:
 
     def view(self) -> np.ndarray:
         return self._a[: self._n]
+
+    def truncate(self, n: int) -> None:
+        self._n = min(self._n, max(0, n))
 
     def __len__(self) -> int:
         return self._n
@@ -69,6 +73,8 @@ _LABELS: dict[type, Callable[[Any], str]] = {
     E.Pause: lambda e: "pause" if e.reason == "user" else f"pause ({e.reason})",
     E.Nan: lambda e: f"NaN in {e.phase}",
     E.Leak: lambda e: f"leak {e.variable}",
+    E.Rollback: lambda e: f"rolled back from {e.from_step}",
+    E.Resumed: lambda e: "resumed",
 }
 
 
@@ -94,6 +100,11 @@ class _Series:
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return self.steps.view(), self.wall.view(), self.values.view()
 
+    def truncate(self, step: int) -> None:
+        n = int(np.searchsorted(self.steps.view(), step, side="right"))
+        for a in (self.steps, self.wall, self.values):
+            a.truncate(n)
+
 
 class _PhaseVars:
     """Per-variable rows of one phase, in the order of the phase's variables."""
@@ -112,6 +123,11 @@ class _PhaseVars:
         for k in VAR_KINDS:
             self.vars[k].extend(values[k])
         self.frozen.extend(frozen)
+
+    def truncate(self, step: int) -> None:
+        n = int(np.searchsorted(self.steps.view(), step, side="right"))
+        for a in (self.steps, self.wall, self.frozen, *self.vars.values()):
+            a.truncate(n)
 
 
 class RunData:
@@ -165,6 +181,8 @@ class RunData:
             self.version += 1
 
     def add_event(self, event: E.Event) -> None:
+        if isinstance(event, E.Rollback):  # the run went back: so does its record (trim.py), and so do we
+            self.cut_back(event.step)
         self.events.append(event)
         if isinstance(event, E.Start):
             self.start = event
@@ -175,6 +193,27 @@ class RunData:
         label = marker_label(event)
         if label is not None:
             self.markers.append(Marker(event.marker_step, event.kind, label))
+        self.version += 1
+
+    def cut_back(self, step: int, through: E.Event | None = None) -> None:
+        """Forget what came after the checkpoint at `step`, as the record on disk is cut (trim.py): rows after
+        `step`, and the events after the checkpoint's own (or after `through`, the last event kept)."""
+        for s in self._scalars.values():
+            s.truncate(step)
+        self._scalars = {tag: s for tag, s in self._scalars.items() if len(s.steps)}
+        for pv in self._phases.values():
+            pv.truncate(step)
+        if through is not None:
+            keep = max((i + 1 for i, e in enumerate(self.events) if e == through), default=len(self.events))
+        else:
+            keep = checkpoint_cut(((e.step, e.kind, i + 1) for i, e in reversed(list(enumerate(self.events)))),
+                                  step) or 0
+        self.events = self.events[:keep]
+        self.markers = [Marker(e.marker_step, e.kind, label) for e in self.events
+                        if (label := marker_label(e)) is not None]
+        if self.stop is not None and self.stop not in self.events:
+            self.stop = None
+        self.last_step = min(self.last_step, step)
         self.version += 1
 
     def set_samples(self, samples: dict[str, Any]) -> None:

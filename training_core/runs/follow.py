@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import events as E
 from ..runlog import EVENTS_FILE, SCALARS_FILE, LineTail, parse_event_lines, parse_scalar_lines
 from ..varstore import VARIABLES_DIR, VarFileReader
 
@@ -22,9 +23,9 @@ from .data import RunData
 class RunFollower:
     """Feeds `data` with what `run_dir` gains (`read_run` makes a RunData and reads a directory once)."""
 
-    def __init__(self, run_dir: str | Path, data: RunData) -> None:
+    def __init__(self, run_dir: str | Path, data: RunData | None = None) -> None:
         self.dir = Path(run_dir)
-        self.data = data
+        self.data = data if data is not None else RunData(run_dir)
         self._reset()
 
     def _reset(self) -> None:
@@ -71,3 +72,13 @@ def read_run(run_dir: str | Path) -> RunData:
     data = RunData(run_dir)
     RunFollower(run_dir, data).poll()
     return data
+
+
+def reload_resumed(data: RunData, run_dir: str | Path, resumed: "E.Resumed") -> None:
+    """A window that resumes a run: its model becomes the run's record up to the `resumed` event (read from
+    the directory the training process has just cut back), and what follows comes live. What the process
+    wrote after that event is dropped here, since it arrives live too."""
+    data.clear()
+    data.run_dir = Path(run_dir)
+    RunFollower(run_dir, data).poll()
+    data.cut_back(resumed.step, through=resumed)

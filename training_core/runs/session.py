@@ -26,6 +26,7 @@ from .. import protocol as P
 from ..config import RunConfig
 from ..metrics import Status
 from .data import RunData
+from .follow import reload_resumed
 from .variables import VariableStates, VarState
 
 Source = tuple[str, str]  # ("example", "ring") or ("file", "/abs/path.py")
@@ -37,11 +38,13 @@ def source_of(config: RunConfig) -> Source:
     return ("file", config.experiment_file) if config.experiment_file else ("example", config.example or "")
 
 
-def nan_message(event: E.Nan) -> tuple[str, str]:
-    """(summary, details) for the core's `nan` event; the core has paused itself."""
+def nan_message(event: E.Nan, rollback_step: int | None = None) -> tuple[str, str]:
+    """(summary, details) for the core's `nan` event; the core has paused itself. `rollback_step`: the last
+    checkpoint before the NaN, which the dialog offers to go back to."""
     phase, at = event.phase, event.at_step
+    back = f"Roll back to step {rollback_step}, lower" if rollback_step is not None else "Lower"
     summary = (f"The loss of phase {phase} became {event.value} at step {at}; training is paused. "
-               f"Lower phase {phase}'s learning rate (or fix the loss), then Resume, or Stop.")
+               f"{back} phase {phase}'s learning rate (or fix the loss), then Resume, or Stop.")
     detail = "\n".join(f"{k}: {v}" for k, v in event.to_dict().items())
     return summary, detail
 
@@ -59,6 +62,8 @@ class Session:
     data_cleared = Signal()  # `data` was emptied (another experiment, a new run): views drop what they drew
     run_started = Signal(str)  # the run directory asked for ("" = the default one)
     run_finished = Signal(object)  # the final Status, or None when the run never started
+    rewound = Signal()  # `data` went back to an earlier step (a rollback, a resume): views redraw from scratch
+    rollback_offered = Signal(int)  # after a NaN's `problem`: the last good checkpoint's step to go back to
 
     def __init__(self, source: Source = ("example", "ring")) -> None:
         self.source: Source = source
@@ -75,6 +80,7 @@ class Session:
         self.last_run: Status | None = None  # how the last run ended
         self.stop_reason = ""
         self.run_dir = ""
+        self._resumed_dir = ""  # a resumed run's directory, read when it has resumed
         self.attached = ""  # the run directory of a run another process writes, while attached (runs/attach.py)
         self.attached_text = ""  # "attached · freeze acknowledged at step 1,234", for the status bar
         self._handlers: dict[type, Callable[[Any], None]] = {
@@ -98,10 +104,12 @@ class Session:
         self.state_changed.emit()
         return True
 
-    def begin_run(self) -> None:
-        """A run was requested: it counts as running (controls, commands) from now until it finishes."""
+    def begin_run(self, resumed_dir: str = "") -> None:
+        """A run was requested: it counts as running (controls, commands) from now until it finishes.
+        `resumed_dir`: the run continues in that directory (its record is read when it resumed)."""
         self.running, self.paused, self.pause_reason, self.stop_reason = True, False, "", ""
         self.status = None
+        self._resumed_dir = resumed_dir
         self._clear_data()
         self.state_changed.emit()
 
@@ -188,8 +196,16 @@ class Session:
         self.status = r.status
 
     def _on_event(self, r: P.Emitted) -> None:
-        self.data.add_event(r.event)
-        self.track(r.event)
+        e = r.event
+        if isinstance(e, E.Resumed) and self._resumed_dir:  # the record up to here, from the cut-back directory
+            reload_resumed(self.data, self._resumed_dir, e)
+            self.variables.reset()
+            self.rewound.emit()
+        else:
+            self.data.add_event(e)  # a rollback cuts `data` back with the run (RunData.add_event)
+            if isinstance(e, E.Rollback):
+                self.rewound.emit()
+        self.track(e)
 
     def track(self, e: E.Event) -> None:
         """The state an event changes (it is in `data` already)."""
@@ -198,7 +214,10 @@ class Session:
         elif isinstance(e, (E.Resume, E.Step)):
             self._set_paused(False, "")
         elif isinstance(e, E.Nan):
-            self.problem.emit(*nan_message(e))
+            good = [c.step for c in self.data.events if isinstance(c, E.Checkpoint) and c.step < e.at_step]
+            self.problem.emit(*nan_message(e, max(good) if good else None))
+            if good and not self.attached:
+                self.rollback_offered.emit(max(good))
         elif isinstance(e, (E.Warning, E.Rejected)):
             self.note.emit(f"Step {e.step}: {e.message}")
         elif isinstance(e, E.Start):

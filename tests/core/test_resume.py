@@ -1,0 +1,187 @@
+"""A run survives: killed with SIGKILL at a random moment and resumed with `--resume`, it gives exactly the
+losses (and per-variable rows) of the same run never interrupted, step for step; its record, TensorBoard
+included, holds one timeline; the host-side state (schedule position, freeze set, method, adaptive
+switch) comes back from the checkpoint; and the weights are in Keras' own format at the end.
+"""
+from __future__ import annotations
+
+import random
+import signal
+
+import keras
+import numpy as np
+import pytest
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+from training_core import (RunConfig, SetFreeze, SetFreezeMethod, SetSchedule, Stop, Trainer, read_events,
+                           read_scalars, read_variables)
+from training_core.checkpoints import checkpoint_steps
+
+from .helpers import Script, config, main_cmd, start, tiny_gan, wait_for
+
+STEPS = 3000
+
+
+def _losses(d) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    return {t: (s.steps, s.values) for t, s in read_scalars(d).items() if t.startswith("loss/")}
+
+
+def _assert_same_record(a, b) -> None:
+    """Every loss row and every per-variable row equal, bit for bit, in the same steps."""
+    la, lb = _losses(a), _losses(b)
+    assert la.keys() == lb.keys()
+    for tag in la:
+        np.testing.assert_array_equal(la[tag][0], lb[tag][0], err_msg=tag)
+        np.testing.assert_array_equal(la[tag][1], lb[tag][1], err_msg=tag)
+    steps = np.sort(np.concatenate([s for s, _ in la.values()]))
+    np.testing.assert_array_equal(steps, np.arange(1, STEPS + 1))  # no step twice, none missing
+    for ra, rb in zip(read_variables(a), read_variables(b), strict=True):
+        np.testing.assert_array_equal(ra.steps, rb.steps)
+        for kind in ("update_norm", "update_ratio", "grad_norm", "frozen"):
+            assert getattr(ra, kind).tobytes() == getattr(rb, kind).tobytes(), (ra.phase, kind)
+
+
+@pytest.fixture(scope="module")
+def killed_and_resumed(tmp_path_factory):
+    """Two identical deterministic runs start together; one gets SIGKILL at a random moment after its third
+    checkpoint, then is resumed in its own directory."""
+    tmp = tmp_path_factory.mktemp("resume")
+    exp = tiny_gan(tmp, "adam")
+    args = ["--headless", "--experiment", str(exp), "--steps", str(STEPS), "--ratio", "3:2", "--freeze",
+            "generator/dense_1", "--checkpoint-every", "150", "--fetch-every", "20", "--var-every", "7",
+            "--deterministic", "--quiet"]
+    killed, whole = tmp / "killed", tmp / "whole"
+    victim = start(main_cmd(*args, "--run-dir", str(killed)))
+    reference = start(main_cmd(*args, "--run-dir", str(whole)))
+    try:
+        assert wait_for(lambda: len(checkpoint_steps(killed)) >= 3 or victim.poll() is not None, timeout=180)
+        delay = random.Random().uniform(0.0, 0.4)  # anywhere: mid-step, mid-write, mid-checkpoint
+        wait_for(lambda: False, timeout=delay, interval=0.01)
+    finally:
+        victim.send_signal(signal.SIGKILL)
+        victim.communicate(timeout=60)
+    assert victim.returncode == -signal.SIGKILL, "the run ended before it could be killed"
+    _, err = reference.communicate(timeout=300)
+    assert reference.returncode == 0, err
+    before = max(int(s[-1]) for s, _ in _losses(killed).values())
+    resumed = start(main_cmd("--headless", "--resume", str(killed), "--quiet", "--deterministic"))
+    out, err = resumed.communicate(timeout=300)
+    assert resumed.returncode == 0, err
+    return killed, whole, before, delay, out, err
+
+
+def test_a_killed_run_resumed_equals_the_run_never_interrupted(killed_and_resumed):
+    killed, whole, before, delay, out, err = killed_and_resumed
+    assert before < STEPS and "Traceback" not in err, (before, delay)
+    assert f"{STEPS} steps in" in out
+    _assert_same_record(killed, whole)
+
+
+def test_the_event_record_is_one_timeline(killed_and_resumed):
+    killed, whole, before, delay, *_ = killed_and_resumed
+    events = read_events(killed)
+    kinds = [e.kind for e in events]
+    assert kinds.count("resumed") == 1 and kinds.count("start") == 1 and kinds.count("stop") == 1
+    steps = [e.step for e in events]
+    assert steps == sorted(steps), "an event's step went back"
+    i = kinds.index("resumed")
+    resumed = events[i]
+    # the killed process left its writer lock: the resume takes it over, with a warning that says so
+    assert kinds[i - 1] == "warning" and "took over" in events[i - 1].message, events[i - 1]
+    i -= 1
+    assert kinds[i - 4:i] == ["trace"] * 4  # the new process's warm-up, stamped with the step it resumes from
+    assert kinds[i - 5] in ("checkpoint", "start")  # nothing of the first process after the checkpoint
+    assert resumed.step <= before and resumed.checkpoint == f"checkpoints/ckpt-{resumed.step}"
+    assert resumed.freeze == ["generator/dense_1"] and resumed.schedule["ratio"] == [3, 2]
+    assert resumed.steps == STEPS and events[-1].kind == "stop" and events[-1].reason == "done"
+    checkpoints = [e.step for e in events if e.kind == "checkpoint"]
+    assert checkpoints == sorted(set(checkpoints)), "a checkpoint twice"
+    # (a kill between a checkpoint's files and its event leaves the `resumed` event to name it)
+    assert sorted(set(checkpoints) | {resumed.step}) == list(range(0, STEPS + 1, 150))
+    # what was cut is kept where a human finds it: the first process's rows after the checkpoint
+    dropped = killed / resumed.dropped["dir"]
+    if resumed.dropped["scalars"]:
+        rows = (dropped / "scalars.csv").read_text().splitlines()
+        assert rows[0] == "step,wall_time,tag,value" and len(rows) - 1 >= resumed.dropped["scalars"] - 1
+        assert all(int(r.split(",")[0]) > resumed.step for r in rows[1:] if r.count(",") == 3)
+
+
+def test_tensorboard_shows_each_step_once(killed_and_resumed):
+    """TensorBoard's own reader: the resumed process's SessionLog START purges what the first wrote after
+    the checkpoint, so no step is there twice and none is missing, and the values are the resumed ones."""
+    killed, whole, *_ = killed_and_resumed
+    assert len(list((killed / "tb").iterdir())) == 2
+    acc = EventAccumulator(str(killed / "tb"), size_guidance={"scalars": 0})
+    acc.Reload()
+    ref = EventAccumulator(str(whole / "tb"), size_guidance={"scalars": 0})
+    ref.Reload()
+    assert sorted(acc.Tags()["scalars"]) == sorted(ref.Tags()["scalars"])
+    for tag in ("loss/D", "loss/G", "update_ratio/discriminator/dense_1/kernel"):
+        got, want = acc.Scalars(tag), ref.Scalars(tag)
+        assert [e.step for e in got] == [e.step for e in want], tag
+        assert [e.value for e in got] == [e.value for e in want], tag
+
+
+def test_the_weights_are_saved_in_keras_format(killed_and_resumed):
+    killed, whole, *_ = killed_and_resumed
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("tiny", next(killed.parent.glob("tiny_gan_adam.py")))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    g = mod.generator()
+    g.load_weights(str(killed / "models" / "generator.weights.h5"))
+    h = mod.generator()
+    h.load_weights(str(whole / "models" / "generator.weights.h5"))
+    z = np.random.default_rng(0).normal(size=(5, 2)).astype("float32")
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(g(z)), keras.ops.convert_to_numpy(h(z)))
+
+
+# -- the host-side state, in process ----------------------------------------------------------------------
+SCHEDULES = {
+    "fixed 3:2, freeze and method changed": (
+        {"policy": "fixed", "ratio": [3, 2]},
+        {23: [SetFreeze(["discriminator/dense_1"])], 41: [SetFreezeMethod("gate")],
+         58: [SetSchedule({"policy": "fixed", "ratio": [1, 4]})]}),
+    "adaptive": ({"policy": "adaptive", "thresholds": {"D": 1.3, "G": 0.75}, "max_steps": 4}, {}),
+}
+
+
+@pytest.mark.parametrize("name", list(SCHEDULES))
+def test_stopped_and_resumed_continues_where_it_stood(tmp_path, name):
+    """Stopped mid-cycle (step 67: inside a stay of a phase), resumed: the same phases, losses and frozen
+    masks as a run that never stopped, so the schedule's position, the freeze set and the method came back."""
+    schedule, at = SCHEDULES[name]
+    exp = tiny_gan(tmp_path, "adam")
+    total = 120
+
+    def cfg(d):
+        return config(exp, tmp_path / d, steps=total, schedule=schedule, var_every=3, checkpoint_every=50)
+
+    Trainer(cfg("whole"), Script({k: list(v) for k, v in at.items()})).run()
+    Trainer(cfg("parts"), Script({**{k: list(v) for k, v in at.items()}, 67: [Stop()]})).run()
+    assert max(int(s[-1]) for s, _ in _losses(tmp_path / "parts").values()) == 67
+    Trainer(RunConfig.read_toml(tmp_path / "parts" / "config.toml"), Script(), resume=True).run()
+    a, b = _losses(tmp_path / "parts"), _losses(tmp_path / "whole")
+    for tag in b:
+        np.testing.assert_array_equal(a[tag][0], b[tag][0], err_msg=tag)
+        np.testing.assert_array_equal(a[tag][1], b[tag][1], err_msg=tag)
+    for ra, rb in zip(read_variables(tmp_path / "parts"), read_variables(tmp_path / "whole"), strict=True):
+        np.testing.assert_array_equal(ra.steps, rb.steps)
+        np.testing.assert_array_equal(ra.frozen, rb.frozen)
+    kinds = [e.kind for e in read_events(tmp_path / "parts")]
+    assert kinds.count("stop") == 1 and kinds.index("resumed") > kinds.index("checkpoint")
+
+
+def test_resume_with_a_new_step_target_and_learning_rate(tmp_path):
+    """`--steps` moves the target; `--lr` applies from the resumed step on, logged like any command."""
+    exp = tiny_gan(tmp_path, "adam")
+    d = tmp_path / "run"
+    Trainer(config(exp, d, steps=40)).run()
+    from training_core.cli import main
+    assert main(["--headless", "--resume", str(d), "--steps", "60", "--lr", "G=1e-4", "--quiet"]) == 0
+    events = read_events(d)
+    resumed = next(e for e in events if e.kind == "resumed")
+    lr = next(e for e in events if e.kind == "lr")
+    assert (resumed.step, resumed.steps, lr.step, lr.phase, lr.value) == (40, 60, 40, "G", 1e-4)
+    steps = np.sort(np.concatenate([s for s, _ in _losses(d).values()]))
+    np.testing.assert_array_equal(steps, np.arange(1, 61))
