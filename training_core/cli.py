@@ -43,6 +43,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--run-dir", metavar="DIR", help="where to write the run record (default runs/NAME-TIME)")
     p.add_argument("--seed", type=int)
     p.add_argument("--device", help="auto (default), cpu or gpu:N")
+    p.add_argument("--strategy", choices=["single", "mirrored", "multiworker"],
+                   help="single device (default); mirrored: every local GPU (or --replicas logical CPU devices "
+                        "without a GPU); multiworker: the cluster in TF_CONFIG")
+    p.add_argument("--replicas", type=int, help="mirrored: how many replicas (default: every GPU, or 2 on a CPU)")
+    p.add_argument("--sync-every", type=int, help="multiworker: commands reach every worker at multiples of N steps "
+                                                  "(default 10)")
+    p.add_argument("--jit", action="store_true", help="XLA-compile the training steps")
     p.add_argument("--fetch-every", type=int, help="bring metrics to the host every N steps (default 200)")
     p.add_argument("--var-every", type=int, help="write per-variable scalars every N-th step of each phase (default 25)")
     p.add_argument("--checkpoint-every", type=int, help="checkpoint every N steps (default 5000; 0 = at the end)")
@@ -92,7 +99,10 @@ def config_from_args(a: argparse.Namespace) -> RunConfig:
         cfg.update_frozen_stats = True
     if a.lr:
         cfg.lr = {**cfg.lr, **_pairs(a.lr, "--lr")}
-    for name in ("batch_size", "run_dir", "seed", "device", "fetch_every", "var_every", "checkpoint_every"):
+    if a.jit:
+        cfg.jit = True
+    for name in ("batch_size", "run_dir", "seed", "device", "fetch_every", "var_every", "checkpoint_every",
+                 "strategy", "replicas", "sync_every"):
         if getattr(a, name) is not None:
             setattr(cfg, name, getattr(a, name))
     if a.no_tensorboard:
@@ -177,8 +187,18 @@ def _main(argv: Sequence[str] | None) -> int:
     trainer = Trainer(cfg, observer)
     trainer.prepare()
     signal.signal(signal.SIGINT, lambda *_: trainer.send(_stop()))
-    status = trainer.run()
-    print(f"{status.step} steps in {status.elapsed_s:.1f}s on {status.device}; run directory: {status.run_dir}")
+    try:
+        status = trainer.run()
+    except Exception as e:  # noqa: BLE001 - a multiworker peer lost is one line; anything else a traceback
+        sync = trainer.prepared.sync
+        line = sync.failure_line(e, trainer) if sync is not None else None
+        if line is None:
+            raise
+        print(f"error: {line}", file=sys.stderr)
+        return 1
+    placement = trainer.prepared.placement
+    where = f"; run directory: {status.run_dir}" if placement.chief else f" as {placement.worker}; the chief keeps the record"
+    print(f"{status.step} steps in {status.elapsed_s:.1f}s on {status.device}{where}")
     if observer.halted:
         print(f"error: {observer.halted}", file=sys.stderr)
         return 1

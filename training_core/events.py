@@ -85,6 +85,8 @@ class Start(Event):
     method: str = "exact"
     run_dir: str = ""
     steps: int | None = None
+    strategy: str = "single"  # single | mirrored | multiworker
+    replicas: int = 1  # replicas in sync (over all workers)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -30,7 +30,8 @@ def escaping_random_ops(functions: Iterable[Any], generators: Iterable[Any]) -> 
     found: set[str] = set()
     for cf in functions:
         graph = cf.graph
-        own = {id(v.state.handle) for v in generators}
+        # a generator made under a strategy has one state variable per replica, each captured on its device
+        own = {id(c.handle) for v in generators for c in getattr(v.state, "values", (v.state,))}
         owned_inputs = {internal.ref() for external, internal in graph.captures if id(external) in own}
         for op in graph.get_operations():
             if op.type in GLOBAL_RANDOM_OPS:

@@ -48,7 +48,7 @@ def _sq(x: tf.Tensor) -> tf.Tensor:
 class PhaseStep:
     def __init__(self, phase: Phase, models: Models, optimizer: Any, variables: Sequence[Any],
                  stat_variables: Sequence[Any], rng: tf.random.Generator, data: tf.Variable | None,
-                 batch_size: int | None, extra: dict, on_trace: Callable[[str, str], None]):
+                 batch_size: int | None, extra: dict, on_trace: Callable[[str, str], None], jit: bool = False):
         self.phase, self.models, self.opt = phase, models, optimizer
         self.vars, self.stat_vars = list(variables), list(stat_variables)
         self.rng, self.data, self.batch_size, self.extra = rng, data, batch_size, extra
@@ -65,13 +65,16 @@ class PhaseStep:
             raise UserError(f"phase {phase.name!r}: the optimizer keeps state that belongs to no variable "
                             f"({', '.join(unknown[:3])}), so exact freezing cannot restore it; use a Keras optimizer")
         self.slots = [list(per_var[v.path].values()) for v in self.vars]  # restored with a frozen variable
-        self.fast = tf.function(self._fast, autograph=False)
-        self.masked = tf.function(self._masked, autograph=False)
+        self.fast = tf.function(self._fast, autograph=False, jit_compile=jit or None)
+        self.masked = tf.function(self._masked, autograph=False, jit_compile=jit or None)
 
-    def warm_up(self) -> None:
-        """Trace both variants now, so that the first freeze during the run costs no trace."""
-        self.fast.get_concrete_function()
-        self.masked.get_concrete_function()
+    def warm_up(self, clock: Any = None) -> None:
+        """Trace both variants now, so that the first freeze during the run costs no trace (`clock.lap`
+        times each trace when given)."""
+        for variant in ("fast", "masked"):
+            getattr(self, variant).get_concrete_function()
+            if clock is not None:
+                clock.lap(f"trace {self.phase.name} {variant}")
 
     # -- graph bodies -------------------------------------------------------------------------------------
     def _context(self) -> StepContext:
@@ -111,10 +114,20 @@ class PhaseStep:
 
     def _masked(self) -> tf.Tensor:
         self.on_trace(self.phase.name, "masked")
+        return self._masked_body()
+
+    # -- hooks the replicated step (replicated.py) overrides; identities on one device -------------------------
+    def _reduce(self, loss: tf.Tensor, grads: list, stats_before: list) -> tuple[tf.Tensor, list]:
+        return loss, grads
+
+    def _update(self, grads: list, variables: list) -> None:
+        self.opt._backend_update_step(grads, variables, self.opt.learning_rate)
+
+    def _masked_body(self) -> tf.Tensor:
         before = [tf.identity(_value(v)) for v in self.vars]
         stats_before = [tf.identity(_value(v)) for v in self.stat_vars]
         slots_before = [[tf.identity(_value(s)) for s in slots] for slots in self.slots]
-        loss, grads = self._loss_and_grads()
+        loss, grads = self._reduce(*self._loss_and_grads(), stats_before)
         frozen, gate = self.frozen.read_value(), self.gate.read_value()
         opt = self.opt
         live = [i for i, g in enumerate(grads) if g is not None]  # None: no gradient, skipped as Keras does
@@ -122,7 +135,7 @@ class PhaseStep:
         kept = _clip(opt, kept, tf.logical_not(tf.gather(frozen, live)), gate)
         variables = [self.vars[i] for i in live]
         opt._apply_weight_decay(variables)
-        opt._backend_update_step(kept, variables, opt.learning_rate)
+        self._update(kept, variables)
         for v in variables:
             if getattr(v, "constraint", None) is not None:
                 v.assign(v.constraint(v))

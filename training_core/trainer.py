@@ -34,7 +34,12 @@ IDLE_POLL_S = 0.25  # while paused: how often observers (a command file reader) 
 
 
 def default_observers(config: RunConfig) -> list[Observer]:
-    """The policies every run has; the record writer last, so it sees what the others emitted."""
+    """The policies every run has; the record writer last, so it sees what the others emitted (a non-chief
+    worker of a multiworker run only checkpoints, to a scratch directory: saving is collective)."""
+    from .distribute import is_chief
+    if not is_chief(config.strategy):
+        from .command_sync import ScratchCleanup
+        return [Checkpointer(config.checkpoint_every), ScratchCleanup()]
     return [Checkpointer(config.checkpoint_every), Sampler(config.sample_seconds), LeakAlarm(),
             NanAlarm(config.pause_on_nan), RunRecord()]
 
@@ -153,14 +158,16 @@ class Trainer:
                               phases=list(p.phase_names),
                               phase_variables={n: list(paths) for n, paths in zip(p.phase_names, p.phase_paths)},
                               freeze=list(self.freeze), schedule=p.policy.to_dict(), lr=dict(cfg.lr),
-                              method=self.method, run_dir=str(self.run_dir), steps=cfg.steps))
+                              method=self.method, run_dir=str(self.run_dir), steps=cfg.steps,
+                              strategy=p.placement.kind, replicas=p.placement.replicas))
             for o in self.observers:
                 o.on_run_begin(self)
             with tf.device(p.device):
                 reason = self._loop()
         except BaseException as e:
             reason = "error"
-            self.emit(E.Error(message=str(e) if isinstance(e, UserError) else f"{type(e).__name__}: {e}",
+            lost = p.sync.failure_line(e, self) if p.sync is not None else None  # a multiworker peer died
+            self.emit(E.Error(message=str(e) if isinstance(e, UserError) else lost or f"{type(e).__name__}: {e}",
                               detail=getattr(e, "detail", None) or traceback.format_exc()))
             raise
         finally:
@@ -187,7 +194,9 @@ class Trainer:
         self._phase_counts = [0] * len(steps)
         self._report_status()
         while True:
-            if self._paused or self.commands.pending():
+            if p.sync is not None:  # multiworker: commands only at boundaries every worker reaches
+                p.sync.boundary(self)
+            elif self._paused or self.commands.pending():
                 self._handle_commands()
             if self._stop:
                 return "stopped"
@@ -306,7 +315,7 @@ class Trainer:
     # -- state changes ----------------------------------------------------------------------------------------
     def pause(self, reason: str, cmd: C.Command | None = None, cid: str | None = None) -> None:
         """Pause at the next boundary (`reason`: user, step, nan, nothing to train). Training thread only."""
-        if self._paused:
+        if self._paused or (self.prepared.sync is not None and self.prepared.sync.defer_pause(reason)):
             return
         self._paused = True
         self.emit(E.Pause(reason=reason, command=None if cmd is None else cmd.to_dict(), id=cid))
