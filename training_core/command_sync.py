@@ -47,7 +47,7 @@ class CommandSync:
         @tf.function(input_signature=[tf.TensorSpec([CAPACITY + 2], tf.int32)], autograph=False)
         def exchange(payload: Any) -> Any:
             def replica() -> Any:
-                return tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, payload)
+                return tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, tf.identity(payload))
             return strategy.experimental_local_results(strategy.run(replica))[0]
         self._exchange = exchange
 
@@ -79,7 +79,7 @@ class CommandSync:
 
     def failure_line(self, error: BaseException, trainer: "Trainer") -> str | None:
         """The one line the chief (or a worker) prints when a peer died; None for any other error."""
-        return lost_peer_line(error, trainer.step, str(trainer.run_dir or ""))
+        return lost_peer_line(error, trainer.step, str(trainer.run_dir or "") if self.chief else None)
 
     # -- one round --------------------------------------------------------------------------------------
     def _round(self, trainer: "Trainer", envelopes: list[C.Envelope]) -> None:
@@ -123,7 +123,7 @@ def _count_workers(strategy: Any) -> int:
     return max(1, sum(len(spec.get(job, [])) for job in ("chief", "worker")))
 
 
-def lost_peer_line(error: BaseException, step: int, run_dir: str) -> str | None:
+def lost_peer_line(error: BaseException, step: int, run_dir: str | None) -> str | None:
     """One line for a collective that failed because a peer is gone; None for any other error."""
     import tensorflow as tf
     if not isinstance(error, (tf.errors.UnavailableError, tf.errors.CancelledError, tf.errors.InternalError,
@@ -136,8 +136,9 @@ def lost_peer_line(error: BaseException, step: int, run_dir: str) -> str | None:
     who = f"{peer.group(1)} {peer.group(2)}" if peer else "a worker"
     cause = next((ln.strip() for ln in text.splitlines() if "aborted by" in ln or "Connection" in ln), "")
     cause = re.sub(r"^Collective ops is aborted by:\s*", "", cause)[:120]
+    kept = f"the record up to there is in {run_dir}" if run_dir else "the chief keeps the record"
     return (f"{who} of the multiworker run stopped responding after step {step}"
-            f"{f' ({cause})' if cause else ''}; training stopped, the record up to there is in {run_dir}")
+            f"{f' ({cause})' if cause else ''}; training stopped, {kept}")
 
 
 class ScratchCleanup(Observer):

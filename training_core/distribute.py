@@ -76,6 +76,14 @@ def task_address() -> str:
     return f"{t['type']} {int(t.get('index', 0))} ({cfg['cluster'][t['type']][int(t.get('index', 0))]})"
 
 
+def quiet_collective_logs(kind: str) -> None:
+    """Before importing TensorFlow: in a multiworker run, a lost peer makes TensorFlow's C++ side log a
+    screenful of gRPC errors before the one line that says which worker died. Its error log is turned
+    off (TF_CPP_MIN_LOG_LEVEL=3) unless the user asked for more (0 or 1)."""
+    if kind == "multiworker" and os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2") == "2":
+        os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+
+
 def ensure_logical_cpus(n: int) -> None:
     """Split the CPU into `n` logical devices (they share TensorFlow's thread pools). Only possible before
     the runtime starts; afterwards fine if it already has `n`, else a `UserError`."""

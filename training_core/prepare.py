@@ -116,8 +116,9 @@ def prepare(config: RunConfig, on_trace: Callable[[str, str], None]) -> Prepared
     # What can be checked without TensorFlow is checked first: a typo answers at once, not after ~4 s.
     config = config.validate()
     source = require_file(_experiment_source(config))
-    from .distribute import is_chief
+    from .distribute import is_chief, quiet_collective_logs
     chief = is_chief(config.strategy)
+    quiet_collective_logs(config.strategy)
     if config.run_dir and chief:
         check_run_dir_free(config.run_dir)
     clock = _Stages()
