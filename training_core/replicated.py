@@ -42,6 +42,7 @@ class ReplicatedStep(PhaseStep):
     def __init__(self, *args: Any, strategy: Any, **kwargs: Any) -> None:
         self.strategy = strategy
         self.replicas = int(strategy.num_replicas_in_sync)
+        self._xla: dict[tuple, Any] = {}
         super().__init__(*args, **kwargs)
         b, data = self.batch_size, self.data
         if b is not None and b % self.replicas:
@@ -54,6 +55,23 @@ class ReplicatedStep(PhaseStep):
         if not isinstance(self.opt.iterations.value, tf.distribute.DistributedValues):
             raise UserError(f"phase {self.phase.name!r}: its optimizer was made outside the experiment's functions, "
                             f"so it cannot be placed on every replica; create it in build() or optimizer(phase)")
+
+    def _compile(self, fn: Any, jit: bool) -> Any:
+        """XLA cannot compile a program that spans devices (`strategy.run`), nor the merge call of the update
+        on a CPU: with --jit, each replica's forward and backward pass is compiled (most of a step's work)."""
+        self._jit = jit
+        return tf.function(fn, autograph=False)
+
+    def _loss_and_grads(self) -> tuple[tf.Tensor, list]:
+        if not self._jit:
+            return super()._loss_and_grads()
+        # one compiled function per replica and variant: a tf.function traced on one replica would capture
+        # that replica's copies of the variables
+        rid = tf.get_static_value(tf.distribute.get_replica_context().replica_id_in_sync_group)
+        key = (int(rid), tf.compat.v1.get_default_graph().name)
+        if key not in self._xla:
+            self._xla[key] = tf.function(super()._loss_and_grads, autograph=False, jit_compile=True)
+        return self._xla[key]()
 
     # -- cross-replica: one call per step -------------------------------------------------------------
     def _fast(self) -> tf.Tensor:

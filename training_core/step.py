@@ -65,8 +65,11 @@ class PhaseStep:
             raise UserError(f"phase {phase.name!r}: the optimizer keeps state that belongs to no variable "
                             f"({', '.join(unknown[:3])}), so exact freezing cannot restore it; use a Keras optimizer")
         self.slots = [list(per_var[v.path].values()) for v in self.vars]  # restored with a frozen variable
-        self.fast = tf.function(self._fast, autograph=False, jit_compile=jit or None)
-        self.masked = tf.function(self._masked, autograph=False, jit_compile=jit or None)
+        self.fast = self._compile(self._fast, jit)
+        self.masked = self._compile(self._masked, jit)
+
+    def _compile(self, fn: Callable[[], tf.Tensor], jit: bool) -> Any:
+        return tf.function(fn, autograph=False, jit_compile=jit or None)
 
     def warm_up(self, clock: Any = None) -> None:
         """Trace both variants now, so that the first freeze during the run costs no trace (`clock.lap`

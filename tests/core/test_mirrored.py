@@ -25,7 +25,7 @@ def mirrored(experiment, run_dir, **kw):
 def copies(v) -> list[np.ndarray]:
     """Every replica's own copy of a Keras variable (or an optimizer slot)."""
     inner = v.value
-    return [np.array(c.numpy(), copy=True) for c in inner.values]
+    return [np.array(c.numpy(), copy=True) for c in getattr(inner, "values", (inner,))]
 
 
 def replica_state(trainer: Trainer, paths=None) -> dict[str, list[np.ndarray]]:
@@ -186,3 +186,17 @@ def test_bad_mirrored_input_is_one_line(tmp_path, run_dir, kw, expected):
         Trainer(cfg).prepare()
     assert expected in str(e.value) and "\n" not in str(e.value)
     assert not run_dir.exists()
+
+
+@pytest.mark.parametrize("strategy", ["single", "mirrored"])
+def test_jit_steps_keep_exact_freezing(tmp_path, run_dir, strategy):
+    """--jit: XLA compiles the whole step on one device, each replica's forward and backward pass with
+    replicas (a program spanning devices cannot be compiled). Frozen stays frozen, bit for bit."""
+    states = {}
+    script = Script({6: [lambda t: states.update(before=replica_state(t, G1)), SetFreeze(["generator/dense_1"])]})
+    trainer = run(config(tiny_gan(tmp_path, "adamw", bn=True), run_dir, steps=16, strategy=strategy, jit=True,
+                         **({"replicas": 2} if strategy == "mirrored" else {})), script)
+    assert_same_bits(states["before"], replica_state(trainer, G1), "frozen under --jit")
+    assert_copies_equal(replica_state(trainer), "--jit")
+    _, other, _ = script.column("update_norm", "generator/dense_10/kernel")
+    assert (other > 0).all() and trainer.retraces == 0
