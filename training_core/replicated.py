@@ -42,7 +42,6 @@ class ReplicatedStep(PhaseStep):
     def __init__(self, *args: Any, strategy: Any, **kwargs: Any) -> None:
         self.strategy = strategy
         self.replicas = int(strategy.num_replicas_in_sync)
-        self._xla: dict[tuple, Any] = {}
         super().__init__(*args, **kwargs)
         b, data = self.batch_size, self.data
         if b is not None and b % self.replicas:
@@ -56,22 +55,19 @@ class ReplicatedStep(PhaseStep):
             raise UserError(f"phase {self.phase.name!r}: its optimizer was made outside the experiment's functions, "
                             f"so it cannot be placed on every replica; create it in build() or optimizer(phase)")
 
+    _syncs_stats = True
+
     def _compile(self, fn: Any, jit: bool) -> Any:
-        """XLA cannot compile a program that spans devices (`strategy.run`), nor the merge call of the update
-        on a CPU: with --jit, each replica's forward and backward pass is compiled (most of a step's work)."""
-        self._jit = jit
         return tf.function(fn, autograph=False)
 
-    def _loss_and_grads(self) -> tuple[tf.Tensor, list]:
-        if not self._jit:
-            return super()._loss_and_grads()
-        # one compiled function per replica and variant: a tf.function traced on one replica would capture
-        # that replica's copies of the variables
-        rid = tf.get_static_value(tf.distribute.get_replica_context().replica_id_in_sync_group)
-        key = (int(rid), tf.compat.v1.get_default_graph().name)
-        if key not in self._xla:
-            self._xla[key] = tf.function(super()._loss_and_grads, autograph=False, jit_compile=True)
-        return self._xla[key]()
+    def _nested(self, fn: Any) -> Any:
+        return fn  # a merge call (the update) may not sit in a tf.function nested in `strategy.run`
+
+    def _compile_part(self, fn: Any, jit: bool) -> Any:
+        """XLA cannot compile a program that spans devices (`strategy.run`), nor the merge call of the update on
+        a CPU: with --jit, each replica's forward and backward pass is compiled (most of a step's work).
+        TensorFlow traces it once per replica's device."""
+        return tf.function(fn, autograph=False, jit_compile=jit or None)
 
     # -- cross-replica: one call per step -------------------------------------------------------------
     def _fast(self) -> tf.Tensor:
@@ -123,19 +119,3 @@ class ReplicatedStep(PhaseStep):
                                   for v in variables]))
         tf.__internal__.distribute.interim.maybe_merge_call(opt._distributed_tf_update_step,
                                                             opt._distribution_strategy, pairs, opt.learning_rate)
-
-    def _fast_body(self) -> tf.Tensor:
-        before = [tf.identity(_value(v)) for v in self.vars]
-        stats_before = [tf.identity(_value(v)) for v in self.stat_vars]
-        loss, grads = self._reduce(*self._loss_and_grads(), stats_before)
-        opt = self.opt
-        live = [i for i, g in enumerate(grads) if g is not None]
-        variables = [self.vars[i] for i in live]
-        kept = opt._clip_gradients([grads[i] for i in live])
-        opt._apply_weight_decay(variables)
-        self._update(kept, variables)
-        for v in variables:
-            if getattr(v, "constraint", None) is not None:
-                v.assign(v.constraint(v))
-        opt.iterations.assign_add(1)
-        return self._pack(loss, before, grads)
