@@ -31,7 +31,9 @@ So the parts both variants share (forward and backward pass, the optimizer updat
 `tf.function`s of their own, traced once per phase and called by both variants (TensorFlow inlines them
 when it instantiates the step: the executed graph is the same); the masked variant then costs only its
 snapshots, mask and restore. The per-variable ops of Freezeframe's own are kept few: one read per
-snapshot, one `L2Loss` per norm, the freeze mask unstacked once.
+snapshot, one `L2Loss` per norm, the freeze mask unstacked once. (Running the steps without grappler's
+rewrites would cut the first call of a 500-variable step from 5.6-12.5 s to 1.7-4.6 s, but the result is
+then no longer bit for bit that of a plain loop, which TensorFlow does optimise: not done.)
 """
 from __future__ import annotations
 
@@ -42,41 +44,6 @@ import tensorflow as tf
 from .experiment import Models, Phase, StepContext
 from .errors import UserError
 from .slots import slots_by_variable
-
-
-#: phases with this many variables or more run their steps without grappler's graph rewrites (below)
-WIDE_PHASE = 64
-
-
-class _WithoutGrappler:
-    """A compiled step whose calls run with grappler's meta-optimizer off (only on this thread, only for
-    these calls). Measured on the 500-variable workload (bench/wide_gan.py): the first call of a step, when
-    TensorFlow optimises and instantiates its graph, took 5.6-12.5 s with grappler and 1.7-4.6 s without,
-    and steps/s stayed within the machine's noise (-2% to -11%). That first call is both the start-up's
-    largest part after tracing and the stall at the first freeze. A function is instantiated once per
-    set of options, so every call must use the same options: hence the wrapper, not a one-off switch."""
-
-    def __init__(self, fn: Any) -> None:
-        self.fn, self._options = fn, None
-
-    def __call__(self) -> tf.Tensor:
-        from tensorflow.core.protobuf import config_pb2
-        from tensorflow.python.eager import context
-        ctx = context.context()
-        saved = ctx.function_call_options
-        if self._options is None:
-            config = config_pb2.ConfigProto()
-            config.ParseFromString(saved.config_proto_serialized)
-            config.graph_options.rewrite_options.disable_meta_optimizer = True
-            self._options = context.FunctionCallOptions(executor_type=saved.executor_type, config_proto=config)
-        ctx.function_call_options = self._options
-        try:
-            return self.fn()
-        finally:
-            ctx.function_call_options = saved
-
-    def get_concrete_function(self) -> Any:
-        return self.fn.get_concrete_function()
 
 
 def _value(v: Any) -> tf.Tensor:
@@ -122,8 +89,6 @@ class PhaseStep:
         self._norms_fn = self._nested(self._pack)
         self.fast = self._compile(self._fast, jit)
         self.masked = self._compile(self._masked, jit)
-        if n >= WIDE_PHASE:
-            self.fast, self.masked = _WithoutGrappler(self.fast), _WithoutGrappler(self.masked)
 
     def _compile(self, fn: Callable[[], tf.Tensor], jit: bool) -> Any:
         return tf.function(fn, autograph=False, jit_compile=jit or None)
