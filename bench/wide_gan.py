@@ -1,11 +1,13 @@
 """A wide GAN for the start-up benchmark: generator and discriminator are 125-layer MLPs (width 64), so the
 experiment has 500 variables, like a DCGAN/ResNet-sized model, while each step stays cheap on a CPU."""
+import os
+
 import keras
 import numpy as np
 
 noise_dim = 16
 batch_size = 64
-LAYERS, WIDTH = 125, 64
+LAYERS, WIDTH = int(os.environ.get("FF_WIDE_LAYERS", 125)), 64  # bench --quick: fewer layers
 
 
 def _mlp(name, inputs, outputs):

@@ -42,6 +42,7 @@ class ReplicatedStep(PhaseStep):
     def __init__(self, *args: Any, strategy: Any, **kwargs: Any) -> None:
         self.strategy = strategy
         self.replicas = int(strategy.num_replicas_in_sync)
+        self.local = len(strategy.extended.worker_devices)  # replicas on this worker
         super().__init__(*args, **kwargs)
         b, data = self.batch_size, self.data
         if b is not None and b % self.replicas:
@@ -62,6 +63,14 @@ class ReplicatedStep(PhaseStep):
 
     def _nested(self, fn: Any) -> Any:
         return fn  # a merge call (the update) may not sit in a tf.function nested in `strategy.run`
+
+    def _pack(self, loss: tf.Tensor, before: list, grads: list) -> tf.Tensor:
+        """The norms on each worker's first replica only (the one whose result is read): every copy and every
+        reduced gradient is the same on the others, so they return zeros of the same shape."""
+        rid = tf.get_static_value(tf.distribute.get_replica_context().replica_id_in_sync_group)
+        if rid is None or rid % self.local == 0:
+            return super()._pack(loss, before, grads)
+        return tf.zeros([1 + 3 * len(self.vars)], tf.float32)
 
     def _compile_part(self, fn: Any, jit: bool) -> Any:
         """XLA cannot compile a program that spans devices (`strategy.run`), nor the merge call of the update on
