@@ -41,7 +41,7 @@ class RunConfig:
     freeze: list[str] = field(default_factory=list)
     freeze_method: str = "exact"
     update_frozen_stats: bool = False
-    device: str = "auto"  # auto | cpu | gpu:N
+    device: str = "auto"  # auto | cpu | gpu:N | mirrored (= strategy mirrored)
     #: single (one device), mirrored (every local GPU, or `replicas` logical CPU devices without GPUs) or
     #: multiworker (the cluster in TF_CONFIG); see distribute.py
     strategy: str = "single"

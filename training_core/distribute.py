@@ -120,6 +120,8 @@ def make_placement(kind: str, replicas: int, device: str) -> Placement:
     import tensorflow as tf
 
     from .devices import enable_memory_growth, resolve_device
+    if device == "mirrored":  # the window's device choice "mirrored" (also --device mirrored)
+        kind = "mirrored"
     if kind == "single":
         dev, name = resolve_device(device)
         return Placement(None, "single", 1, dev, name)

@@ -194,6 +194,7 @@ def prepare(config: RunConfig, on_trace: Callable[[str, str], None]) -> Prepared
         "freeze": list(freeze),
         "batch_size": exp.batch_size,
         "device": config.device,
+        "strategy": placement.kind,
         "replicas": placement.replicas if placement.kind == "mirrored" else 0,
         # a non-chief worker checkpoints into a scratch directory; the chief's run directory is the record
         "run_dir": config.run_dir if chief else tempfile.mkdtemp(prefix="freezeframe-worker-"),

@@ -200,3 +200,64 @@ def test_jit_steps_keep_exact_freezing(tmp_path, run_dir, strategy):
     assert_copies_equal(replica_state(trainer), "--jit")
     _, other, _ = script.column("update_norm", "generator/dense_10/kernel")
     assert (other > 0).all() and trainer.retraces == 0
+
+
+SERVICE_SCRIPT = '''
+import json, sys
+sys.path.insert(0, {repo!r})
+from training_core import RunConfig, events, protocol as P
+from training_core.service import Service
+reports = []
+s = Service(reports.append)
+s.load(1)
+s.prepare(RunConfig(example="ring", device="cpu"))   # a single-device CPU run first: TensorFlow's runtime starts
+s.run(RunConfig(example="ring", device="cpu", steps=3, run_dir={single!r}))
+s.run(RunConfig(example="ring", device="mirrored", steps=3, run_dir={mirrored!r}))
+starts = [r.event for r in reports if isinstance(r, P.Emitted) and isinstance(r.event, events.Start)]
+print(json.dumps({{"devices": next(r.devices for r in reports if isinstance(r, P.Loaded)),
+                  "failed": [r.summary for r in reports if isinstance(r, P.Failed)],
+                  "starts": [[e.strategy, e.replicas, e.device] for e in starts]}}))
+'''
+
+
+def test_the_window_switches_to_mirrored_in_the_same_training_process(tmp_path):
+    """The window's training process sets up 2 logical CPU devices when it loads TensorFlow (before any op),
+    so choosing "2 CPU replicas (mirrored)" after a single-device run needs no new process."""
+    import json
+    import subprocess
+    import sys
+
+    from .helpers import REPO, env
+    script = write_file(tmp_path, "service.py", SERVICE_SCRIPT.format(repo=str(REPO), single=str(tmp_path / "a"),
+                                                                       mirrored=str(tmp_path / "b")))
+    r = subprocess.run([sys.executable, str(script)], cwd=REPO, env=env(), capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["devices"][-1] == "mirrored" and out["failed"] == []
+    assert out["starts"] == [["single", 1, "CPU"], ["mirrored", 2, "CPU ×2 (mirrored)"]]
+
+
+def test_a_checkpoint_restores_every_replicas_copy_and_the_random_streams(tmp_path, run_dir):
+    """What resuming a mirrored run rests on: restoring a checkpoint puts the saved values into every copy
+    (variables, slots, statistics) and the generator's per-replica streams continue from where they were."""
+    import tensorflow as tf
+    saved = {}
+
+    def save(t):
+        path = t.checkpoints.save(t.step)
+        saved.update(path=path, state=replica_state(t), rng=t.prepared.rng.state.numpy())
+
+    script = Script({10: [save]})
+    trainer = run(mirrored(tiny_gan(tmp_path, "adam", bn=True), run_dir, steps=20), script)
+    moved = replica_state(trainer)
+    assert any(moved[k][0].tobytes() != saved["state"][k][0].tobytes() for k in moved)
+    assert trainer.checkpoints.restore(saved["path"]) == 10
+    assert_same_bits(saved["state"], replica_state(trainer), "restored")
+    np.testing.assert_array_equal(trainer.prepared.rng.state.numpy(), saved["rng"])
+    step = trainer.prepared.steps[0]
+    with tf.device(trainer.prepared.device):
+        a = step.fast().numpy()
+    trainer.checkpoints.restore(saved["path"])
+    with tf.device(trainer.prepared.device):
+        b = step.fast().numpy()
+    np.testing.assert_array_equal(a, b)  # the same step again from the restored state: the same numbers
