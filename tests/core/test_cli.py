@@ -29,6 +29,10 @@ BAD = {  # name: (arguments, a word the one line must contain)
     "negative_steps": (["--steps", "-1"], "--steps"),
     "unknown_option": (["--frezee", "generator"], "--frezee"),
     "models_do_not_fit": (["--experiment", "{tmp}/misfit.py"], "noise_dim"),
+    "strategy_unknown": (["--strategy", "ring"], "--strategy"),
+    "replicas_without_mirrored": (["--replicas", "2"], "add --strategy mirrored"),
+    "multiworker_without_tf_config": (["--strategy", "multiworker"], "TF_CONFIG"),
+    "batch_not_divisible": (["--strategy", "mirrored", "--batch-size", "15"], "does not split evenly over 2"),
 }
 
 

@@ -15,7 +15,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from training_core import read_events
+import pytest
+
+from training_core import UserError, read_events
+from training_core.distribute import is_chief
 
 from .helpers import REPO, env, main_cmd, tiny_gan, wait_for, write_file
 
@@ -134,3 +137,28 @@ def _steps_recorded(run_dir: Path) -> int:
         return max(0, len(f.read_text().splitlines()) - 1)
     except OSError:
         return 0
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("", "TF_CONFIG, which is not set"),
+    ("{not json", "TF_CONFIG is not a cluster"),
+    ('{"cluster": {"worker": ["a:1"]}}', "TF_CONFIG is not a cluster"),
+    ('{"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": 3}}', "TF_CONFIG is not a cluster"),
+    ('{"cluster": {"worker": ["a:1"]}, "task": {"type": "ps", "index": 0}}', "TF_CONFIG is not a cluster"),
+])
+def test_a_bad_tf_config_is_one_line(monkeypatch, value, expected):
+    monkeypatch.setenv("TF_CONFIG", value)
+    with pytest.raises(UserError) as e:
+        is_chief("multiworker")
+    assert expected in str(e.value) and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("cluster, task, chief", [
+    ({"worker": ["a:1", "b:1"]}, {"type": "worker", "index": 0}, True),
+    ({"worker": ["a:1", "b:1"]}, {"type": "worker", "index": 1}, False),
+    ({"chief": ["c:1"], "worker": ["a:1"]}, {"type": "worker", "index": 0}, False),
+    ({"chief": ["c:1"], "worker": ["a:1"]}, {"type": "chief", "index": 0}, True),
+])
+def test_the_chief_is_tensorflows(monkeypatch, cluster, task, chief):
+    monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": cluster, "task": task}))
+    assert is_chief("multiworker") is chief and is_chief("single") is True
