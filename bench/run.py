@@ -1,6 +1,6 @@
 """Freezeframe's benchmark: `python bench/run.py` (full) or `python bench/run.py --quick` (CI: checks it
 runs; no timing assertion). Prints a table against the targets; the last line is exactly
-`ratios: headless/bare=X window/bare=Y fit_tb/bare=Z`.
+`ratios: headless/bare=X window/bare=Y fit_tb/bare=Z mirrored2/bare_mirrored2=M headless_jit/bare=J`.
 """
 from __future__ import annotations
 
@@ -48,14 +48,17 @@ def main(argv: list[str] | None = None) -> int:
     from bench.paint_bench import measure_gil_free_painting
     from bench.steering import measure_command_file
     from bench.throughput import in_child
+    from bench.wide_startup import measure as measure_wide_startup
     from bench.window_bench import measure_memory, measure_responsiveness
 
     print(f"Freezeframe benchmark, {date.today()}, {platform.processor() or platform.machine()}, "
           f"{os.cpu_count()} cores, Python {platform.python_version()}{' (quick)' if q else ''}", flush=True)
-    cli = in_child(["bare", "fit_tb", "headless", "headless_nocmd"], chunk, rounds, gui_process=False)
+    cli = in_child(["bare", "fit_tb", "headless", "headless_nocmd", "headless_jit"], chunk, rounds, gui_process=False)
     gui = in_child(["bare", "window"], chunk, rounds, gui_process=True)
+    mir = in_child(["bare_mirrored2", "mirrored2"], chunk, rounds, gui_process=False, kind="mirrored")
     ratios = {"headless": cli["headless"] / cli["bare"], "fit_tb": cli["fit_tb"] / cli["bare"],
-              "window": gui["window"] / gui["bare"]}
+              "window": gui["window"] / gui["bare"], "mirrored2": mir["mirrored2"] / mir["bare_mirrored2"],
+              "headless_jit": cli["headless_jit"] / cli["bare"]}
     rows = [("throughput bare (CLI process)", f"{cli['bare']:.0f} steps/s", "reference"),
             ("throughput fit_tb", f"{cli['fit_tb']:.0f} steps/s = {ratios['fit_tb']:.3f} x bare", "(keras.io pattern)"),
             ("throughput headless", f"{cli['headless']:.0f} steps/s = {ratios['headless']:.3f} x bare", ">= 0.97 x bare"),
@@ -63,7 +66,12 @@ def main(argv: list[str] | None = None) -> int:
              f"{cli['headless'] / cli['headless_nocmd']:.3f} ({cli['headless_nocmd']:.0f} steps/s without)",
              "1.00 within noise"),
             ("throughput bare (window process)", f"{gui['bare']:.0f} steps/s", "reference"),
-            ("throughput window", f"{gui['window']:.0f} steps/s = {ratios['window']:.3f} x bare", ">= 0.93 x bare")]
+            ("throughput window", f"{gui['window']:.0f} steps/s = {ratios['window']:.3f} x bare", ">= 0.93 x bare"),
+            ("throughput headless --jit (XLA)", f"{cli['headless_jit']:.0f} steps/s = {ratios['headless_jit']:.3f} x bare",
+             "(reported)"),
+            ("throughput bare_mirrored2 (2 replicas)", f"{mir['bare_mirrored2']:.0f} steps/s", "reference"),
+            ("throughput mirrored2", f"{mir['mirrored2']:.0f} steps/s = {ratios['mirrored2']:.3f} x bare_mirrored2",
+             ">= 0.95 x bare_mirrored2")]
     cmd = measure_command_file(2_000 if q else 20_000)
     rows.append(("commands.jsonl reader (a look)", f"{cmd['look_us']:.1f} us with nothing new, "
                  f"{cmd['look_with_command_us']:.1f} us reading a command; at most 4 looks/s = "
@@ -88,6 +96,15 @@ def main(argv: list[str] | None = None) -> int:
     disk = measure_disk(2_000 if q else 20_000)
     rows.append(("run directory size", f"{disk['MB_per_1e6_steps']:.0f} MB per 10^6 steps "
                  f"(from {disk['steps']:,} steps)", "< 200 MB, reported"))
+    wide = measure_wide_startup(16 if q else 125)
+    st_ = wide["stages"]
+    traces = sum(v for k, v in st_.items() if k.startswith("trace"))
+    rows.append((f"wide start-up ({wide['variables']} variables)", f"first step {wide['first_step_s']:.1f} s after "
+                 f"preparing began (import {st_['import']:.1f}, build {st_['build']:.1f}, optimizers "
+                 f"{st_['optimizers']:.1f}, 4 traces {traces:.1f}, run directory and step-0 checkpoint {wide['run_setup_s']:.1f}, "
+                 f"first call {wide['first_call_s']:.1f}); a plain "
+                 f"tf.function loop of one phase: build {wide['bare']['build_s']:.1f}, trace {wide['bare']['trace_s']:.1f}, "
+                 f"first call {wide['bare']['first_call_s']:.1f}", "< 10 s (500 variables)"))
     st = startup(1 if q else 3)
     rows.append(("window visible after launch", f"{st['window_visible_s']:.2f} s", "< 2 s"))
     rows.append(("first step after Start", f"{st['first_step_after_start_s']:.2f} s", "< 5 s"))
@@ -97,7 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     for r in rows:
         print(f"| {r[0]} | {r[1]} | {r[2]} |")
     print(f"ratios: headless/bare={ratios['headless']:.3f} window/bare={ratios['window']:.3f} "
-          f"fit_tb/bare={ratios['fit_tb']:.3f}", flush=True)
+          f"fit_tb/bare={ratios['fit_tb']:.3f} mirrored2/bare_mirrored2={ratios['mirrored2']:.3f} "
+          f"headless_jit/bare={ratios['headless_jit']:.3f}", flush=True)
     return 0
 
 

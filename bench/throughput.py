@@ -5,7 +5,8 @@ alike instead of skewing one.
 Each comparison runs in a child process configured as the product runs: `headless` beside `bare` and
 `fit_tb` with TensorFlow's defaults, as the CLI does; `window` (the real window; its training runs in
 the training process it starts, with one intra-op thread fewer than cores and at nice 10) beside a
-`bare` loop with that same thread count. Every ratio is against a bare loop measured in the same run.
+`bare` loop with that same thread count; `mirrored2` (2 replicas) beside `bare_mirrored2`, in a process
+with two devices. Every ratio is against a bare loop measured in the same run.
 """
 from __future__ import annotations
 
@@ -30,9 +31,11 @@ def measure_throughput(variants: list, chunk: int, rounds: int) -> dict[str, flo
     return {name: statistics.median(r) for name, r in rates.items()}
 
 
-def in_child(names: list[str], chunk: int, rounds: int, gui_process: bool) -> dict[str, float]:
+def in_child(names: list[str], chunk: int, rounds: int, gui_process: bool, kind: str = "") -> dict[str, float]:
+    """`kind`: cli (TensorFlow's defaults), gui (the window's training process) or mirrored (2 devices)."""
+    kind = kind or ("gui" if gui_process else "cli")
     out = subprocess.run([sys.executable, "-m", "bench.throughput", ",".join(names), str(chunk), str(rounds),
-                          "gui" if gui_process else "cli"], cwd=ROOT, capture_output=True, text=True, timeout=3000)
+                          kind], cwd=ROOT, capture_output=True, text=True, timeout=3000)
     lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
     if out.returncode != 0 or not lines:
         raise RuntimeError(f"throughput child failed: {out.stderr[-3000:]}")
@@ -49,10 +52,13 @@ def _child(argv: list[str]) -> None:
         import_tensorflow(gui_intra_op_threads())
     else:
         import_tensorflow()
+    from bench import mirrored_variants as M
     from bench import variants as V
+    if kind == "mirrored":
+        M.two_devices()  # logical CPU devices: before TensorFlow's first op
     from bench.window_bench import Window
     make = {"bare": V.Bare, "fit_tb": V.FitTensorBoard, "headless": V.Headless, "headless_nocmd": V.HeadlessNoCommandFile,
-            "window": Window}
+            "window": Window, "bare_mirrored2": M.BareMirrored, "mirrored2": M.Mirrored, "headless_jit": M.HeadlessJit}
     vs = [make[n]() for n in names]
     rates = measure_throughput(vs, chunk, rounds)
     for v in vs:

@@ -52,6 +52,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--run-dir", metavar="DIR", help="where to write the run record (default runs/NAME-TIME)")
     p.add_argument("--seed", type=int)
     p.add_argument("--device", help="auto (default), cpu or gpu:N")
+    p.add_argument("--strategy", choices=["single", "mirrored", "multiworker"],
+                   help="single device (default); mirrored: every local GPU (or --replicas logical CPU devices "
+                        "without a GPU); multiworker: the cluster in TF_CONFIG")
+    p.add_argument("--replicas", type=int, help="mirrored: how many replicas (default: every GPU, or 2 on a CPU)")
+    p.add_argument("--sync-every", type=int, help="multiworker: commands reach every worker at multiples of N steps "
+                                                  "(default 10)")
+    p.add_argument("--jit", action="store_true", help="XLA-compile the training steps")
     p.add_argument("--fetch-every", type=int, help="bring metrics to the host every N steps (default 200)")
     p.add_argument("--var-every", type=int, help="write per-variable scalars every N-th step of each phase (default 25)")
     p.add_argument("--checkpoint-every", type=int, help="checkpoint every N steps (default 5000; 0 = at the end)")
@@ -123,7 +130,10 @@ def _schedule(a: argparse.Namespace) -> dict[str, Any] | None:
 
 def _run_options(cfg: RunConfig, a: argparse.Namespace) -> RunConfig:
     """The options that change how a run is carried out, not what it computes: a resumed run takes them too."""
-    for name in ("device", "fetch_every", "var_every", "checkpoint_every", "nan_lr_factor"):
+    if a.jit:
+        cfg.jit = True
+    for name in ("device", "fetch_every", "var_every", "checkpoint_every", "nan_lr_factor", "strategy", "replicas",
+                 "sync_every"):
         if getattr(a, name) is not None:
             setattr(cfg, name, getattr(a, name))
     if a.no_tensorboard:
@@ -314,10 +324,14 @@ def _main(argv: Sequence[str] | None) -> int:
     except Exception as e:  # noqa: BLE001 - one line; the record's error event has the traceback
         if trainer.run_dir is None and isinstance(e, UserError):
             raise  # before anything was written: bad input, exit 2
-        print(f"error: {observer.failure or ' '.join(str(e).split())} (the record up to step {trainer.step} is in "
-              f"{trainer.run_dir or 'no directory'}; the traceback is in its events.jsonl)", file=sys.stderr)
+        sync = trainer.prepared.sync if trainer.prepared is not None else None
+        lost = sync.failure_line(e, trainer) if sync is not None else None  # a multiworker peer died
+        print(f"error: {lost or observer.failure or ' '.join(str(e).split())} (the record up to step {trainer.step} "
+              f"is in {trainer.run_dir or 'no directory'}; the traceback is in its events.jsonl)", file=sys.stderr)
         return EXIT_FAILED
-    print(f"{status.step} steps in {status.elapsed_s:.1f}s on {status.device}; run directory: {status.run_dir}")
+    placement = trainer.prepared.placement
+    where = f"; run directory: {status.run_dir}" if placement.chief else f" as {placement.worker}; the chief keeps the record"
+    print(f"{status.step} steps in {status.elapsed_s:.1f}s on {status.device}{where}")
     if observer.halted:
         print(f"error: {observer.halted}", file=sys.stderr)
         return EXIT_FAILED

@@ -20,6 +20,8 @@ import tomli_w
 from .commands import FREEZE_METHODS
 from .errors import UserError
 
+STRATEGIES = ("single", "mirrored", "multiworker")
+
 
 def file_sha256(path: str | Path) -> str:
     """The `experiment_sha256` of a file: how a rerun (or the window's Start) tells the file was edited."""
@@ -42,7 +44,14 @@ class RunConfig:
     freeze: list[str] = field(default_factory=list)
     freeze_method: str = "exact"
     update_frozen_stats: bool = False
-    device: str = "auto"  # auto | cpu | gpu:N
+    device: str = "auto"  # auto | cpu | gpu:N | mirrored (= strategy mirrored)
+    #: single (one device), mirrored (every local GPU, or `replicas` logical CPU devices without GPUs) or
+    #: multiworker (the cluster in TF_CONFIG); see distribute.py
+    strategy: str = "single"
+    replicas: int = 0  # mirrored: how many replicas (0: every GPU, or 2 CPU replicas without a GPU)
+    #: multiworker: the chief's commands reach every worker at step counts that are multiples of this
+    sync_every: int = 10
+    jit: bool = False  # XLA-compile the steps
     run_dir: str | None = None
     #: metrics come to the host every `fetch_every` steps or `fetch_seconds`, whichever is first
     fetch_every: int = 200
@@ -94,6 +103,13 @@ class RunConfig:
         for phase, v in self.lr.items():
             if not (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0):
                 raise UserError(f"learning rate for {phase} must be a finite number >= 0, got {v!r}")
+        if self.strategy not in STRATEGIES:
+            raise UserError(f"strategy {self.strategy!r} is unknown; use {', '.join(STRATEGIES)}")
+        if self.replicas < 0 or (self.replicas and self.strategy != "mirrored"):
+            raise UserError(f"replicas must be >= 1 and given with strategy mirrored, got {self.replicas} with "
+                            f"{self.strategy}; add --strategy mirrored or drop --replicas")
+        if self.sync_every < 1:
+            raise UserError(f"sync_every must be >= 1, got {self.sync_every}")
         if self.batch_size is not None and self.batch_size < 1:
             raise UserError(f"batch size must be >= 1, got {self.batch_size}")
         return self

@@ -88,6 +88,8 @@ class Start(Event):
     #: every variable as `VarInfo.to_dict()` (path, shape, dtype, trainable): the scope tree of a run
     #: seen only through its directory (an attached window)
     variables: list = field(default_factory=list)
+    strategy: str = "single"  # single | mirrored | multiworker
+    replicas: int = 1  # replicas in sync (over all workers)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -8,6 +8,8 @@ wrong length, an experiment file that raises, a loss that fails to trace) stops 
 """
 from __future__ import annotations
 
+import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -46,6 +48,11 @@ class Prepared:
     data: Any
     #: one line each, for the trainer to emit as `warning` events (e.g. a loss drawing from tf.random)
     warnings: list[str] = field(default_factory=list)
+    placement: Any = None  # distribute.Placement: the strategy, replicas, chief
+    sync: Any = None  # command_sync.CommandSync in a multiworker run
+    #: seconds per stage of preparing: import, placement, load, build, optimizers, steps, trace <phase> <variant>
+    timings: dict[str, float] = field(default_factory=dict)
+    source: Path | None = None  # the experiment's file (where a failure's line number points)
 
 
 def _experiment_source(config: RunConfig) -> Path:
@@ -110,24 +117,35 @@ def prepare(config: RunConfig, on_trace: Callable[[str, str], None]) -> Prepared
     # What can be checked without TensorFlow is checked first: a typo answers at once, not after ~4 s.
     config = config.validate()
     source = require_file(_experiment_source(config))
-    if config.run_dir:
+    from .distribute import is_chief, quiet_collective_logs
+    chief = is_chief(config.strategy)
+    quiet_collective_logs(config.strategy)
+    if config.run_dir and chief:
         check_run_dir_free(config.run_dir)
+    clock = _Stages()
 
     from .tf_quiet import import_tensorflow
     tf = import_tensorflow(config.intra_op_threads)
     import keras
+    clock.lap("import")
 
-    from .devices import resolve_device
-    from .step import PhaseStep
-
-    module = load_module(source)
-    device, device_name = resolve_device(config.device)
+    from .distribute import make_placement
+    # Before TensorFlow's first op: logical CPU devices and a multi-worker server can only be set up then.
+    placement = make_placement(config.strategy, config.replicas, config.device)
+    clock.lap("placement")
+    device = placement.device
+    with tf.device(device):  # outside the strategy's scope: only the run's own process draws samples
+        sample_rng = tf.random.Generator.from_seed(config.seed + 1)
+    with placement.scope():  # a module-level optimizer is made in it too, so it is placed on every replica
+        module = load_module(source)
+    clock.lap("load")
     keras.utils.set_random_seed(config.seed)
-    with tf.device(device):
+    with (tf.device(device) if placement.strategy is None else placement.scope()):
         exp = build_experiment(module, source)
         if config.batch_size:
             exp.batch_size = config.batch_size
         variables = _model_variables(exp.models)
+        clock.lap("build")
         infos = [VarInfo(v.path, tuple(int(d) for d in v.shape), str(v.dtype), bool(v.trainable)) for v in variables]
         trainable = [v for v in variables if v.trainable]
         names = [p.name for p in exp.phases]
@@ -144,25 +162,31 @@ def prepare(config: RunConfig, on_trace: Callable[[str, str], None]) -> Prepared
             opt.build(vs)
             phase_vars.append(vs)
             optimizers.append(opt)
+        clock.lap("optimizers")
         freeze = resolve_scopes(config.freeze, infos)
         schedule = config.schedule or {"policy": "fixed", "ratio": list(exp.default_ratio or [1] * len(names))}
         policy = policy_from_dict(schedule, names)
-        rng = tf.random.Generator.from_seed(config.seed)
-        sample_rng = tf.random.Generator.from_seed(config.seed + 1)
+        rng = tf.random.Generator.from_seed(config.seed)  # in the scope: one stream per replica
         data = None if exp.data is None else tf.Variable(np.asarray(exp.data, dtype=np.float32), trainable=False,
                                                          name="real_data")
         stats = [v for v in variables if _is_stat(v)]
-        steps = [PhaseStep(p, exp.models, opt, vs, stats, rng, data, exp.batch_size, exp.extra, on_trace)
+        steps = [_make_step(placement, p, exp, opt, vs, stats, rng, data, on_trace, config.jit)
                  for p, opt, vs in zip(exp.phases, optimizers, phase_vars)]
-        warnings = []
+        clock.lap("steps")
+    warnings = []
+    with tf.device(device):  # traced where the loop calls them (a strategy's scope would be another trace)
         for st in steps:
             with user_code(f"the loss of phase {st.phase.name!r} in {source.name}", source):
-                st.warm_up()
+                st.warm_up(clock)
             ops = escaping_random_ops([st.fast.get_concrete_function(), st.masked.get_concrete_function()],
                                       [rng])
             if ops:
                 warnings.append(f"phase {st.phase.name}'s loss draws from tf.random ({', '.join(ops)}), whose state the "
                                 f"run's checkpoints do not save; use ctx.normal/ctx.uniform")
+    sync = None
+    if placement.kind == "multiworker":
+        from .command_sync import CommandSync
+        sync = CommandSync(placement.strategy, placement.chief, config.sync_every)
     resolved = RunConfig.from_dict({
         **config.to_dict(),
         "experiment_sha256": file_sha256(source) if config.experiment_file else None,
@@ -171,8 +195,35 @@ def prepare(config: RunConfig, on_trace: Callable[[str, str], None]) -> Prepared
         "freeze": list(freeze),
         "batch_size": exp.batch_size,
         "device": config.device,
+        "strategy": placement.kind,
+        "replicas": placement.replicas if placement.kind == "mirrored" else 0,
+        # a non-chief worker checkpoints into a scratch directory; the chief's run directory is the record
+        "run_dir": config.run_dir if chief else tempfile.mkdtemp(prefix="freezeframe-worker-"),
     } | ({} if config.experiment_file else {"example": config.example}))
-    return Prepared(resolved, exp, device, device_name, variables, infos, build_scope_tree(infos), names,
+    return Prepared(resolved, exp, device, placement.description, variables, infos, build_scope_tree(infos), names,
                     [tuple(v.path for v in vs) for vs in phase_vars], optimizers, steps,
-                    tuple(v.path for v in stats), policy, freeze, rng, sample_rng, data, warnings=warnings)
+                    tuple(v.path for v in stats), policy, freeze, rng, sample_rng, data, warnings=warnings,
+                    placement=placement, sync=sync, timings=clock.stages, source=source)
 
+
+def _make_step(placement: Any, phase: Any, exp: Experiment, opt: Any, vs: list, stats: list, rng: Any, data: Any,
+               on_trace: Callable[[str, str], None], jit: bool) -> Any:
+    args = (phase, exp.models, opt, vs, stats, rng, data, exp.batch_size, exp.extra, on_trace)
+    if placement.strategy is None:
+        from .step import PhaseStep
+        return PhaseStep(*args, jit=jit)
+    from .replicated import ReplicatedStep
+    return ReplicatedStep(*args, jit=jit, strategy=placement.strategy)
+
+
+class _Stages:
+    """Seconds spent in each stage of preparing (start-up of wide models is measured, not guessed)."""
+
+    def __init__(self) -> None:
+        self.stages: dict[str, float] = {}
+        self._t = time.perf_counter()
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.stages[name] = self.stages.get(name, 0.0) + now - self._t
+        self._t = now

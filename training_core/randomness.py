@@ -26,17 +26,26 @@ GENERATOR_OPS = frozenset({
 
 def escaping_random_ops(functions: Iterable[Any], generators: Iterable[Any]) -> list[str]:
     """Op types in the traced `functions` (tf ConcreteFunctions) that draw random numbers outside the
-    given `generators` (tf.random.Generator): sorted, each once."""
+    given `generators` (tf.random.Generator): sorted, each once. Functions the step calls (the shared
+    forward/backward pass, `tf.cond` branches) are searched too, with the same test."""
+    # a generator made under a strategy has one state variable per replica, each captured on its device
+    own = {id(c.handle) for v in generators for c in getattr(v.state, "values", (v.state,))}
     found: set[str] = set()
-    for cf in functions:
-        graph = cf.graph
-        own = {id(v.state.handle) for v in generators}
+    seen: set[int] = set()
+    graphs = [cf.graph for cf in functions]
+    while graphs:
+        graph = graphs.pop()
+        if id(graph) in seen:
+            continue
+        seen.add(id(graph))
         owned_inputs = {internal.ref() for external, internal in graph.captures if id(external) in own}
         for op in graph.get_operations():
             if op.type in GLOBAL_RANDOM_OPS:
                 found.add(op.type)
             elif op.type in GENERATOR_OPS and (not op.inputs or op.inputs[0].ref() not in owned_inputs):
                 found.add(op.type)  # a tf.random.Generator of the user's own: not seeded by the run
-        for fn in graph.as_graph_def().library.function:  # cond branches, nested tf.functions
+        nested = [getattr(fn, "graph", None) for fn in getattr(graph, "_functions", {}).values()]
+        graphs.extend(g for g in nested if g is not None)
+        for fn in graph.as_graph_def().library.function:  # what has no Python graph left (e.g. imported)
             found.update(n.op for n in fn.node_def if n.op in GLOBAL_RANDOM_OPS)
     return sorted(found)

@@ -113,8 +113,13 @@ class Service:
         self.send(P.Busy("Loading TensorFlow…"))
         try:
             from .devices import list_devices
+            from .distribute import DEFAULT_CPU_REPLICAS, ensure_logical_cpus
             from .tf_quiet import import_tensorflow
-            import_tensorflow(intra_op_threads=intra_op_threads)
+            tf = import_tensorflow(intra_op_threads=intra_op_threads)
+            if not tf.config.list_physical_devices("GPU"):
+                # before any op: so that a mirrored run (2 CPU replicas) needs no new process; single-device
+                # runs use /CPU:0 and share the same thread pools
+                ensure_logical_cpus(DEFAULT_CPU_REPLICAS)
             devices = list_devices()
         except Exception as e:  # noqa: BLE001 - a broken TensorFlow install is shown, not raised
             self.send(P.Failed(f"TensorFlow could not be loaded: {type(e).__name__}: {e}", traceback.format_exc()))

@@ -37,7 +37,12 @@ IDLE_POLL_S = 0.25  # while paused: how often observers (a command file reader) 
 
 
 def default_observers(config: RunConfig) -> list[Observer]:
-    """The policies every run has; the record writer last, so it sees what the others emitted."""
+    """The policies every run has; the record writer last, so it sees what the others emitted (a non-chief
+    worker of a multiworker run only checkpoints, to a scratch directory: saving is collective)."""
+    from .distribute import is_chief
+    if not is_chief(config.strategy):
+        from .command_sync import ScratchCleanup
+        return [Checkpointer(config.checkpoint_every), ScratchCleanup()]
     rollback = [NanRollback(config.nan_lr_factor)] if config.on_nan == "rollback" else []
     return [Checkpointer(config.checkpoint_every), Sampler(config.sample_seconds), LeakAlarm(),
             NanAlarm(config.on_nan), *rollback,
@@ -137,12 +142,6 @@ class Trainer:
         for o in self.observers:
             o.on_prepared(self)
 
-    def _source(self) -> Path | None:
-        """The experiment's file (where a failure's line number points)."""
-        from .loading import example_path
-        cfg = self.config
-        return Path(cfg.experiment_file) if cfg.experiment_file else example_path(cfg.example) if cfg.example else None
-
     def _on_trace(self, phase: str, variant: str) -> None:
         self.traces += 1
         if self._warm:
@@ -188,8 +187,9 @@ class Trainer:
                 reason, error = "error", e
         self._stop, self._running = True, False
         if error is not None:
-            self.emit(E.Error(message=failure_line(error, self._source(), p.phase_names[self._phase]
-                                                   if self._phase >= 0 else None, self.step),
+            lost = p.sync.failure_line(error, self) if p.sync is not None else None  # a multiworker peer died
+            self.emit(E.Error(message=lost or failure_line(error, p.source, p.phase_names[self._phase]
+                                                           if self._phase >= 0 else None, self.step),
                               detail=getattr(error, "detail", None) or "".join(traceback.format_exception(error))))
         stop = self._stop_command
         self.emit(E.Stop(reason=reason, traces=self.traces, retraces=self.retraces,
@@ -211,7 +211,9 @@ class Trainer:
         step_observers = self._step_observers
         self.report_status()
         while True:
-            if self._paused or self.commands.pending():
+            if p.sync is not None:  # multiworker: commands only at boundaries every worker reaches
+                p.sync.boundary(self)
+            elif self._paused or self.commands.pending():
                 self._handle_commands()
             if self._stop:
                 return "stopped"
@@ -297,7 +299,7 @@ class Trainer:
     # -- state changes ----------------------------------------------------------------------------------------
     def pause(self, reason: str, cmd: C.Command | None = None, cid: str | None = None) -> None:
         """Pause at the next boundary (`reason`: user, step, nan, nothing to train). Training thread only."""
-        if self._paused:
+        if self._paused or (self.prepared.sync is not None and self.prepared.sync.defer_pause(reason)):
             return
         self._paused = True
         self.emit(E.Pause(reason=reason, command=None if cmd is None else cmd.to_dict(), id=cid))

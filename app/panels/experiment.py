@@ -129,8 +129,10 @@ class ExperimentPanel(QWidget):
         current = self.device()
         self.device_combo.clear()
         self.device_combo.addItem("auto", "auto")
+        gpus = any(d.startswith("gpu") for d in devices)
         for d in devices:
-            self.device_combo.addItem(d.upper(), d)
+            label = ("All GPUs (mirrored)" if gpus else "2 CPU replicas (mirrored)") if d == "mirrored" else d.upper()
+            self.device_combo.addItem(label, d)
         self.device_combo.setCurrentIndex(max(0, self.device_combo.findData(current)))
 
     def set_device(self, device: str) -> None:

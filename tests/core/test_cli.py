@@ -58,6 +58,10 @@ BAD = {  # name: (arguments, a word the one line must contain)
     "resume_done": (["--resume", "{tmp}/done"], "pass --steps N with N > 20"),
     "resume_new_seed": (["--resume", "{tmp}/done", "--steps", "30", "--seed", "3"], "--seed cannot change"),
     "resume_changed_model": (["--resume", "{tmp}/arch", "--steps", "30"], "does not fit the experiment as it is now"),
+    "strategy_unknown": (["--strategy", "ring"], "--strategy"),
+    "replicas_without_mirrored": (["--replicas", "2"], "add --strategy mirrored"),
+    "multiworker_without_tf_config": (["--strategy", "multiworker"], "TF_CONFIG"),
+    "batch_not_divisible": (["--strategy", "mirrored", "--batch-size", "15"], "does not split evenly over 2"),
 }
 
 _EXPERIMENTS = {

@@ -1,0 +1,164 @@
+"""Multi-worker on loopback: two real processes, each its own TensorFlow with `TF_CONFIG` (worker 0 is the
+chief). Commands sent to the chief from code reach both at the same step boundary, so both end with the
+same weights bit for bit; pause pauses both; a worker that dies stops the chief with one line and the
+record kept.
+
+Each side runs `DRIVER` (the Python API, as a user's script would) or `main.py --headless`, and waits on
+files and exit codes only: nothing here depends on how fast the machine is.
+"""
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from training_core import UserError, read_events
+from training_core.distribute import is_chief
+
+from .helpers import REPO, env, main_cmd, tiny_gan, wait_for, write_file
+
+DRIVER = '''
+import hashlib, json, sys
+sys.path.insert(0, {repo!r})
+from training_core import Observer, Pause, Resume, RunConfig, SetFreeze, SetLearningRate, Trainer
+from training_core.distribute import is_chief
+
+class Drive(Observer):
+    """On the chief: a freeze and a learning rate at step 20, a pause at 40, resumed while paused."""
+    def __init__(self):
+        self.sent, self.applied = set(), []
+    def on_prepared(self, trainer):
+        self.trainer = trainer
+    def on_metrics(self, batch):
+        step = batch.status.step
+        if not is_chief("multiworker"):
+            return
+        if step >= 20 and "freeze" not in self.sent:
+            self.sent.add("freeze")
+            self.trainer.send(SetFreeze(["generator/dense_1"]))
+            self.trainer.send(SetLearningRate("D", 0.002))
+        if step >= 40 and "pause" not in self.sent:
+            self.sent.add("pause")
+            self.trainer.send(Pause())
+    def on_idle(self, trainer):
+        if "resume" not in self.sent:
+            self.sent.add("resume")
+            trainer.send(Resume())
+    def on_event(self, e):
+        if e.kind in ("freeze", "lr", "pause", "resume", "stop"):
+            self.applied.append([e.kind, e.step])
+
+drive = Drive()
+cfg = RunConfig(experiment_file={experiment!r}, example=None, strategy="multiworker", sync_every=10, steps=80,
+                run_dir={run_dir!r}, fetch_every=1, checkpoint_every=0, tensorboard=False)
+trainer = Trainer(cfg, drive)
+trainer.run()
+digest = hashlib.sha256(b"".join(v.numpy().tobytes() for v in trainer.prepared.variables)).hexdigest()
+print(json.dumps({{"applied": drive.applied, "weights": digest, "step": trainer.step}}), flush=True)
+'''
+
+
+def free_ports(n: int) -> list[int]:
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("localhost", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+def tf_config(ports: list[int], index: int) -> str:
+    return json.dumps({"cluster": {"worker": [f"localhost:{p}" for p in ports]},
+                       "task": {"type": "worker", "index": index}})
+
+
+def start_cluster(args: list[str], n: int = 2) -> list[subprocess.Popen]:
+    ports = free_ports(n)
+    return [subprocess.Popen(args, cwd=REPO, env={**env(), "TF_CONFIG": tf_config(ports, i)},
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(n)]
+
+
+def test_commands_sent_to_the_chief_apply_on_every_worker_at_the_same_step(tmp_path):
+    run_dir = tmp_path / "run"
+    driver = write_file(tmp_path, "driver.py", DRIVER.format(repo=str(REPO), experiment=str(tiny_gan(tmp_path, "adam")),
+                                                             run_dir=str(run_dir)))
+    procs = start_cluster([sys.executable, str(driver)])
+    outs = [p.communicate(timeout=600) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [o[1][-3000:] for o in outs]
+    chief, worker = (json.loads(o[0].strip().splitlines()[-1]) for o in outs)
+
+    assert chief["applied"] == worker["applied"], "a command applied at different steps"
+    kinds = [k for k, _ in chief["applied"]]
+    assert kinds == ["freeze", "lr", "pause", "resume", "stop"]
+    assert all(step % 10 == 0 for kind, step in chief["applied"] if kind != "stop")  # at the shared boundaries
+    assert chief["weights"] == worker["weights"] and chief["step"] == worker["step"] == 80
+
+    events = read_events(run_dir)  # the chief's record; the worker wrote none
+    freeze = next(e for e in events if e.kind == "freeze")
+    assert freeze.step >= 20 and next(e for e in events if e.kind == "start").strategy == "multiworker"
+    rows = [json.loads(ln) for ln in (run_dir / "events.jsonl").read_text().splitlines()]
+    assert rows[-1]["kind"] == "stop" and rows[-1]["reason"] == "done"
+
+
+def test_a_killed_worker_stops_the_chief_with_one_line_and_the_record_kept(tmp_path):
+    run_dir = tmp_path / "run"
+    chief, worker = start_cluster(main_cmd("--headless", "--experiment", str(tiny_gan(tmp_path)), "--strategy",
+                                           "multiworker", "--run-dir", str(run_dir), "--quiet", "--fetch-every", "1",
+                                           "--no-tensorboard"))
+    try:
+        assert wait_for(lambda: _steps_recorded(run_dir) >= 20, timeout=600), "the cluster did not train"
+        worker.send_signal(signal.SIGKILL)
+        _, err = chief.communicate(timeout=300)
+    finally:
+        for p in (chief, worker):
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+    assert chief.returncode == 1
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), err[-3000:]
+    assert "worker 1 of the multiworker run stopped responding after step" in lines[0]
+    assert str(run_dir) in lines[0]
+    events = read_events(run_dir)
+    error = next(e for e in events if e.kind == "error")
+    assert error.message == lines[0][len("error: "):] and events[-1].kind == "stop" and events[-1].reason == "error"
+    assert _steps_recorded(run_dir) >= 20
+
+
+def _steps_recorded(run_dir: Path) -> int:
+    f = run_dir / "scalars.csv"
+    try:
+        return max(0, len(f.read_text().splitlines()) - 1)
+    except OSError:
+        return 0
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("", "TF_CONFIG, which is not set"),
+    ("{not json", "TF_CONFIG is not a cluster"),
+    ('{"cluster": {"worker": ["a:1"]}}', "TF_CONFIG is not a cluster"),
+    ('{"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": 3}}', "TF_CONFIG is not a cluster"),
+    ('{"cluster": {"worker": ["a:1"]}, "task": {"type": "ps", "index": 0}}', "TF_CONFIG is not a cluster"),
+])
+def test_a_bad_tf_config_is_one_line(monkeypatch, value, expected):
+    monkeypatch.setenv("TF_CONFIG", value)
+    with pytest.raises(UserError) as e:
+        is_chief("multiworker")
+    assert expected in str(e.value) and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("cluster, task, chief", [
+    ({"worker": ["a:1", "b:1"]}, {"type": "worker", "index": 0}, True),
+    ({"worker": ["a:1", "b:1"]}, {"type": "worker", "index": 1}, False),
+    ({"chief": ["c:1"], "worker": ["a:1"]}, {"type": "worker", "index": 0}, False),
+    ({"chief": ["c:1"], "worker": ["a:1"]}, {"type": "chief", "index": 0}, True),
+])
+def test_the_chief_is_tensorflows(monkeypatch, cluster, task, chief):
+    monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": cluster, "task": task}))
+    assert is_chief("multiworker") is chief and is_chief("single") is True
