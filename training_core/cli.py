@@ -46,6 +46,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fetch-every", type=int, help="bring metrics to the host every N steps (default 200)")
     p.add_argument("--var-every", type=int, help="write per-variable scalars every N-th step of each phase (default 25)")
     p.add_argument("--checkpoint-every", type=int, help="checkpoint every N steps (default 5000; 0 = at the end)")
+    p.add_argument("--sample-every", type=float, metavar="SECONDS",
+                   help="write samples to the run's samples/ every SECONDS (default 10; 0 = only at the end)")
+    p.add_argument("--metrics-every", type=float, metavar="SECONDS",
+                   help="compute the experiment's metrics(ctx) every SECONDS (default 2)")
     p.add_argument("--no-tensorboard", action="store_true", help="do not write TensorBoard event files")
     p.add_argument("--list-scopes", action="store_true", help="print the experiment's scope tree and exit")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -92,9 +96,12 @@ def config_from_args(a: argparse.Namespace) -> RunConfig:
         cfg.update_frozen_stats = True
     if a.lr:
         cfg.lr = {**cfg.lr, **_pairs(a.lr, "--lr")}
-    for name in ("batch_size", "run_dir", "seed", "device", "fetch_every", "var_every", "checkpoint_every"):
+    for name in ("batch_size", "run_dir", "seed", "device", "fetch_every", "var_every", "checkpoint_every",
+                 "sample_every"):
         if getattr(a, name) is not None:
             setattr(cfg, name, getattr(a, name))
+    if a.metrics_every is not None:
+        cfg.metrics_seconds = a.metrics_every
     if a.no_tensorboard:
         cfg.tensorboard = False
     return cfg.validate()

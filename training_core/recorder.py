@@ -139,7 +139,7 @@ class RunRecord(Observer):
         if self._error is not None:
             raise self._error
         if self._scalars is not None:
-            self._queue.put(batch.blocks)
+            self._queue.put((batch.blocks, batch.scalars))
 
     # -- writing --------------------------------------------------------------------------------------------
     def _write_event(self, event: E.Event) -> None:
@@ -176,18 +176,25 @@ class RunRecord(Observer):
             finally:
                 self._queue.task_done()
 
-    def _write(self, blocks: list[PhaseBlock]) -> None:
-        # losses of all phases, in step order (a batch holds each phase's steps as one block)
-        if blocks:
-            steps = np.concatenate([b.steps for b in blocks])
+    def _write(self, item: tuple[list[PhaseBlock], dict]) -> None:
+        blocks, scalars = item
+        # losses of all phases and other scalars (metric/...), in step order (a batch holds each phase's
+        # steps as one block; a scalar measured after step N comes after that step's losses)
+        cols = [(b.steps, b.wall_time, b.loss, f"loss/{b.phase}") for b in blocks]
+        cols += [(s, w, v, tag) for tag, (s, w, v) in scalars.items()]
+        if cols:
+            steps = np.concatenate([c[0] for c in cols])
             order = np.argsort(steps, kind="stable")
-            wall = np.concatenate([b.wall_time for b in blocks])[order]
-            loss = np.concatenate([b.loss for b in blocks])[order]
-            tags = np.concatenate([np.full(len(b), f"loss/{b.phase}", dtype=object) for b in blocks])[order]
+            wall = np.concatenate([c[1] for c in cols])[order]
+            values = np.concatenate([c[2] for c in cols])[order]
+            tags = np.concatenate([np.full(len(c[0]), c[3], dtype=object) for c in cols])[order]
             self._scalars.write("".join(f"{s},{w:.3f},{t},{v:.9g}\n" for s, w, t, v in
-                                        zip(steps[order].tolist(), wall.tolist(), tags.tolist(), loss.tolist())))
+                                        zip(steps[order].tolist(), wall.tolist(), tags.tolist(), values.tolist())))
             self._scalars.flush()
         tb_rows: dict[int, tuple[float, list[tuple[str, float]]]] = {}
+        for tag, (s_, w_, v_) in scalars.items():
+            for s, w, v in zip(s_.tolist(), w_.tolist(), v_.tolist()):
+                tb_rows.setdefault(s, (w, []))[1].append((tag, v))
         for b in blocks:
             for s, w, v in zip(b.steps.tolist(), b.wall_time.tolist(), b.loss.tolist()):
                 tb_rows.setdefault(s, (w, []))[1].append((f"loss/{b.phase}", v))

@@ -23,10 +23,12 @@ from . import commands as C
 from . import events as E
 from .config import RunConfig
 from .errors import UserError
-from .metrics import MetricsBatch, PendingStep, PhaseBlock, Status
+from .health import HealthMetrics
+from .metrics import MetricsBatch, PendingStep, PhaseBlock, Status, scalar_columns
 from .observers import Checkpointer, LeakAlarm, NanAlarm, Observer, Sampler, overrides
 from .prepare import set_learning_rate
 from .recorder import RunRecord, default_run_dir, prepare_run_dir
+from .sample_record import SampleRecord
 from .schedule import policy_from_dict
 from .scopes import frozen_mask, resolve_scopes
 
@@ -34,9 +36,11 @@ IDLE_POLL_S = 0.25  # while paused: how often observers (a command file reader) 
 
 
 def default_observers(config: RunConfig) -> list[Observer]:
-    """The policies every run has; the record writer last, so it sees what the others emitted."""
-    return [Checkpointer(config.checkpoint_every), Sampler(config.sample_seconds), LeakAlarm(),
-            NanAlarm(config.pause_on_nan), RunRecord()]
+    """The policies every run has; the record writer last, so it sees what the others emitted. Samples and
+    metrics come before checkpoints: they draw from the sample generator, which a checkpoint saves."""
+    return [Sampler(config.sample_seconds, config.sample_every), HealthMetrics(config.metrics_seconds),
+            Checkpointer(config.checkpoint_every), LeakAlarm(), NanAlarm(config.pause_on_nan), SampleRecord(),
+            RunRecord()]
 
 
 class Trainer:
@@ -61,6 +65,7 @@ class Trainer:
         self._stop_command: C.Envelope | None = None
         self._steps_left: int | None = None
         self._pending: list[PendingStep] = []
+        self._pending_scalars: list[tuple[str, int, float, float]] = []  # (tag, step, wall, value)
         self._phase = -1
         self._phase_counts: list[int] = []
         self._use_masked: list[bool] = []
@@ -168,6 +173,7 @@ class Trainer:
                 self._fetch()
                 for o in self.observers:
                     o.on_run_end(self, reason)
+                self._fetch()  # what observers recorded at the end (final metrics)
             finally:
                 self._stop, self._running = True, False
                 stop = self._stop_command
@@ -363,17 +369,24 @@ class Trainer:
             for o in self.observers:
                 o.on_samples(samples)
 
+    def record_scalars(self, values: dict[str, float]) -> None:
+        """Per-step scalars other than losses (`metric/<name>`) at the current step: they go out with the
+        next metrics batch, so the record writes them in step order. Training thread only."""
+        wall = time.time()
+        self._pending_scalars += [(tag, self.step, wall, float(v)) for tag, v in values.items()]
+
     def _report_status(self) -> None:
         status = self.status()
         for o in self.observers:
             o.on_status(status)
 
     def _fetch(self) -> None:
-        if not self._pending:
+        if not self._pending and not self._pending_scalars:
             return
         import tensorflow as tf
         p = self.prepared
         pending, self._pending = self._pending, []
+        scalars, self._pending_scalars = scalar_columns(self._pending_scalars), []
         blocks = []
         for i in sorted({s.phase for s in pending}):
             items = [s for s in pending if s.phase == i]
@@ -386,6 +399,6 @@ class Trainer:
         if now - t >= 0.5:
             inst = (self.step - s) / (now - t)
             self._rate = (now, self.step, inst if r == 0 else 0.5 * r + 0.5 * inst)
-        batch = MetricsBatch(blocks, self.status())
+        batch = MetricsBatch(blocks, self.status(), scalars)
         for o in self.observers:
             o.on_metrics(batch)

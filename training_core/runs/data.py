@@ -144,6 +144,8 @@ class RunData:
                     b.steps[keep], b.wall_time[keep],
                     {"update_norm": b.update_norm[keep], "update_ratio": b.update_ratio[keep],
                      "grad_norm": b.grad_norm[keep]}, b.frozen[keep])
+        for tag, (steps, wall, values) in batch.scalars.items():
+            self.add_scalar(tag, steps, wall, values, bump=False)
         self.version += 1
 
     def add_var_rows(self, rows: VarRows) -> None:
