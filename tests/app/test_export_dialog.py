@@ -130,7 +130,7 @@ def test_menu_actions(qtbot, store, tmp_path, monkeypatch):
     monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(target), ""))
     actions.csv_action.trigger()
     lines = target.read_text().splitlines()
-    assert lines[0] == "step,wall_time,tag,value,smoothed"
+    assert lines[0] == "step,wall_time,tag,value,smoothed,run"
     d0 = [line.split(",") for line in lines[1:] if ",loss/D," in line][:3]
     assert float(d0[1][4]) == pytest.approx((0.7 * 0.3 * float(d0[0][3]) + 0.7 * float(d0[1][3])) / (1 - 0.09))
 

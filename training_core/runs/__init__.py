@@ -4,10 +4,11 @@ from them; and the window's whole state around a run (`Session`). The window's p
 tree, the figure exporter, review and attach all read this one model; views subscribe, the model
 never knows them (napari's model/view split).
 """
+from .collection import LIVE, RunEntry, RunSet, unique_labels
 from .data import GrowArray, Marker, RunData, marker_label
 from .follow import RunFollower, read_run
 from .session import Session, Source, nan_message, source_of
 from .variables import STATES, VariableStates, VarState
 
-__all__ = ["GrowArray", "Marker", "RunData", "RunFollower", "STATES", "Session", "Source", "VarState",
+__all__ = ["LIVE", "GrowArray", "Marker", "RunData", "RunEntry", "RunFollower", "RunSet", "unique_labels", "STATES", "Session", "Source", "VarState",
            "VariableStates", "marker_label", "nan_message", "read_run", "source_of"]

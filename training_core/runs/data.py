@@ -52,6 +52,7 @@ class Marker:
     step: int
     kind: str
     label: str
+    time: float = 0.0  # when it happened (seconds since the epoch): figures aligned by wall time
 
 
 def _ratio_label(e: E.Ratio) -> str:
@@ -176,7 +177,7 @@ class RunData:
             self.stop = event
         label = marker_label(event)
         if label is not None:
-            self.markers.append(Marker(event.marker_step, event.kind, label))
+            self.markers.append(Marker(event.marker_step, event.kind, label, event.time))
         self.version += 1
 
     def set_samples(self, samples: dict[str, Any]) -> None:
