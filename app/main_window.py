@@ -1,4 +1,5 @@
-"""The main window: experiment, schedule and scope tree on the left, plots on the right, status below.
+"""The main window: experiment, schedule and scope tree (Train tab) or the runs shown (Runs tab) on the left,
+plots of the run that trains and of any runs opened beside it on the right, status below.
 
 The window builds widgets and connects them to its `Session` (training_core/runs/session.py), the one
 model of what is going on: the session takes every report of the training service (through
@@ -18,7 +19,8 @@ from pathlib import Path
 
 from PySide6.QtCore import QByteArray, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QShowEvent
-from PySide6.QtWidgets import QGroupBox, QMainWindow, QMessageBox, QSplitter, QStyle, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (QApplication, QGroupBox, QMainWindow, QMessageBox, QSplitter, QStyle, QTabWidget,
+                               QVBoxLayout, QWidget)
 
 from training_core import (Pause, Resume, RunConfig, SetFreeze, SetFreezeMethod, SetLearningRate, SetSchedule,
                            Status, Step, Stop, builtin_examples)
@@ -29,9 +31,10 @@ from training_core.trainer import default_run_dir
 from . import gui_gc
 from .controller import ServiceFactory, TrainingController
 from .errors import show_error
-from .menus import Menus, build_menus, open_dialog, run_actions, shortcut_text
+from .menus import Menus, build_menus, open_dialog, open_runs_dialog, run_actions, shortcut_text
 from .panels import ExperimentPanel, SchedulePanel, ScopeTree
 from .plots import PlotsPanel
+from .review import RunReview
 from .run_config import run_config
 from .settings import Settings
 from .status import StatusPanel
@@ -41,6 +44,17 @@ REFRESH_MS = 40  # 25 Hz: plots, tree values, status bar
 SHUTDOWN_S = 2.0
 DEFAULT_SIZE = (1440, 900)
 LEFT_WIDTH = 430  # the panels; the plots get the rest
+
+
+def fitting_size() -> tuple[int, int]:
+    """DEFAULT_SIZE, or the screen's available size when that is smaller (a 1280x720 screen cut the
+    samples view off at the window's right edge); offscreen (tests, --screenshot) keeps DEFAULT_SIZE."""
+    app = QApplication.instance()
+    screen = app.primaryScreen() if app is not None else None
+    if screen is None or QApplication.platformName() in ("offscreen", "minimal"):
+        return DEFAULT_SIZE
+    avail = screen.availableGeometry()
+    return min(DEFAULT_SIZE[0], avail.width()), min(DEFAULT_SIZE[1], avail.height() - 40)
 
 
 class MainWindow(QMainWindow):
@@ -54,7 +68,7 @@ class MainWindow(QMainWindow):
 
     def __init__(self, source: Source = ("example", "ring"), steps: int | None = None, seed: int = 0,
                  device: str = "auto", run_dir: str | None = None, parent: QWidget | None = None,
-                 service_factory: ServiceFactory = TrainingProcess) -> None:
+                 service_factory: ServiceFactory = TrainingProcess, open_runs: list[str] | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Freezeframe")
         self.settings = Settings()
@@ -64,8 +78,10 @@ class MainWindow(QMainWindow):
         gui_gc.hold()  # before the service's report reader thread exists: it must never run the collector
         self._gc_held = True
         self.controller = TrainingController(self.session, service_factory, self)
+        self.review = RunReview(self.session, self.settings, self)
+        self._defer_loading = bool(open_runs)  # reviewing: TensorFlow loads when the Train tab is opened
         self._run_dir_once = run_dir
-        self._shown_status: Status | None = None
+        self._shown_status: tuple | None = None  # (Status, paused) last drawn
         self._loading_started = False
         self._closing = False
         self._start_when_ready = False
@@ -79,7 +95,7 @@ class MainWindow(QMainWindow):
         self.step_action, self.stop_action = actions["step"], actions["stop"]
         self._build_ui(actions)
         self.menus: Menus = build_menus(self, self.settings, list(actions.values()), self.open_experiment,
-                                        lambda: self.store, lambda: self.plots.smoothing)
+                                        self.open_runs, self.export_runs, lambda: self.plots.smoothing)
         self._show_sources()
         if source[0] == "file":
             self.settings.add_recent(source[1])
@@ -94,6 +110,8 @@ class MainWindow(QMainWindow):
         self._timer.timeout.connect(self.refresh)
         self._timer.start()
         self._update_controls()
+        if open_runs:
+            self.open_runs(open_runs)
 
     # -- construction ----------------------------------------------------------------------------------
     def _build_ui(self, actions: dict[str, QAction]) -> None:
@@ -103,7 +121,11 @@ class MainWindow(QMainWindow):
         self.experiment_panel.openRequested.connect(lambda: open_dialog(self, self.open_experiment))
         self.schedule_panel = SchedulePanel()
         self.scope_tree = ScopeTree()
-        self.plots = PlotsPanel(self.store)
+        self.plots = PlotsPanel(self.review.runs)
+        runs_panel = self.review.panel
+        runs_panel.openRequested.connect(lambda: open_runs_dialog(self, self.settings, self.open_runs))
+        runs_panel.eventChosen.connect(self.plots.show_step)
+        runs_panel.runSelected.connect(self.plots.show_samples_of)
 
         left = QWidget()
         col = QVBoxLayout(left)
@@ -115,8 +137,13 @@ class MainWindow(QMainWindow):
             box.layout().setContentsMargins(8, 6, 8, 8)
             col.addWidget(box, stretch)
         left.setMinimumWidth(340)
+        self.tabs = QTabWidget()
+        self.tabs.addTab(left, "Train")
+        self.tabs.addTab(runs_panel, "Runs")
+        self.tabs.setTabToolTip(1, "The runs the plots show: opened ones for review and comparison, and this one")
+        self.tabs.currentChanged.connect(self._tab_changed)
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
-        self.splitter.addWidget(left)
+        self.splitter.addWidget(self.tabs)
         self.splitter.addWidget(self.plots)
         self.splitter.setStretchFactor(1, 1)
         self.splitter.setSizes([LEFT_WIDTH, DEFAULT_SIZE[0] - LEFT_WIDTH])
@@ -124,7 +151,7 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(self.splitter)
         self.status_panel = StatusPanel()
         self.setStatusBar(self.status_panel)
-        self.resize(*DEFAULT_SIZE)
+        self.resize(*fitting_size())
         for key, restore in (("geometry", self.restoreGeometry), ("splitter", self.splitter.restoreState)):
             saved = self.settings.geometry(key)
             if saved is not None:
@@ -158,7 +185,7 @@ class MainWindow(QMainWindow):
     # -- loading and preparing ---------------------------------------------------------------------------
     def showEvent(self, event: QShowEvent) -> None:
         super().showEvent(event)
-        if not self._loading_started:
+        if not self._loading_started and not self._defer_loading:
             self._loading_started = True
             QTimer.singleShot(0, self.firstShown.emit)
             QTimer.singleShot(50, self.load)  # after the first paint: the import competes for the GIL
@@ -188,6 +215,29 @@ class MainWindow(QMainWindow):
         self.scope_tree.set_placeholder(f"Preparing {Path(s.source[1]).name}…" if s.tf_ready else
                                         "Loading TensorFlow…")
         self.experiment_panel.set_description("")
+
+    def open_runs(self, paths: list[str]) -> bool:
+        """Open run directories for review and comparison (read-only) and show the Runs tab."""
+        problems = self.review.open(list(paths))
+        if problems:
+            self._error(problems[0] if len(problems) == 1 else f"{len(problems)} runs could not be opened: "
+                        f"{problems[0]}", "\n".join(problems))
+        if len(problems) < len(paths):
+            self.tabs.setCurrentIndex(1)
+            self.plots.follow()
+        return not problems
+
+    def export_runs(self) -> list:
+        """What File → Export figure draws: the runs shown (label, data), or the live run alone."""
+        return self.review.labelled() or [("run", self.store)]
+
+    def _tab_changed(self, index: int) -> None:
+        if index == 0 and self._defer_loading:
+            self._defer_loading = False
+            if not self._loading_started:
+                self._loading_started = True
+                QTimer.singleShot(0, self.firstShown.emit)
+                QTimer.singleShot(50, self.load)
 
     def open_experiment(self, path: str | Path) -> bool:
         p = Path(path).expanduser()
@@ -260,7 +310,7 @@ class MainWindow(QMainWindow):
             self.scope_tree.set_tree(info.tree, c.freeze)
             self.scope_tree.show_states(self.session.variables.states)
             self.schedule_panel.set_config(info.phase_names, c.schedule, c.lr, c.freeze_method,
-                                           c.update_frozen_stats)
+                                           c.update_frozen_stats, has_stats=bool(info.stat_paths))
         self.ready.emit()
 
     def _on_problem(self, summary: str, detail: str) -> None:
@@ -288,9 +338,9 @@ class MainWindow(QMainWindow):
         if states is not None:
             self.scope_tree.show_states(states)
         status = self.session.status
-        if status is not self._shown_status:
-            self._shown_status = status
-            self.status_panel.show_status(status or Status())
+        if (status, self.session.paused) != self._shown_status:
+            self._shown_status = (status, self.session.paused)
+            self.status_panel.show_status(status or Status(), paused=self.session.paused)
 
     def _update_controls(self) -> None:
         s = self.session
@@ -342,6 +392,7 @@ class MainWindow(QMainWindow):
         """Stop training, let the service flush its record and exit, then close."""
         self._closing = True
         self._timer.stop()
+        self.review.stop()
         self.settings.set_geometry("geometry", self.saveGeometry())
         self.settings.set_geometry("splitter", QByteArray(self.splitter.saveState()))
         t0 = time.perf_counter()

@@ -1,6 +1,8 @@
-"""The window's side panels: what to train, how phases alternate, and which scopes are frozen."""
+"""The window's side panels: what to train, how phases alternate, which scopes are frozen, and the runs
+the plots show."""
 from .experiment import ExperimentPanel
 from .schedule import SchedulePanel, SciSpinBox
+from .runs import RunsPanel
 from .scope_tree import ScopeTree
 
-__all__ = ["ExperimentPanel", "SchedulePanel", "SciSpinBox", "ScopeTree"]
+__all__ = ["ExperimentPanel", "RunsPanel", "SchedulePanel", "SciSpinBox", "ScopeTree"]

@@ -124,6 +124,7 @@ def test_menu_actions(qtbot, store, tmp_path, monkeypatch):
 
     actions.figure_action.trigger()  # returns at once: the dialog is modeless
     assert actions.dialog is not None and actions.dialog.isVisible()
+    qtbot.addWidget(actions.dialog)  # closed after the test: a window left on top takes later tests' mouse
     actions.dialog.smoothing.setValue(0.3)
 
     target = tmp_path / "menu.csv"

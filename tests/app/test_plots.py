@@ -149,7 +149,7 @@ def test_markers_at_their_steps_on_both_plots_alarms_in_red(ring, panel_of):
 
 
 # -- update magnitudes -----------------------------------------------------------------------------------
-def test_frozen_variable_sits_on_the_zero_floor_dashed(ring, panel_of):
+def test_frozen_variable_sits_on_the_zero_floor_dotted(ring, panel_of):
     panel = panel_of(ring)
     panel.refresh()
     ups = panel.updates
@@ -162,11 +162,13 @@ def test_frozen_variable_sits_on_the_zero_floor_dashed(ring, panel_of):
         assert (ratio == 0).all() and ring.frozen_now(path)
         c = curves[f"update/{path}"]
         np.testing.assert_array_equal(c.yData, np.full(len(ratio), ups.floor))
-        assert c.opts["pen"].style() == QtCore.Qt.PenStyle.DashLine
+        assert c.opts["pen"].style() == QtCore.Qt.PenStyle.DotLine
         assert panel.update_legend.getLabel(c).text == f"{path} (frozen)"
-    for path in others:
+    for path in others:  # kernels solid, biases dashed: a line style per kind of leaf
         c = curves[f"update/{path}"]
-        assert c.opts["pen"].style() == QtCore.Qt.PenStyle.SolidLine and (c.yData > ups.floor).all()
+        style = QtCore.Qt.PenStyle.SolidLine if path.endswith("kernel") else QtCore.Qt.PenStyle.CustomDashLine
+        assert c.opts["pen"].style() == style and (c.yData > ups.floor).all()
+    assert panel.updates.floor_line.label.format == "0 (frozen)"
     assert panel.update_axis.logTickStrings([ups.floor, -3.0], 1, 1) == ["0", "0.001"]
     assert panel.updates.floor_line.isVisible() and panel.updates.floor_line.value() == ups.floor
 
@@ -185,7 +187,7 @@ def test_freeze_in_mid_run_drops_the_curve_to_zero_and_unfreeze_lifts_it(panel_o
     panel.refresh()
     floor = panel.updates.floor
     assert (c.yData[:100] > floor + 0.5).all() and (c.yData[100:] == floor).all()
-    assert c.opts["pen"].style() == QtCore.Qt.PenStyle.DashLine
+    assert c.opts["pen"].style() == QtCore.Qt.PenStyle.DotLine
     assert panel.update_axis.floor == floor and panel.marker_lines("update")[0].value() == 100
     assert panel.readout.show_at(panel.update_plot, 150, floor).count("0 (frozen)") == 1
     store.add_batch(MetricsBatch([block("G", np.arange(201, 251), paths)]))
@@ -310,7 +312,11 @@ def test_samples_view_shows_each_kind(panel_of):
                        "error": 0.0123})
     panel.refresh()
     assert view.kind == "matrix" and "RMS error 0.0123" in view.matrix.title.text
-    assert [img.image.shape for img in view.matrix.images] == [(40, 60), (40, 60)]
+    assert [img.image.shape for img in view.matrix.images] == [(40, 60)] * 3  # target, reconstruction, difference
+    np.testing.assert_allclose(view.matrix.images[2].image, (target - target * 0.9).T)
+    assert tuple(view.matrix.bar.levels()) == pytest.approx((-np.abs(target).max(), np.abs(target).max()))
+    boxes = [img.mapRectToScene(img.boundingRect()) for img in view.matrix.images]
+    assert len({(round(b.width(), 6), round(b.height(), 6)) for b in boxes}) == 1  # drawn at the same size
 
     store.set_samples({"kind": "audio", "step": 40})
     panel.refresh()

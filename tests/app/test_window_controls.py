@@ -8,6 +8,7 @@ from pathlib import Path
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox
 
+from app.panels.scope_tree import STATE, UPDATE
 from training_core import Pause, Resume, SetFreeze, Step, Stop
 
 
@@ -94,14 +95,14 @@ def test_ticking_scopes_sends_one_freeze_and_the_tree_shows_states(ui, qtbot):
     assert w.core.sent == [SetFreeze(("generator/dense_1",), False)]
     train(ui, w, 300)
     tree = w.scope_tree
-    assert tree.item("generator/dense_1/kernel").text(4) == "frozen" and tree.item("generator/dense_1/kernel").text(3) == "0"
-    assert tree.item("generator/dense_2/kernel").text(4) == "" and tree.item("generator/dense_2/kernel").text(3) != ""
-    assert tree.item("generator").text(4) == "partly" and tree.item("generator").toolTip(4) == "2 of 6 variables frozen"
+    assert tree.item("generator/dense_1/kernel").text(STATE) == "frozen" and tree.item("generator/dense_1/kernel").text(UPDATE) == "0"
+    assert tree.item("generator/dense_2/kernel").text(STATE) == "" and tree.item("generator/dense_2/kernel").text(UPDATE) != ""
+    assert tree.item("generator").text(STATE) == "partly" and tree.item("generator").toolTip(STATE) == "2 of 6 variables frozen"
     item.setCheckState(0, Qt.CheckState.Unchecked)
     tree.flush()
     assert w.core.sent[-1] == SetFreeze((), False) and len(w.core.sent) == 2  # one command per change
     train(ui, w, 10)
-    assert tree.item("generator/dense_1/kernel").text(4) == "" and tree.item("generator").text(4) == ""
+    assert tree.item("generator/dense_1/kernel").text(STATE) == "" and tree.item("generator").text(STATE) == ""
 
 
 def test_tree_sets_initial_freeze_with_minimal_scopes(ui, qtbot):

@@ -8,7 +8,7 @@ from .collection import LIVE, RunEntry, RunSet, unique_labels
 from .data import GrowArray, Marker, RunData, marker_label
 from .follow import RunFollower, read_run
 from .session import Session, Source, nan_message, source_of
-from .variables import STATES, VariableStates, VarState
+from .variables import STATES, VariableStates, VarState, frozen_spans, spans_text
 
 __all__ = ["LIVE", "GrowArray", "Marker", "RunData", "RunEntry", "RunFollower", "RunSet", "unique_labels", "STATES", "Session", "Source", "VarState",
-           "VariableStates", "marker_label", "nan_message", "read_run", "source_of"]
+           "VariableStates", "frozen_spans", "marker_label", "spans_text", "nan_message", "read_run", "source_of"]

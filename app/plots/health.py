@@ -1,0 +1,75 @@
+"""GAN health beside the losses: one small plot per `metric/<name>` the shown runs recorded.
+
+The experiment's `metrics(ctx)` (training_core/health.py) is measured every few seconds, so these
+curves have a point every couple of seconds, drawn as measured (no smoothing) with a dot at each.
+Each metric gets its own plot because their scales differ (modes covered 0-8, a fraction 0-1); the
+plots sit in a column between the loss and the update plots, x-linked to them, so a freeze or a
+ratio change reads as quality, not only as loss.
+"""
+from __future__ import annotations
+
+import pyqtgraph as pg
+
+from . import palette
+from .axes import TidyAxis
+from .curves import LiveCurve, style_plot
+from .view import PlotView
+
+
+class MetricPlots:
+    def __init__(self, layout: pg.GraphicsLayout, link_to: pg.PlotItem) -> None:
+        self.layout = layout
+        self.link_to = link_to
+        self.plots: dict[str, pg.PlotItem] = {}  # by tag
+        self.curves: dict[str, LiveCurve] = {}  # by curve name ("metric/x", or "<run>: metric/x")
+        self._looks: dict[str, str] = {}
+        self.created = 0  # plots made so far (tests: the row is rebuilt only when tags change)
+
+    def update(self, view: PlotView) -> bool:
+        """Draw every metric of the shown runs; True if a plot was added (the panel re-lays out)."""
+        tags = list(dict.fromkeys(t for ly in view.layers for t in ly.data.scalar_tags if t.startswith("metric/")))
+        added = False
+        for tag in tags:
+            if tag not in self.plots:
+                self._add_plot(tag)
+                added = True
+        for layer in view.layers:
+            for tag in tags:
+                if tag not in layer.data.scalar_tags:
+                    continue
+                name = view.name(layer, tag)
+                colour = palette.run_color(layer.colour) if view.multi else palette.METRIC_COLOR
+                curve = self.curves.get(name)
+                if curve is None or self._looks.get(name) != colour:
+                    if curve is not None:
+                        self.plots[tag].removeItem(curve)
+                    curve = self.curves[name] = LiveCurve(pen=pg.mkPen(colour, width=palette.SMOOTH_WIDTH - 0.7),
+                                                          symbol="o", symbolSize=4, symbolPen=None,
+                                                          symbolBrush=colour)
+                    self._looks[name] = colour
+                    self.plots[tag].addItem(curve)
+                steps, wall, values = layer.data.scalar(tag)
+                curve.setData(view.x(layer, steps, wall), values)
+        return added
+
+    def _add_plot(self, tag: str) -> None:
+        plot = self.layout.addPlot(row=len(self.plots), col=0, axisItems={"left": TidyAxis("left"),
+                                                                         "bottom": TidyAxis("bottom")})
+        style_plot(plot, tag.removeprefix("metric/").replace("_", " "), bottom="")
+        plot.hideAxis("bottom")
+        plot.setXLink(self.link_to)
+        plot.setMenuEnabled(False, enableViewBoxMenu=True)
+        plot.vb.setMouseEnabled(x=True, y=False)
+        plot.setMinimumHeight(70)
+        self.plots[tag] = plot
+        self.created += 1
+
+    def all_curves(self) -> dict[str, pg.PlotDataItem]:
+        return dict(self.curves)
+
+    def clear(self) -> None:
+        for plot in self.plots.values():
+            self.layout.removeItem(plot)
+        self.plots.clear()
+        self.curves.clear()
+        self._looks.clear()
