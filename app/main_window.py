@@ -19,8 +19,8 @@ from pathlib import Path
 
 from PySide6.QtCore import QByteArray, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QShowEvent
-from PySide6.QtWidgets import (QApplication, QGroupBox, QMainWindow, QMessageBox, QSplitter, QStyle, QTabWidget,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QGroupBox, QMainWindow, QMessageBox, QSplitter, QStyle, QTabWidget, QVBoxLayout,
+                               QWidget)
 
 from training_core import (Pause, Resume, RunConfig, SetFreeze, SetFreezeMethod, SetLearningRate, SetSchedule,
                            Status, Step, Stop, builtin_examples)
@@ -38,23 +38,12 @@ from .review import RunReview
 from .run_config import run_config
 from .settings import Settings
 from .status import StatusPanel
+from .window_size import DEFAULT_SIZE, fitting_size
 from .worker import TrainingProcess, TrainingService
 
 REFRESH_MS = 40  # 25 Hz: plots, tree values, status bar
 SHUTDOWN_S = 2.0
-DEFAULT_SIZE = (1440, 900)
 LEFT_WIDTH = 430  # the panels; the plots get the rest
-
-
-def fitting_size() -> tuple[int, int]:
-    """DEFAULT_SIZE, or the screen's available size when that is smaller (a 1280x720 screen cut the
-    samples view off at the window's right edge); offscreen (tests, --screenshot) keeps DEFAULT_SIZE."""
-    app = QApplication.instance()
-    screen = app.primaryScreen() if app is not None else None
-    if screen is None or QApplication.platformName() in ("offscreen", "minimal"):
-        return DEFAULT_SIZE
-    avail = screen.availableGeometry()
-    return min(DEFAULT_SIZE[0], avail.width()), min(DEFAULT_SIZE[1], avail.height() - 40)
 
 
 class MainWindow(QMainWindow):
@@ -225,6 +214,7 @@ class MainWindow(QMainWindow):
         if len(problems) < len(paths):
             self.tabs.setCurrentIndex(1)
             self.plots.follow()
+        self._update_controls()
         return not problems
 
     def export_runs(self) -> list:
@@ -358,7 +348,9 @@ class MainWindow(QMainWindow):
             QStyle.StandardPixmap.SP_MediaPlay if resume else QStyle.StandardPixmap.SP_MediaPause))
         self.pause_action.setToolTip(f"{'Resume' if resume else 'Pause'} training ({shortcut_text(self.pause_action)})")
         self.experiment_panel.set_running(running)
-        self.status_panel.set_state(s.state_text)
+        reviewing = self._defer_loading and not s.tf_ready and not s.busy
+        self.status_panel.set_state(f"Reviewing {len(self.review.runs.entries)} run(s): the Train tab loads "
+                                    "TensorFlow" if reviewing else s.state_text)
 
     @property
     def store(self) -> RunData:

@@ -267,7 +267,7 @@ class RunsPanel(QWidget):
 
         add(self.variables.invisibleRootItem(), tree)
         self.variables.expandAll()
-        for col in (1, 2):
+        for col in (0, 1, 2):
             self.variables.resizeColumnToContents(col)
 
 

@@ -8,6 +8,7 @@ ratio change reads as quality, not only as loss.
 """
 from __future__ import annotations
 
+import numpy as np
 import pyqtgraph as pg
 
 from . import palette
@@ -50,17 +51,37 @@ class MetricPlots:
                     self.plots[tag].addItem(curve)
                 steps, wall, values = layer.data.scalar(tag)
                 curve.setData(view.x(layer, steps, wall), values)
+        for tag in tags:
+            self._fit_y(tag, view)
         return added
+
+    def _fit_y(self, tag: str, view: PlotView) -> None:
+        """From 0 for measures that are never negative (counts, fractions), to a little above the largest;
+        pyqtgraph's autorange would put a constant 0 in a band around -0.5..0.5."""
+        values = [ly.data.scalar(tag)[2] for ly in view.layers if tag in ly.data.scalar_tags]
+        values = [v[np.isfinite(v)] for v in values if len(v)]
+        if not values or not any(len(v) for v in values):
+            return
+        lo = float(min(v.min() for v in values if len(v)))
+        hi = float(max(v.max() for v in values if len(v)))
+        lo = min(lo, 0.0)
+        if hi <= lo:
+            hi = lo + 1.0
+        self.plots[tag].vb.setYRange(lo, hi, padding=0.08)
 
     def _add_plot(self, tag: str) -> None:
         plot = self.layout.addPlot(row=len(self.plots), col=0, axisItems={"left": TidyAxis("left"),
                                                                          "bottom": TidyAxis("bottom")})
-        style_plot(plot, tag.removeprefix("metric/").replace("_", " "), bottom="")
+        style_plot(plot, "", bottom="")
+        plot.setLabel("left", tag.removeprefix("metric/").replace("_", " "), color=palette.FOREGROUND,
+                      **{"font-size": "8pt"})
+        plot.getAxis("left").enableAutoSIPrefix(False)  # "modes covered (x0.001)" for a run at 0 modes
+        plot.vb.disableAutoRange(axis=pg.ViewBox.YAxis)
         plot.hideAxis("bottom")
         plot.setXLink(self.link_to)
         plot.setMenuEnabled(False, enableViewBoxMenu=True)
         plot.vb.setMouseEnabled(x=True, y=False)
-        plot.setMinimumHeight(70)
+        plot.setMinimumHeight(90)
         self.plots[tag] = plot
         self.created += 1
 

@@ -182,7 +182,14 @@ class _PointsPage(CppPaint, pg.PlotWidget):
         p.setRange(xRange=(-POINT_RANGE, POINT_RANGE), yRange=(-POINT_RANGE, POINT_RANGE), padding=0)
         p.setAspectLocked(True)
         p.showGrid(x=True, y=True, alpha=palette.GRID_ALPHA)
+        p.vb.sigResized.connect(self._fit)
         self.paint_in_cpp()
+
+    def _fit(self, *_args) -> None:
+        """Keep all of -3..3 in view on both axes: with the aspect locked, a tall, narrow view kept the
+        y range and cut x (points beyond x = 2.9 were hidden while y spanned -10..10)."""
+        self.getPlotItem().vb.setRange(xRange=(-POINT_RANGE, POINT_RANGE), yRange=(-POINT_RANGE, POINT_RANGE),
+                                       padding=0)
 
     def show_samples(self, s: dict[str, Any]) -> None:
         self.real.setData(pos=_xy(s.get("real")))
@@ -226,8 +233,8 @@ class _ImagesPage(CppPaint, pg.GraphicsLayoutWidget):
         self.captions[1].setPos(0, y)
         self.captions[1].setVisible(real_grid is not None)
         self.view.autoRange(padding=0.06)
-        self.title.setText(f"step {_step(s)}: real (top), generated (below)" if real_grid is not None
-                           else f"generated at step {_step(s)}", color=palette.FOREGROUND, size="9pt")
+        # short: a GraphicsLayout label is as wide as its text, and a long one pushed the images out of view
+        self.title.setText(f"step {_step(s)}", color=palette.FOREGROUND, size="9pt")
 
 
 class _MatrixPage(CppPaint, pg.GraphicsLayoutWidget):

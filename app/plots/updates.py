@@ -229,13 +229,17 @@ class UpdateCurves:
         for layer in view.layers:
             self._sample(palette.run_color(layer.colour) if by_run else palette.FOREGROUND,
                          0 if by_run else layer.index, layer.label)
+        if by_run and len(paths) > len(palette.VARIABLE_DASHES):  # too many to tell apart by line style
+            self._sample(None, 0, f"{len(paths)} variables per run: narrow them with “Updates of” (Runs tab)")
+            return
         first = {vc.path: vc for vc in reversed(list(self.vars.values()))}
         for path in paths:
             vc = first[path]
             self._sample(palette.FOREGROUND if by_run else vc.color, vc.dash if by_run else 0, path)
 
-    def _sample(self, colour: str, dash: int, label: str) -> None:
-        item = pg.PlotDataItem(pen=dashed_pen(colour, palette.UPDATE_WIDTH + 1, dash))
+    def _sample(self, colour: str | None, dash: int, label: str) -> None:
+        """A legend entry with a line of its own (`colour` None: text only)."""
+        item = pg.PlotDataItem(pen=None if colour is None else dashed_pen(colour, palette.UPDATE_WIDTH + 1, dash))
         self._samples.append(item)
         self.legend.addItem(item, label)
 

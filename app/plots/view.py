@@ -89,8 +89,9 @@ class PlotView:
                 c, d = styles[p]
                 if not self.multi:
                     out[(layer.key, p)] = (palette.variable_color(c), d)
-                elif self.colour_by == "run":
-                    out[(layer.key, p)] = (palette.run_color(layer.colour), all_paths.index(p) % n_dash)
+                elif self.colour_by == "run":  # more variables than line styles: one style, the legend says so
+                    dash = all_paths.index(p) if len(all_paths) <= n_dash else 0
+                    out[(layer.key, p)] = (palette.run_color(layer.colour), dash)
                 else:
                     out[(layer.key, p)] = (palette.variable_color(c), layer.index % n_dash)
         return out
