@@ -7,7 +7,7 @@ line, with the full text in a footnote list under the figure (`Footnotes`).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from PySide6.QtCore import QLineF
 from PySide6.QtGui import QColor, QPainter
@@ -16,7 +16,8 @@ from .legend import make_pen
 from .text import TextStyle
 
 MARKER_DASH = [3.0, 3.0]  # in pen widths: finer than the data's dashed "bias" lines
-LABEL_ROWS = 2
+LABEL_ROWS = 2  # rows for labels in full; footnote numbers may take up to NUMBER_ROWS
+NUMBER_ROWS = 4
 
 
 @dataclass
@@ -24,8 +25,8 @@ class Label:
     left: float  # pt
     row: int
     kind: str
-    text: str  # what is drawn at the line: the label, or its footnote number
-    note: str = ""  # the full label when `text` is a footnote number
+    text: str  # what is drawn at the line: the label, or its footnote number(s) ("3", "3–5")
+    notes: list[tuple[str, str]] = field(default_factory=list)  # (number, full label) of footnoted markers
 
 
 def visible_markers(panel) -> list[tuple[float, str, str]]:
@@ -53,32 +54,44 @@ def assign_marker_labels(panel, number_from: int = 1) -> list[Label]:
     if not panel.label_markers:
         return []
     ms, a, fs = panel.marker_style, panel.area, panel.fs
-    row_right = [-1e9] * LABEL_ROWS
+    row_right = [-1e9] * NUMBER_ROWS
     out: list[Label] = []
     number = number_from
 
-    def place(x: float, text: str) -> tuple[float, int] | None:
+    def place(x: float, text: str, rows: int = LABEL_ROWS) -> tuple[float, int] | None:
         w = ms.width(text)
         room_right = panel.cell.right() - 0.3 * fs - x
         if w > max(room_right, x - panel.cell.left() - 0.3 * fs):
             return None
         left = x if w <= room_right else x - w
-        for r in range(LABEL_ROWS):
+        for r in range(rows):
             if left > row_right[r] + 0.6 * fs:
                 row_right[r] = left + w
                 return left, r
         return None
 
+    last: tuple[Label, float, int] | None = None  # the latest footnote label, its line's x, its first number
     for x, kind, label in merged_markers(panel):
         got = place(x, label)
         if got is not None:
             out.append(Label(got[0], got[1], kind, label))
+            last = None
             continue
         tag = str(number)
-        got = place(x, tag)
+        if last is not None and x - last[1] < ms.width(f"{number}–{number}") + 0.6 * fs:
+            # lines too close for a number each: one label for the run of them ("3–5") at the first line
+            lab, _, first = last
+            lab.text = f"{first}–{number}"
+            lab.notes.append((tag, label))
+            row_right[lab.row] = max(row_right[lab.row], lab.left + ms.width(lab.text))
+            number += 1
+            continue
+        got = place(x, tag, NUMBER_ROWS)
         if got is None:  # even the number has no room: the top row, over its neighbour, never left out
-            got = (x - ms.width(tag) / 2, 0)
-        out.append(Label(got[0], got[1], kind, tag, label))
+            got = (x - ms.width(tag) / 2, NUMBER_ROWS - 1)
+        lab = Label(got[0], got[1], kind, tag, [(tag, label)])
+        out.append(lab)
+        last = (lab, x, number)
         number += 1
     return out
 
@@ -110,7 +123,7 @@ class Footnotes:
         self.top = 0.0
 
     def collect(self, panels: list) -> None:
-        self.notes = [(lab.text, lab.kind, lab.note) for pn in panels for lab in pn.labels if lab.note]
+        self.notes = [(n, lab.kind, text) for pn in panels for lab in pn.labels for n, text in lab.notes]
 
     def _lines(self) -> list[list[tuple[float, str, str, str]]]:
         pad, gap = 0.4 * self.fig.spec.font_size, 1.2 * self.style.size

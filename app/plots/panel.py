@@ -108,12 +108,17 @@ class PlotsPanel(QtWidgets.QWidget):
         for vb in (self.loss_plot.vb, self.update_plot.vb):
             vb.sigRangeChangedManually.connect(self._user_moved)
             vb.sigStateChanged.connect(self._autorange_asked)
-        follow = QtGui.QShortcut(QtGui.QKeySequence(QtCore.Qt.Key.Key_A), self)
-        follow.setContext(QtCore.Qt.ShortcutContext.WidgetWithChildrenShortcut)
-        follow.activated.connect(self.follow)
-        self.follow_shortcut = follow
+        self.graphics.installEventFilter(self)  # "A" pressed on the plots: follow the runs again
 
         self._build_layout()
+
+    def eventFilter(self, watched: QtCore.QObject, event: QtCore.QEvent) -> bool:  # noqa: N802 (Qt name)
+        """The "A" key on the plots follows the runs again (pyqtgraph only has its small "A" button)."""
+        if event.type() == QtCore.QEvent.Type.KeyPress and event.key() == QtCore.Qt.Key.Key_A \
+                and not event.modifiers() & ~QtCore.Qt.KeyboardModifier.KeypadModifier:
+            self.follow()
+            return True
+        return False
 
     def resizeEvent(self, event: QtGui.QResizeEvent) -> None:  # noqa: N802 (Qt name)
         """Fit the update legend's columns to the width: a fixed 4 columns needed ~790 px and, in a
