@@ -31,7 +31,7 @@ from .canvas import Stroke, view_offsets
 from .view import PlotView
 
 LABEL_ROWS = 3  # at most; the band above a plot is as tall as its labels need (0 without markers)
-ROW_PX = 15  # height of a label row
+ROW_PX = 17  # height of a label row (a line of the default font, without the text item's margin)
 GAP_PX = 6
 SHORT = {"freeze": "freeze", "ratio": "ratio", "lr": "lr", "method": "method", "pause": "pause", "nan": "NaN",
          "leak": "leak"}
@@ -50,6 +50,7 @@ class MarkerLine:
         self.pen = pg.mkPen(color, width=2 if alarm else 1.2,
                             style=QtCore.Qt.PenStyle.SolidLine if alarm else QtCore.Qt.PenStyle.DashLine)
         self.label = QtWidgets.QGraphicsTextItem(plot)
+        self.label.document().setDocumentMargin(0)
         self.label.setDefaultTextColor(QtGui.QColor(color))
         self.label.setToolTip(f"step {m.step:,}: {text}")
         self.label.setZValue(6)
@@ -142,7 +143,7 @@ class _PlotMarkers:
                 if placed is not None:
                     break
             left, row = placed if placed is not None else (min(max(x - 4, 0), width - 8), 0)
-            line.label.setPos(geo.left() + left, geo.top() - (row + 1) * ROW_PX - 2)
+            line.label.setPos(geo.left() + left, geo.top() - (row + 1) * ROW_PX)
             line.label.show()
             previous = line
             used = max(used, row + 1)

@@ -98,6 +98,8 @@ def test_start_pause_step_resume_stop(ui, qtbot, tmp_path):
     qtbot.waitUntil(lambda: w.store.last_step == held and sp.step_label.text() == f"Step {held:,}", timeout=5000)
     assert w.experiment_panel.control_buttons["pause"].text() == "Resume"
     assert sp.state_label.text() == "Paused"
+    w.refresh()
+    assert sp.rate_label.text() == "– steps/s"
     assert ui.flush(w) == held and w.store.last_step == held, "training moved while paused"
 
     click(qtbot, w, "step")
