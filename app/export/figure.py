@@ -98,6 +98,12 @@ class Figure:
         for pn in panels:  # panels side by side get the same top margin, so their axes line up
             if pn.top_row and pn.rows != label_rows:
                 pn.prepare(label_rows)
+        if cols == 1 and n > 1:  # stacked: the narrowest plot area for all, so their step axes line up
+            for _ in range(2):
+                extent = (max(pn.area.left() for pn in panels), min(pn.area.right() for pn in panels))
+                for pn in panels:
+                    pn.x_extent = extent
+                    pn.prepare(pn.rows)
         return panels
 
     def _grid(self, n: int, w: float, h: float) -> tuple[int, int]:

@@ -39,6 +39,7 @@ class Panel:
         self.xlabel, self.ylabel = self.spec.axis_labels(plot.name, fig.data.x_unit)
         self.show_xlabel = bool(self.xlabel)
         self.top_row = True
+        self.x_extent: tuple[float, float] | None = None  # (left, right) of the plot area, shared when stacked
         # metrics are drawn as measured (a few points, not smoothed): no faint copy behind them
         self.show_raw = self.spec.raw and self.spec.smoothing > 0 and not plot.name.startswith("metric")
         self._data_ranges()
@@ -139,6 +140,8 @@ class Panel:
         left = c.left() + 0.4 * fs + self.label_style.height + 0.45 * fs + ytw + 0.3 * fs + tl
         last_label = linear_ticks(*self.xr, 2, steps_axis=self.steps_axis)[-1].text
         right = c.right() - 0.4 * fs - right_extra - max(ts.width(last_label) / 2, 0.3 * fs)
+        if self.x_extent is not None:  # stacked panels: one x extent, so a step is at the same place in each
+            left, right = max(left, self.x_extent[0]), min(right, self.x_extent[1])
         self.area = QRectF(left, top, max(right - left, 10.0), max(bottom - top, 10.0))
         self.xticks = self._xticks()
         self.legend_mode, self.legend = legend_mode, legend
@@ -174,16 +177,20 @@ class Panel:
         right_area = self.area.width() * self.area.height()
         fits = lh <= self.cell.bottom() - self.area.top()
         if fits and self.area.width() >= 0.4 * self.cell.width():
-            self.legend_rect = QRectF(self.cell.right() - 0.4 * self.fs - lw, self.area.top(), lw, lh)
+            self.legend_rect = QRectF(self._right_legend_x(lw), self.area.top(), lw, lh)
             return
         self.layout("below", legend)
         if fits and right_area > self.area.width() * self.area.height():  # both cramped: keep the larger plot
             self.layout("right", legend)
-            self.legend_rect = QRectF(self.cell.right() - 0.4 * self.fs - lw, self.area.top(), lw, lh)
+            self.legend_rect = QRectF(self._right_legend_x(lw), self.area.top(), lw, lh)
             return
         lw, lh = legend.size()
         self.legend_rect = QRectF(self.cell.center().x() - lw / 2,
                                   self.area.bottom() + self.x_block + 0.5 * self.fs, lw, lh)
+
+    def _right_legend_x(self, lw: float) -> float:
+        """Beside the plot area (not at the cell's edge: a stacked panel's area may end short of it)."""
+        return min(self.cell.right() - 0.4 * self.fs - lw, self.area.right() + 0.8 * self.fs)
 
     def _obstacles(self) -> np.ndarray:
         """Points (in pt), one per pt of width, along every line drawn: what a legend must not cover."""
