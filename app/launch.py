@@ -2,8 +2,8 @@
 
 `python main.py --example ring --steps 400 --screenshot out.png` trains, grabs the window into a PNG
 and exits 0: a scriptable check that the whole window works. `python main.py --open RUN [RUN ...]`
-shows finished runs for review and comparison (with `--screenshot`: opens them, saves, exits 0). `--close-after SECONDS` closes the
-window while it trains, as a user would, to exercise a clean shutdown. SIGINT and SIGTERM close the
+shows finished runs for review and comparison (with `--screenshot`: opens them, saves, exits 0).
+`--close-after SECONDS` closes the window while it trains, as a user would, to exercise a clean shutdown. SIGINT and SIGTERM close the
 window the same way, so the run record is flushed.
 """
 from __future__ import annotations

@@ -105,5 +105,6 @@ def gan_experiment(module: ModuleType, path: Path) -> Experiment:
                         f"got {type(metrics).__name__}")
     return Experiment(name=path.stem, models=Models(generator=g, discriminator=d), phases=phases, data=data,
                       batch_size=int(getattr(module, "batch_size", 64)), sample=gan_sampler(noise_dim),
-                      sample_kind=kind, metrics=metrics, default_ratio=[int(c) for c in str(ratio).split(":")] if ratio else None,
+                      sample_kind=kind, metrics=metrics,
+                      default_ratio=[int(c) for c in str(ratio).split(":")] if ratio else None,
                       description=getattr(module, "description", (module.__doc__ or "").strip().split("\n")[0]))

@@ -17,5 +17,6 @@ from .csv_export import CSV_HEADER, csv_text, write_csv
 from .figure import Figure, recommended_height
 from .render import figure_image, svg_bytes, write_pdf, write_png, write_svg
 
-__all__ = ["CSV_HEADER", "Figure", "recommended_height", "csv_text", "figure_image", "svg_bytes", "write_csv", "write_pdf", "write_png",
+__all__ = ["CSV_HEADER", "Figure", "recommended_height", "csv_text", "figure_image", "svg_bytes", "write_csv",
+           "write_pdf", "write_png",
            "write_svg"]

@@ -93,9 +93,9 @@ class RunsPanel(QWidget):
         self.scopes.editingFinished.connect(
             lambda: self.runs.set_option(scopes=[s for s in self.scopes.text().split(",")]))
         options = QHBoxLayout()
-        options.addWidget(QLabel("x:"))
-        options.addWidget(self.align)
-        options.addWidget(self.colour_by)
+        options.addWidget(QLabel("x by"), 0)
+        options.addWidget(self.align, 1)
+        options.addWidget(self.colour_by, 1)
         scope_row = QHBoxLayout()
         scope_row.addWidget(QLabel("Updates of:"))
         scope_row.addWidget(self.scopes, 1)
@@ -224,10 +224,7 @@ class RunsPanel(QWidget):
         self.events.clear()
         if e is None:
             return
-        t0 = None
-        if self.runs.align == "time":
-            from ..plots.view import start_time
-            t0 = start_time(e.data)
+        t0 = e.data.start_time() if self.runs.align == "time" else None
         for ev in e.data.events:
             text = event_text(ev)
             if text is None:

@@ -81,7 +81,7 @@ class MetricPlots:
         plot.setXLink(self.link_to)
         plot.setMenuEnabled(False, enableViewBoxMenu=True)
         plot.vb.setMouseEnabled(x=True, y=False)
-        plot.setMinimumHeight(90)
+        plot.setMinimumHeight(64)
         self.plots[tag] = plot
         self.created += 1
 

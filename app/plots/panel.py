@@ -244,8 +244,8 @@ class PlotsPanel(QtWidgets.QWidget):
         if entry is None:
             self.samples.clear()
             return
-        self.samples.show_run(entry.data, entry.data.run_dir or (entry.data.start.run_dir if entry.data.start else None),
-                              time.monotonic())
+        start = entry.data.start
+        self.samples.show_run(entry.data, entry.data.run_dir or (start.run_dir if start else None), time.monotonic())
 
     def show_samples_of(self, key: str | None) -> None:
         """Show the samples of run `key` (the Runs tab's selection)."""

@@ -28,21 +28,12 @@ class Layer:
     t0: float | None  # x by time: seconds since this; None: x is the step
 
 
-def start_time(data: RunData) -> float:
-    """When a run began: its `start` event, else its first recorded wall time."""
-    if data.start is not None and data.start.time:
-        return float(data.start.time)
-    firsts = [data.series(t)[1][:1] for t in data.scalar_tags]
-    firsts = [float(f[0]) for f in firsts if len(f)]
-    return min(firsts) if firsts else 0.0
-
-
 class PlotView:
     def __init__(self, runs: RunSet) -> None:
         self.runs = runs
         entries = runs.visible()
         by_time = runs.align == "time"
-        self.layers = [Layer(e.key, e.label, e.data, i, e.colour, start_time(e.data) if by_time else None)
+        self.layers = [Layer(e.key, e.label, e.data, i, e.colour, e.data.start_time() if by_time else None)
                        for i, e in enumerate(entries)]
         self.colour_by = runs.colour_by
         self.by_time = by_time

@@ -6,7 +6,8 @@ copied out of a `RunData` and smoothed once). app/export/ only draws these; the 
   variable_styles                                            colour and line style per variable  styles.py
   minmax_decimate                                            peak-preserving decimation      decimate.py
 """
-from .data import DASHES, N_COLOURS, NO_UPDATE_NOTE, REFERENCE_RATIO, Curve, FigureData, LegendEntry, PlotData, metric_tags
+from .data import (DASHES, N_COLOURS, NO_UPDATE_NOTE, REFERENCE_RATIO, Curve, FigureData, LegendEntry, PlotData,
+                   metric_tags)
 from .decimate import minmax_decimate
 from .spec import (COLOUR_BY, FORMATS, LAYOUTS, PLOT_NAMES, SIZE_PRESETS, THEMES, UNITS, UPDATE_KINDS, X_AXES,
                    FigureSpec, default_labels, format_from_path, from_units, parse_size, short_label, to_units)

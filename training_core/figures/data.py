@@ -120,7 +120,7 @@ class _Clock:
 
     def __init__(self, runs: Sequence[tuple[str, "RunData"]], axis: str) -> None:
         self.axis = axis
-        self.t0 = {id(s): _start_time(s) for _, s in runs}
+        self.t0 = {id(s): s.start_time() for _, s in runs}
         span = max((_wall_span(s, self.t0[id(s)]) for _, s in runs), default=0.0)
         self.unit, self.scale = "step", 1.0
         if axis == "time":
@@ -130,14 +130,6 @@ class _Clock:
         if self.axis != "time":
             return steps.astype(np.float64)
         return (np.asarray(wall, dtype=np.float64) - self.t0[id(store)]) / self.scale
-
-
-def _start_time(store: "RunData") -> float:
-    if store.start is not None and store.start.time:
-        return float(store.start.time)
-    firsts = [store.series(t)[1][:1] for t in store.scalar_tags]
-    firsts = [float(f[0]) for f in firsts if len(f)]
-    return min(firsts) if firsts else 0.0
 
 
 def _wall_span(store: "RunData", t0: float) -> float:

@@ -236,6 +236,16 @@ class RunData:
         _, _, v = self.var_series(path, kind)
         return float(v[-1]) if len(v) else None
 
+    def start_time(self) -> float:
+        """When the run began (seconds since the epoch): its `start` event, else its first recorded wall
+        time; what "time since start" counts from when runs are aligned by wall time."""
+        if self.start is not None and self.start.time:
+            return float(self.start.time)
+        firsts = [s.wall.view()[:1] for s in self._scalars.values()]
+        firsts += [pv.wall.view()[:1] for pv in self._phases.values()]
+        firsts = [float(f[0]) for f in firsts if len(f)]
+        return min(firsts) if firsts else 0.0
+
     def tags(self) -> list[str]:
         out = list(self._scalars)
         for kind in VAR_KINDS:
