@@ -46,7 +46,7 @@ class Experiment:
     #: `sample(ctx) -> dict` for the samples view; kind says how to draw it
     sample: Callable[["SampleContext"], dict] | None = None
     sample_kind: str = "none"
-    #: `metrics(ctx) -> {name: number}`: quality measures recorded as `metric/<name>` every few seconds
+    #: `metrics(ctx) -> {name: number}`: quality measures recorded as `metric/<name>` every 2 s
     #: (training_core/health.py); `ctx` is a `SampleContext` with `n` = 2,048
     metrics: Callable[["SampleContext"], dict] | None = None
     default_ratio: Sequence[int] | None = None

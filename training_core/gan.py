@@ -8,7 +8,7 @@ Phases are named `D` and `G` (so `--ratio 5:1` is five D steps per G step, `--lr
 the scopes of the discriminator and generator models. Optional module attributes: `batch_size`,
 `learning_rate` (a float, or {"D": .., "G": ..}), `optimizer` (a function of the phase name returning
 a Keras optimizer), `ratio` ("5:1"), `sample_kind`, `description`, `metrics` (a function of a
-`SampleContext` returning {name: number}: quality measures recorded every few seconds).
+`SampleContext` returning {name: number}: quality measures recorded every 2 s).
 
 The builder owns everything specific to the shortcut, including the dry run that builds the models
 and checks they fit together (noise -> G -> D, data -> D): the rest of the core treats its result like

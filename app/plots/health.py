@@ -1,7 +1,8 @@
 """GAN health beside the losses: one small plot per `metric/<name>` the shown runs recorded.
 
-The experiment's `metrics(ctx)` (training_core/health.py) is measured every few seconds, so these
-curves have a point every couple of seconds, drawn as measured (no smoothing) with a dot at each.
+The experiment's `metrics(ctx)` (training_core/health.py) is measured every 2 s (faster at first), so
+these curves have few points, drawn as measured (no smoothing) with a dot at each: the dots say where
+the line is a measurement and where it only joins two.
 Each metric gets its own plot because their scales differ (modes covered 0-8, a fraction 0-1); the
 plots sit in a column between the loss and the update plots, x-linked to them, so a freeze or a
 ratio change reads as quality, not only as loss.
@@ -13,7 +14,7 @@ import pyqtgraph as pg
 
 from . import palette
 from .axes import TidyAxis
-from .curves import LiveCurve, style_plot
+from .curves import style_plot
 from .view import PlotView
 
 
@@ -22,7 +23,7 @@ class MetricPlots:
         self.layout = layout
         self.link_to = link_to
         self.plots: dict[str, pg.PlotItem] = {}  # by tag
-        self.curves: dict[str, LiveCurve] = {}  # by curve name ("metric/x", or "<run>: metric/x")
+        self.curves: dict[str, pg.PlotDataItem] = {}  # by curve name ("metric/x", or "<run>: metric/x")
         self._looks: dict[str, str] = {}
         self.created = 0  # plots made so far (tests: the row is rebuilt only when tags change)
 
@@ -44,9 +45,10 @@ class MetricPlots:
                 if curve is None or self._looks.get(name) != colour:
                     if curve is not None:
                         self.plots[tag].removeItem(curve)
-                    curve = self.curves[name] = LiveCurve(pen=pg.mkPen(colour, width=palette.SMOOTH_WIDTH - 0.7),
-                                                          symbol="o", symbolSize=4, symbolPen=None,
-                                                          symbolBrush=colour)
+                    # a plain item: a point every second or two, each drawn as a dot (where it was measured)
+                    curve = self.curves[name] = pg.PlotDataItem(pen=pg.mkPen(colour, width=palette.SMOOTH_WIDTH - 0.7),
+                                                                symbol="o", symbolSize=5, symbolPen=None,
+                                                                symbolBrush=colour)
                     self._looks[name] = colour
                     self.plots[tag].addItem(curve)
                 steps, wall, values = layer.data.scalar(tag)
@@ -73,11 +75,12 @@ class MetricPlots:
         plot = self.layout.addPlot(row=len(self.plots), col=0, axisItems={"left": TidyAxis("left"),
                                                                          "bottom": TidyAxis("bottom")})
         style_plot(plot, "", bottom="")
-        plot.setLabel("left", tag.removeprefix("metric/").replace("_", " "), color=palette.FOREGROUND,
-                      **{"font-size": "8pt"})
+        plot.hideAxis("bottom")
+        # the name as a title over the plot, not a rotated axis label: in a short plot those ran into the next
+        plot.setTitle(tag.removeprefix("metric/").replace("_", " "), size="8pt", color=palette.FOREGROUND,
+                      justify="left")
         plot.getAxis("left").enableAutoSIPrefix(False)  # "modes covered (x0.001)" for a run at 0 modes
         plot.vb.disableAutoRange(axis=pg.ViewBox.YAxis)
-        plot.hideAxis("bottom")
         plot.setXLink(self.link_to)
         plot.setMenuEnabled(False, enableViewBoxMenu=True)
         plot.vb.setMouseEnabled(x=True, y=False)

@@ -66,6 +66,7 @@ class PlotsPanel(QtWidgets.QWidget):
         self.graphics.addItem(self.loss_legend, row=0, col=0)
         self.loss_axis = FloorLogAxis("left")
         self.loss_axis.setLogMode(False)
+        self.loss_axis.enableAutoSIPrefix(False)  # "loss (x0.001)" over 800 read as a loss of 800
         self.loss_plot: pg.PlotItem = self.graphics.addPlot(row=1, col=0, axisItems={
             "left": self.loss_axis, "bottom": TidyAxis("bottom")})
         self.metrics_layout = self.graphics.addLayout(row=2, col=0)

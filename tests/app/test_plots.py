@@ -486,7 +486,7 @@ def test_each_metric_gets_a_plot_of_its_own(panel_of):
     np.testing.assert_array_equal(panel.curves()["metric/modes_covered"].yData, [0, 3, 8])
     (lo, hi) = panel.metrics.plots["metric/modes_covered"].vb.viewRange()[1]
     assert lo <= 0 and hi >= 8
-    assert panel.metrics.plots["metric/high_quality"].getAxis("left").labelText == "high quality"
+    assert panel.metrics.plots["metric/high_quality"].titleLabel.text == "high quality"
     assert panel.metrics.plots["metric/modes_covered"].vb.state["mouseEnabled"] == [True, False]
 
 
