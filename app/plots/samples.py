@@ -219,7 +219,7 @@ class _ImagesPage(CppPaint, pg.GraphicsLayoutWidget):
         fake = image_grid(s.get("fake"))
         real = s.get("real")
         real_grid = image_grid(real, grid=GRID, rows=2) if real is not None and np.size(real) else None
-        gap = 3
+        gap = real_grid.shape[1] // 2 + 2 if real_grid is not None else 0  # room for the "generated" caption
         y = 0
         if real_grid is not None:
             self.real_image.setImage(real_grid, levels=palette.IMAGE_LEVELS, autoLevels=False)
