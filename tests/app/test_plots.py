@@ -305,6 +305,8 @@ def test_samples_view_shows_each_kind(panel_of):
     assert view.kind == "images" and view.images.image.image.shape == (71, 71)
     np.testing.assert_array_equal(view.images.image.image[:8, :8], fake[0, :, :, 0].T)
     assert tuple(view.images.image.levels) == (-1.0, 1.0)
+    assert view.images.real_image.isVisible() and view.images.real_image.image.shape == (71, 17)  # 2 real rows
+    assert view.images.real_image.pos().y() < view.images.image.pos().y()  # real digits above generated ones
     assert image_grid(fake[:3]).shape == (26, 8)  # 3 images: one row of 3
 
     target = rng.normal(size=(60, 40))
