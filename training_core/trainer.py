@@ -36,8 +36,8 @@ IDLE_POLL_S = 0.25  # while paused: how often observers (a command file reader) 
 
 
 def default_observers(config: RunConfig) -> list[Observer]:
-    """The policies every run has; the record writer last, so it sees what the others emitted. Samples and
-    metrics come before checkpoints: they draw from the sample generator, which a checkpoint saves."""
+    """Every run's policies: record writer last (it sees what the others emitted), samples and metrics
+    before checkpoints (they draw from the sample generator, which a checkpoint saves)."""
     return [Sampler(config.sample_seconds, config.sample_every), HealthMetrics(config.metrics_seconds),
             Checkpointer(config.checkpoint_every), LeakAlarm(), NanAlarm(config.pause_on_nan), SampleRecord(),
             RunRecord()]
@@ -370,10 +370,8 @@ class Trainer:
                 o.on_samples(samples)
 
     def record_scalars(self, values: dict[str, float]) -> None:
-        """Per-step scalars other than losses (`metric/<name>`) at the current step: they go out with the
-        next metrics batch, so the record writes them in step order. Training thread only."""
-        wall = time.time()
-        self._pending_scalars += [(tag, self.step, wall, float(v)) for tag, v in values.items()]
+        """`metric/<name>` values at this step, sent with the next batch (so in step order). Training thread."""
+        self._pending_scalars += [(tag, self.step, time.time(), float(v)) for tag, v in values.items()]
 
     def _report_status(self) -> None:
         status = self.status()
