@@ -1,12 +1,17 @@
-"""`python main.py --export RUN_DIR --out fig.pdf ...`: paper figures from a run directory, no window.
+"""`python main.py --export RUN_DIR [RUN_DIR ...] --out fig.pdf ...`: paper figures from run directories,
+no window. Several runs overlay in the same plots, each named in the legend by its label (its directory
+name unless `--labels` gives others).
 
 Every input is checked before Qt starts or anything is written; bad input exits with code 2 and one
 line on stderr. Without a display (CI, ssh) Qt's offscreen platform is used, so this works headless.
+Without a height (`--size 3.5`, or no `--size`), the figure gets the smallest height at which every plot
+is readable; a height given too small is drawn as asked, with a warning naming a better one.
 """
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -14,19 +19,29 @@ from typing import Sequence
 from training_core import UserError, in_scope, is_run_dir
 from training_core.cli_args import ArgParser, run_cli
 
-from training_core.figures import (FORMATS, LAYOUTS, PLOT_NAMES, THEMES, UNITS, FigureSpec, format_from_path,
-                                   parse_size)
+from training_core.figures import (COLOUR_BY, FORMATS, LAYOUTS, PLOT_NAMES, THEMES, UNITS, X_AXES, FigureSpec,
+                                   format_from_path, parse_size)
+from training_core.runs.collection import unique_labels
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = ArgParser(prog="main.py", description="Render paper figures from a run directory.",
+    p = ArgParser(prog="main.py", description="Render paper figures from one run directory, or several overlaid.",
                   help_hint="see main.py --export RUN_DIR --help")
-    p.add_argument("--export", metavar="RUN_DIR", required=True, help="the run directory to draw")
+    p.add_argument("--export", metavar="RUN_DIR", nargs="+", required=True,
+                   help="the run directory to draw; several are overlaid in the same plots")
+    p.add_argument("--labels", metavar="A,B,...", help="legend names of the runs, in order (default: directory names)")
+    p.add_argument("--colour-by", "--color-by", dest="colour_by", choices=COLOUR_BY, default="run",
+                   help="several runs: colour names the run and line style the phase (run, default), or the reverse")
+    p.add_argument("--x", dest="x_axis", choices=X_AXES, default="step",
+                   help="x axis: the step (default), or the time since each run began")
+    p.add_argument("--log-loss", action="store_true", help="the loss plot on a log axis")
     p.add_argument("--out", metavar="FILE", help="figure file; the format follows its extension (.png/.svg/.pdf)")
-    p.add_argument("--plots", default="losses,updates", help=f"comma-separated, from: {', '.join(PLOT_NAMES)}")
+    p.add_argument("--plots", default="losses,updates", help=f"comma-separated, from: {', '.join(PLOT_NAMES)} "
+                                                             "(metrics: one panel per metric the runs recorded)")
     p.add_argument("--format", choices=FORMATS, help="png, svg or pdf (default: from --out)")
-    p.add_argument("--size", metavar="WxH", help="figure size, e.g. 7.16x3 (default 3.5x2.6 for one plot, "
-                                                 "7.16x2.6 for more)")
+    p.add_argument("--size", metavar="WxH", help="figure size, e.g. 7.16x3; a width alone (3.5) gets the height that "
+                                                 "keeps every plot readable (default: 3.5 in wide for one plot, "
+                                                 "7.16 for more)")
     p.add_argument("--units", choices=UNITS, default="in", help="units of --size: in (default) or mm")
     p.add_argument("--dpi", type=int, default=300, help="PNG resolution (default 300)")
     p.add_argument("--theme", choices=THEMES, default="paper", help="paper (default: white, colour-blind-safe) "
@@ -47,37 +62,52 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def spec_from_args(a: argparse.Namespace) -> FigureSpec:
+def spec_from_args(a: argparse.Namespace) -> tuple[FigureSpec, bool]:
+    """The figure the options ask for, and whether its height is still to be chosen (none was given)."""
     plots = [s.strip() for s in a.plots.split(",") if s.strip()]
     fmt = a.format or (format_from_path(a.out) if a.out else "pdf")
+    w, h, auto_height = (3.5 if len(plots) == 1 else 7.16), 2.6, True
     if a.size:
-        w, h = parse_size(a.size, a.units)
-    else:
-        w, h = (3.5 if len(plots) == 1 else 7.16), 2.6
+        if re.fullmatch(r"\s*[0-9]*\.?[0-9]+\s*", a.size):
+            w = parse_size(f"{a.size}x1", a.units)[0]
+        else:
+            (w, h), auto_height = parse_size(a.size, a.units), False
     spec = FigureSpec(plots=plots, width_in=w, height_in=h, format=fmt, dpi=a.dpi, theme=a.theme,
                       font_size=a.font_size, raw=not a.no_raw, smoothing=a.smoothing, markers=not a.no_markers,
                       legend=not a.no_legend, panel_labels=not a.no_panel_labels, layout=a.layout,
                       update_kind="update_norm" if a.absolute else "update_ratio",
-                      variables=[s.strip() for s in a.vars.split(",") if s.strip()] if a.vars else None)
+                      variables=[s.strip() for s in a.vars.split(",") if s.strip()] if a.vars else None,
+                      colour_by=a.colour_by, x_axis=a.x_axis, log_losses=a.log_loss)
     spec.validate()
-    for plot in spec.plots:
-        x, y = spec.axis_labels(plot)
-        spec.labels[plot] = (a.xlabel if a.xlabel is not None else x, y)
+    if a.xlabel is not None:
+        for plot in spec.plots:
+            spec.labels[plot] = (a.xlabel, None)
     for item in a.ylabel:
         plot, sep, text = item.partition("=")
-        if not sep or plot not in spec.plots:
+        if not sep or plot not in spec.plots and not (plot.startswith("metric/") and "metrics" in spec.plots):
             raise UserError(f"--ylabel {item!r} is not PLOT=TEXT for a chosen plot, e.g. losses=\"BCE loss\"")
-        spec.labels[plot] = (spec.labels[plot][0], text)
-    return spec
+        spec.labels[plot] = ((spec.labels.get(plot) or (None, None))[0], text)
+    return spec, auto_height
+
+
+def run_labels(a: argparse.Namespace) -> list[str]:
+    if a.labels is None:
+        return unique_labels(a.export)
+    labels = [s.strip() for s in a.labels.split(",")]
+    if len(labels) != len(a.export) or not all(labels):
+        raise UserError(f"--labels gives {len(labels)} name(s) for {len(a.export)} run(s); give one per run, "
+                        "comma-separated, in the order of --export")
+    return labels
 
 
 def _check_paths(a: argparse.Namespace) -> None:
-    run = Path(a.export)
-    if not run.exists():
-        raise UserError(f"run directory {a.export} does not exist; give a directory a run wrote, e.g. runs/ring-...")
-    if not is_run_dir(run):
-        raise UserError(f"{a.export} is not a run directory (no scalars.csv and events.jsonl); "
-                        "give the directory a training run wrote")
+    for d in a.export:
+        run = Path(d)
+        if not run.exists():
+            raise UserError(f"run directory {d} does not exist; give a directory a run wrote, e.g. runs/ring-...")
+        if not is_run_dir(run):
+            raise UserError(f"{d} is not a run directory (no scalars.csv and events.jsonl); "
+                            "give the directory a training run wrote")
     if not a.out and not a.csv:
         raise UserError("nothing to write; give --out FILE (.png/.svg/.pdf) and/or --csv FILE")
     for path in (a.out, a.csv):
@@ -103,23 +133,37 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: list[str]) -> int:
     a = build_parser().parse_args(argv)
     _check_paths(a)
-    spec = spec_from_args(a)
+    spec, auto_height = spec_from_args(a)
+    labels = run_labels(a)
+    from training_core.figures import metric_tags
     from training_core.runs import read_run
-    try:
-        store = read_run(a.export)
-    except (OSError, ValueError, KeyError, IndexError) as e:
-        raise UserError(f"could not read the run in {a.export} ({e}); is it complete?") from None
-    if not store.phases:
-        raise UserError(f"{a.export} has no recorded steps yet; export after the run has trained a little")
-    if spec.variables and not any(in_scope(p, s) for p in store.var_paths for s in spec.variables):
+    runs = []
+    for label, d in zip(labels, a.export):
+        try:
+            store = read_run(d)
+        except (OSError, ValueError, KeyError, IndexError) as e:
+            raise UserError(f"could not read the run in {d} ({e}); is it complete?") from None
+        if not store.phases:
+            raise UserError(f"{d} has no recorded steps yet; export after the run has trained a little")
+        runs.append((label, store))
+    if spec.variables and not any(in_scope(p, s) for _, st in runs for p in st.var_paths for s in spec.variables):
         raise UserError(f"--vars {','.join(spec.variables)} matches no variable; see --list-scopes")
+    if "metrics" in spec.plots and not metric_tags(runs):
+        raise UserError("no metric/ rows in the run(s): the experiment defines no metrics(ctx); "
+                        "drop metrics from --plots")
     _ensure_gui_app()
-    from app.export import Figure, write_csv, write_pdf, write_png, write_svg
-    fig = Figure(store, spec)
+    from app.export import Figure, recommended_height, write_csv, write_pdf, write_png, write_svg
+    if auto_height:
+        spec.height_in = recommended_height(spec, runs=runs)
+    fig = Figure(runs, spec)
     if a.out:
+        problem = fig.check()
+        if problem:
+            print(f"warning: {problem}", file=sys.stderr)
         {"png": lambda: write_png(fig, a.out, spec.dpi), "svg": lambda: write_svg(fig, a.out),
          "pdf": lambda: write_pdf(fig, a.out)}[spec.format]()
-        print(f"wrote {a.out} ({spec.width_in:.3g} x {spec.height_in:.3g} in, {spec.format})")
+        print(f"wrote {a.out} ({spec.width_in:.3g} x {spec.height_in:.3g} in, {spec.format}, "
+              f"{len(runs)} run{'s' if len(runs) > 1 else ''})")
     if a.csv:
         rows = write_csv(fig.data, a.csv)
         print(f"wrote {a.csv} ({rows} rows)")

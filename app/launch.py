@@ -1,8 +1,9 @@
-"""Starting the window from the command line: options, `--screenshot`, `--close-after`, signals.
+"""Starting the window from the command line: options, `--open`, `--screenshot`, `--close-after`, signals.
 
 `python main.py --example ring --steps 400 --screenshot out.png` trains, grabs the window into a PNG
-and exits 0: a scriptable check that the whole window works. `--close-after SECONDS` closes the
-window while it trains, as a user would, to exercise a clean shutdown. SIGINT and SIGTERM close the
+and exits 0: a scriptable check that the whole window works. `python main.py --open RUN [RUN ...]`
+shows finished runs for review and comparison (with `--screenshot`: opens them, saves, exits 0).
+`--close-after SECONDS` closes the window while it trains, as a user would, to exercise a clean shutdown. SIGINT and SIGTERM close the
 window the same way, so the run record is flushed.
 """
 from __future__ import annotations
@@ -15,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from training_core import UserError, builtin_examples, example_path
+from training_core import UserError, builtin_examples, example_path, is_run_dir
 from training_core.cli_args import ArgParser, run_cli
 from training_core.loading import require_file
 
@@ -26,9 +27,10 @@ OTHER_MODES = """\
 other modes (main.py dispatches on these options):
   main.py --headless [options]   train on the terminal, without a window (also on a server);
                                  `main.py --headless --help` lists its options
-  main.py --export RUN_DIR --out FIG.pdf [options]
-                                 render paper figures (PDF, SVG, PNG) or CSV from a run directory,
-                                 without a window; `main.py --export RUN_DIR --help` lists its options"""
+  main.py --export RUN_DIR [RUN_DIR ...] --out FIG.pdf [options]
+                                 render paper figures (PDF, SVG, PNG) or CSV from run directories
+                                 (several overlaid), without a window; `main.py --export RUN_DIR --help`
+                                 lists its options"""
 
 
 SEED_MAX = 2**31 - 1  # the Experiment panel's seed box (a QSpinBox holds a C int)
@@ -49,7 +51,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default="auto", help="auto (default), cpu or gpu:N")
     p.add_argument("--run-dir", metavar="DIR", help="run directory of the first run (default runs/NAME-TIME)")
     p.add_argument("--start", action="store_true", help="start training as soon as the experiment is ready")
-    p.add_argument("--screenshot", metavar="PNG", help="train (--steps, default 400), save the window as PNG, exit")
+    p.add_argument("--open", metavar="RUN_DIR", nargs="+", help="show these run directories (finished, or still "
+                                                                 "being written) for review and comparison")
+    p.add_argument("--screenshot", metavar="PNG", help="train (--steps, default 400), or with --open show the runs, "
+                                                       "save the window as PNG, exit")
     p.add_argument("--close-after", metavar="SECONDS", type=float,
                    help="close the window this long after training starts (or after it is ready)")
     return p
@@ -76,8 +81,14 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
             raise UserError(f"--screenshot {a.screenshot} must end in .png")
         if not Path(a.screenshot).resolve().parent.is_dir():
             raise UserError(f"the folder of --screenshot {a.screenshot} does not exist; create it first")
-        if not a.steps:
+        if not a.steps and not a.open:
             a.steps = 400
+    for d in a.open or []:
+        if not Path(d).is_dir():
+            raise UserError(f"run directory {d} does not exist; give --open a folder a run wrote")
+        if not is_run_dir(d):
+            raise UserError(f"{d} is not a run directory (no events.jsonl with scalars.csv or variables/); "
+                            "give --open a folder a training run wrote")
     return a
 
 
@@ -97,7 +108,8 @@ def _open_window(args: argparse.Namespace) -> int:
     app.setOrganizationName("Freezeframe")
     app.setStyle("Fusion")
     source = ("file", str(Path(args.experiment).resolve())) if args.experiment else ("example", args.example or "ring")
-    win = MainWindow(source=source, steps=args.steps, seed=args.seed, device=args.device, run_dir=args.run_dir)
+    win = MainWindow(source=source, steps=args.steps, seed=args.seed, device=args.device, run_dir=args.run_dir,
+                     open_runs=args.open)
     outcome = {"code": 0}
     if args.screenshot:
         from .main_window import DEFAULT_SIZE
@@ -105,10 +117,22 @@ def _open_window(args: argparse.Namespace) -> int:
 
     if args.attach:
         QTimer.singleShot(0, lambda: win.attach_run(args.attach))
-    auto_start = bool(args.start or args.screenshot or args.steps)
+    auto_start = bool(args.start or (args.screenshot and not args.open) or args.steps)
     if auto_start:
         win.start_when_ready()
-    if args.screenshot:
+    if args.screenshot and not auto_start:  # --open: the runs are read; grab once they are drawn
+        def grab_review() -> None:
+            win.refresh()
+            app.processEvents()
+            ok = win.grab().save(args.screenshot, "PNG")
+            if not ok:
+                print(f"error: could not write {args.screenshot}", file=sys.stderr)
+            if win.last_error is not None:
+                print(f"error: {win.last_error[0]}", file=sys.stderr)
+            outcome["code"] = 0 if ok and win.last_error is None else 1
+            win.close()
+        QTimer.singleShot(1500, grab_review)
+    elif args.screenshot:
         def grab(status: object) -> None:
             win.refresh()
             app.processEvents()

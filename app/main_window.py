@@ -1,4 +1,5 @@
-"""The main window: experiment, schedule and scope tree on the left, plots on the right, status below.
+"""The main window: experiment, schedule and scope tree (Train tab) or the runs shown (Runs tab) on the left,
+plots of the run that trains and of any runs opened beside it on the right, status below.
 
 The window builds widgets and connects them to its `Session` (training_core/runs/session.py), the one
 model of what is going on: the session takes every report of the training service (through
@@ -19,7 +20,7 @@ from typing import Callable
 
 from PySide6.QtCore import QByteArray, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QShowEvent
-from PySide6.QtWidgets import QMainWindow, QMessageBox, QStyle, QWidget
+from PySide6.QtWidgets import QMainWindow, QMessageBox, QTabWidget, QWidget
 
 from training_core import (Pause, Resume, RollBack, RunConfig, SetFreeze, SetFreezeMethod, SetLearningRate, SetSchedule,
                            Status, Step, Stop, UserError, builtin_examples)
@@ -31,17 +32,18 @@ from . import gui_gc
 from .attach import AttachController
 from .controller import ServiceFactory, TrainingController
 from .errors import offer_rollback, show_error
-from .menus import Menus, build_menus, choose_run_dir, open_dialog, run_actions, shortcut_text
-from .panels import ExperimentPanel, SchedulePanel, ScopeTree, panels_beside_plots
+from .menus import Menus, build_menus, choose_run_dir, open_dialog, open_runs_dialog, run_actions, show_run_state
+from .panels import ExperimentPanel, SchedulePanel, ScopeTree, beside_plots, panels_column
 from .plots import PlotsPanel
+from .review import RunReview
 from .run_config import resume_run_config, run_config
 from .settings import Settings
 from .status import StatusPanel
+from .window_size import DEFAULT_SIZE, fitting_size
 from .worker import TrainingProcess, TrainingService
 
 REFRESH_MS = 40  # 25 Hz: plots, tree values, status bar
 SHUTDOWN_S = 2.0
-DEFAULT_SIZE = (1440, 900)
 LEFT_WIDTH = 430  # the panels; the plots get the rest
 
 
@@ -56,7 +58,7 @@ class MainWindow(QMainWindow):
 
     def __init__(self, source: Source = ("example", "ring"), steps: int | None = None, seed: int = 0,
                  device: str = "auto", run_dir: str | None = None, parent: QWidget | None = None,
-                 service_factory: ServiceFactory = TrainingProcess) -> None:
+                 service_factory: ServiceFactory = TrainingProcess, open_runs: list[str] | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Freezeframe")
         self.settings = Settings()
@@ -68,8 +70,10 @@ class MainWindow(QMainWindow):
         self.controller = TrainingController(self.session, service_factory, self)
         self.attachment = AttachController(self.session, self)  # runs other processes write (app/attach.py)
         self.controller.remote = self.attachment.send
+        self.review = RunReview(self.session, self.settings, self)
+        self._defer_loading = bool(open_runs)  # reviewing: TensorFlow loads when the Train tab is opened
         self._run_dir_once = run_dir
-        self._shown_status: Status | None = None
+        self._shown_status: tuple | None = None  # (Status, paused) last drawn
         self._loading_started = False
         self._closing = False
         self._start_when_ready = False
@@ -79,11 +83,12 @@ class MainWindow(QMainWindow):
 
         actions = run_actions(self, {"start": self.start, "pause": self.toggle_pause, "step": self.step_once,
                                      "stop": self.stop})
+        self._actions = actions
         self.start_action, self.pause_action = actions["start"], actions["pause"]
         self.step_action, self.stop_action = actions["step"], actions["stop"]
         self._build_ui(actions)
         self.menus: Menus = build_menus(self, self.settings, list(actions.values()), self.open_experiment,
-                                        lambda: self.store, lambda: self.plots.smoothing,
+                                        self.open_runs, self.export_runs, lambda: self.plots.smoothing,
                                         {"Res&ume Run…": lambda: choose_run_dir(self, "Resume", self.resume_run),
                                          "&Attach to Run…": lambda: choose_run_dir(self, "Attach to", self.attach_run),
                                          "Re&play Run…": lambda: choose_run_dir(self, "Replay", self.replay_run),
@@ -102,6 +107,8 @@ class MainWindow(QMainWindow):
         self._timer.timeout.connect(self.refresh)
         self._timer.start()
         self._update_controls()
+        if open_runs:
+            self.open_runs(open_runs)
 
     # -- construction ----------------------------------------------------------------------------------
     def _build_ui(self, actions: dict[str, QAction]) -> None:
@@ -111,16 +118,23 @@ class MainWindow(QMainWindow):
         self.experiment_panel.openRequested.connect(lambda: open_dialog(self, self.open_experiment))
         self.schedule_panel = SchedulePanel()
         self.scope_tree = ScopeTree()
-        self.plots = PlotsPanel(self.store)
+        self.plots = PlotsPanel(self.review.runs)
+        runs_panel = self.review.panel
+        runs_panel.openRequested.connect(lambda: open_runs_dialog(self, self.settings, self.open_runs))
+        runs_panel.eventChosen.connect(self.plots.show_step)
+        runs_panel.runSelected.connect(self.plots.show_samples_of)
 
-        self.splitter = panels_beside_plots([("Experiment", self.experiment_panel, 0),
-                                             ("Schedule", self.schedule_panel, 0),
-                                             ("Scopes — tick to freeze", self.scope_tree, 1)], self.plots,
-                                            LEFT_WIDTH, DEFAULT_SIZE[0] - LEFT_WIDTH)
+        self.tabs = QTabWidget()
+        self.tabs.addTab(panels_column([("Experiment", self.experiment_panel, 0), ("Schedule", self.schedule_panel, 0),
+                                        ("Scopes — tick to freeze", self.scope_tree, 1)]), "Train")
+        self.tabs.addTab(runs_panel, "Runs")
+        self.tabs.setTabToolTip(1, "The runs the plots show: opened ones for review and comparison, and this one")
+        self.tabs.currentChanged.connect(self._tab_changed)
+        self.splitter = beside_plots(self.tabs, self.plots, LEFT_WIDTH, DEFAULT_SIZE[0] - LEFT_WIDTH)
         self.setCentralWidget(self.splitter)
         self.status_panel = StatusPanel()
         self.setStatusBar(self.status_panel)
-        self.resize(*DEFAULT_SIZE)
+        self.resize(*fitting_size())
         for key, restore in (("geometry", self.restoreGeometry), ("splitter", self.splitter.restoreState)):
             saved = self.settings.geometry(key)
             if saved is not None:
@@ -158,6 +172,10 @@ class MainWindow(QMainWindow):
     # -- loading and preparing ---------------------------------------------------------------------------
     def showEvent(self, event: QShowEvent) -> None:
         super().showEvent(event)
+        if not self._defer_loading:
+            self._load_soon()
+
+    def _load_soon(self) -> None:
         if not self._loading_started:
             self._loading_started = True
             QTimer.singleShot(0, self.firstShown.emit)
@@ -188,6 +206,27 @@ class MainWindow(QMainWindow):
         self.scope_tree.set_placeholder(f"Preparing {Path(s.source[1]).name}…" if s.tf_ready else
                                         "Loading TensorFlow…")
         self.experiment_panel.set_description("")
+
+    def open_runs(self, paths: list[str]) -> bool:
+        """Open run directories for review and comparison (read-only) and show the Runs tab."""
+        problems = self.review.open(list(paths))
+        if problems:
+            self._error(problems[0] if len(problems) == 1 else f"{len(problems)} runs could not be opened: "
+                        f"{problems[0]}", "\n".join(problems))
+        if len(problems) < len(paths):
+            self.tabs.setCurrentIndex(1)
+            self.plots.follow()
+        self._update_controls()
+        return not problems
+
+    def export_runs(self) -> list:
+        """What File → Export figure draws: the runs shown (label, data), or the live run alone."""
+        return self.review.labelled() or [("run", self.store)]
+
+    def _tab_changed(self, index: int) -> None:
+        if index == 0 and self._defer_loading:
+            self._defer_loading = False
+            self._load_soon()
 
     def open_experiment(self, path: str | Path) -> bool:
         p = Path(path).expanduser()
@@ -222,17 +261,13 @@ class MainWindow(QMainWindow):
 
     def resume_run(self, run_dir: str | Path) -> bool:
         """File → Resume Run…: continue a run in its own directory from its last checkpoint."""
-        if not self.session.can_start:
-            return False
-        try:
-            cfg, source = resume_run_config(str(run_dir), self.experiment_panel)
-        except UserError as e:
-            self._error(str(e), "")
-            return False
+        return self.session.can_start and self._other_run(lambda: self._resume(str(run_dir)))
+
+    def _resume(self, run_dir: str) -> None:
+        cfg, source = resume_run_config(run_dir, self.experiment_panel)
         self.session.choose(source)
         self.experiment_panel.select_source(source)
         self.controller.start(cfg, resume=True)
-        return True
 
     def toggle_pause(self) -> None:
         self.controller.send(Resume() if self.session.paused else Pause())
@@ -297,7 +332,7 @@ class MainWindow(QMainWindow):
             self.scope_tree.set_tree(info.tree, c.freeze)
             self.scope_tree.show_states(self.session.variables.states)
             self.schedule_panel.set_config(info.phase_names, c.schedule, c.lr, c.freeze_method,
-                                           c.update_frozen_stats)
+                                           c.update_frozen_stats, has_stats=bool(info.stat_paths))
         self.ready.emit()
 
     def _on_problem(self, summary: str, detail: str) -> None:
@@ -332,9 +367,9 @@ class MainWindow(QMainWindow):
         if states is not None:
             self.scope_tree.show_states(states)
         status = self.session.status
-        if status is not self._shown_status:
-            self._shown_status = status
-            self.status_panel.show_status(status or Status())
+        if (status, self.session.paused) != self._shown_status:
+            self._shown_status = (status, self.session.paused)
+            self.status_panel.show_status(status or Status(), paused=self.session.paused)
 
     def _update_controls(self) -> None:
         s = self.session
@@ -342,17 +377,11 @@ class MainWindow(QMainWindow):
             self._start_when_ready = False
             self.start()  # changes the state again: this method runs anew from there
             return
-        running, resume = s.running, s.running and s.paused
-        self.start_action.setEnabled(s.can_start)
-        self.step_action.setEnabled(s.tf_ready)
-        self.pause_action.setEnabled(running)
-        self.stop_action.setEnabled(running)
-        self.pause_action.setText("Resume" if resume else "Pause")
-        self.pause_action.setIcon(self.style().standardIcon(
-            QStyle.StandardPixmap.SP_MediaPlay if resume else QStyle.StandardPixmap.SP_MediaPause))
-        self.pause_action.setToolTip(f"{'Resume' if resume else 'Pause'} training ({shortcut_text(self.pause_action)})")
-        self.experiment_panel.set_running(running)
-        self.status_panel.set_state(s.state_text)
+        show_run_state(self._actions, s.can_start, s.tf_ready, s.running, s.paused)
+        self.experiment_panel.set_running(s.running)
+        reviewing = self._defer_loading and not s.tf_ready and not s.busy
+        self.status_panel.set_state(f"Reviewing {len(self.review.runs.entries)} run(s): the Train tab loads "
+                                    "TensorFlow" if reviewing else s.state_text)
 
     @property
     def store(self) -> RunData:
@@ -364,28 +393,18 @@ class MainWindow(QMainWindow):
         """The training service now in use (a new one after the old one died)."""
         return self.controller.service
 
-    @property
-    def busy(self) -> str:
-        """What the service is doing ('' when idle)."""
-        return self.session.busy
-
-    @property
-    def running(self) -> bool:
-        return self.session.running
-
-    @property
-    def paused(self) -> bool:
-        return self.session.paused
-
-    @property
-    def prepared(self) -> PreparedInfo | None:
-        return self.session.prepared
+    # the session's state, read where tests and scripts used to read the window's
+    busy = property(lambda self: self.session.busy, doc="What the service is doing ('' when idle).")
+    running = property(lambda self: self.session.running)
+    paused = property(lambda self: self.session.paused)
+    prepared = property(lambda self: self.session.prepared)
 
     # -- closing ---------------------------------------------------------------------------------------
     def closeEvent(self, event: QCloseEvent) -> None:
         """Stop training, let the service flush its record and exit, then close."""
         self._closing = True
         self._timer.stop()
+        self.review.stop()
         self.settings.set_geometry("geometry", self.saveGeometry())
         self.settings.set_geometry("splitter", QByteArray(self.splitter.saveState()))
         self.attachment.shutdown(SHUTDOWN_S)  # an attached run trains on; a replay this window started stops

@@ -1,5 +1,5 @@
-"""The window's actions and menus: run controls with their shortcuts, File (open, recent, runs folder,
-export, quit), Run, Help.
+"""The window's actions and menus: run controls with their shortcuts, File (open an experiment or runs,
+recent ones, runs folder, export, quit), Run, Help.
 
 The run actions are shared by the menu and the panel's buttons, so enabled state, text and tooltip
 (which names the shortcut) are defined once. `build_menus` returns what it made (`Menus`); it reaches
@@ -13,9 +13,7 @@ from typing import Any, Callable
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QFileDialog, QMainWindow, QMenu, QMessageBox, QStyle, QWidget
-
-from training_core.runs import RunData
+from PySide6.QtWidgets import QAbstractItemView, QFileDialog, QMainWindow, QMenu, QMessageBox, QStyle, QWidget
 
 from .export.actions import ExportActions, install_export_menu
 from .settings import Settings
@@ -48,19 +46,36 @@ def run_actions(window: QWidget, slots: dict[str, Any]) -> dict[str, QAction]:
     return out
 
 
+def show_run_state(actions: dict[str, QAction], can_start: bool, tf_ready: bool, running: bool, paused: bool) -> None:
+    """Enable the run controls the state allows; Pause reads Resume (with its icon) while paused."""
+    resume = running and paused
+    actions["start"].setEnabled(can_start)
+    actions["step"].setEnabled(tf_ready)
+    actions["pause"].setEnabled(running)
+    actions["stop"].setEnabled(running)
+    pause = actions["pause"]
+    pause.setText("Resume" if resume else "Pause")
+    pause.setIcon(pause.parent().style().standardIcon(
+        QStyle.StandardPixmap.SP_MediaPlay if resume else QStyle.StandardPixmap.SP_MediaPause))
+    pause.setToolTip(f"{'Resume' if resume else 'Pause'} training ({shortcut_text(pause)})")
+
+
 @dataclass
 class Menus:
     file_menu: QMenu  # public: exporters and plug-ins add their actions here
     recent_menu: QMenu
+    recent_runs_menu: QMenu
+    open_run_action: QAction
     quit_action: QAction
     export_actions: ExportActions
 
 
 def build_menus(window: QMainWindow, settings: Settings, run: list[QAction], open_file: Callable[[str], object],
-                store: Callable[[], RunData], smoothing: Callable[[], float],
-                other_runs: dict[str, Callable[[], object]] | None = None) -> Menus:
-    """File, Run and Help on `window`'s menu bar. `open_file(path)` opens an experiment file; `other_runs`
-    (menu text -> slot) are File's entries for runs other processes write (attach, replay, detach)."""
+                open_runs: Callable[[list[str]], object], runs: Callable[[], object],
+                smoothing: Callable[[], float], other_runs: dict[str, Callable[[], object]] | None = None) -> Menus:
+    """File, Run and Help on `window`'s menu bar. `open_file(path)` opens an experiment file,
+    `open_runs(paths)` run directories for review; `runs()` is what figures export; `other_runs`
+    (menu text -> slot) are File's entries for runs other processes write (resume, attach, replay, detach)."""
     bar = window.menuBar()
     file_menu = bar.addMenu("&File")
     file_menu.addAction("&Open Experiment…", lambda: open_dialog(window, open_file)).setShortcut(
@@ -68,13 +83,19 @@ def build_menus(window: QMainWindow, settings: Settings, run: list[QAction], ope
     recent = file_menu.addMenu("Open &Recent")
     recent.setToolTipsVisible(True)
     recent.aboutToShow.connect(lambda: fill_recent_menu(recent, settings, open_file))
+    open_run = file_menu.addAction("Open R&un…", lambda: open_runs_dialog(window, settings, open_runs))
+    open_run.setShortcut(QKeySequence("Ctrl+Shift+O"))
+    open_run.setToolTip("Open run directories to review or compare (several at once)")
+    recent_runs = file_menu.addMenu("Open Recent Ru&n")
+    recent_runs.setToolTipsVisible(True)
+    recent_runs.aboutToShow.connect(lambda: fill_recent_runs_menu(recent_runs, settings, open_runs))
     file_menu.addAction("Runs &Folder…", lambda: choose_runs_folder(window, settings))
     file_menu.addSeparator()
     for text, slot in (other_runs or {}).items():
         file_menu.addAction(text, slot)
     if other_runs:
         file_menu.addSeparator()
-    export_actions = install_export_menu(window, file_menu, store, smoothing_provider=smoothing)
+    export_actions = install_export_menu(window, file_menu, runs, smoothing_provider=smoothing)
     file_menu.addSeparator()
     quit_action = file_menu.addAction("&Quit", window.close)
     quit_action.setShortcut(QKeySequence.StandardKey.Quit)
@@ -82,7 +103,7 @@ def build_menus(window: QMainWindow, settings: Settings, run: list[QAction], ope
     for a in run:
         run_menu.addAction(a)
     bar.addMenu("&Help").addAction("&About Freezeframe", lambda: show_about(window))
-    return Menus(file_menu, recent, quit_action, export_actions)
+    return Menus(file_menu, recent, recent_runs, open_run, quit_action, export_actions)
 
 
 def open_dialog(parent: QWidget, open_file: Callable[[str], object]) -> None:
@@ -101,6 +122,28 @@ def fill_recent_menu(menu: QMenu, settings: Settings, open_file: Callable[[str],
         menu.addAction("(none yet)").setEnabled(False)
 
 
+def open_runs_dialog(parent: QWidget, settings: Settings, open_runs: Callable[[list[str]], object]) -> None:
+    """Pick one or more run directories (a directory dialog takes one; the list view lets a user select
+    several with Ctrl or Shift)."""
+    dialog = QFileDialog(parent, "Open runs (select one or more run directories)",
+                         settings.runs_folder() or str(Path.cwd() / "runs"))
+    dialog.setFileMode(QFileDialog.FileMode.Directory)
+    dialog.setOption(QFileDialog.Option.DontUseNativeDialog, True)  # the native one selects one folder only
+    for view in dialog.findChildren(QAbstractItemView):
+        view.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+    if dialog.exec():
+        open_runs(dialog.selectedFiles())
+
+
+def fill_recent_runs_menu(menu: QMenu, settings: Settings, open_runs: Callable[[list[str]], object]) -> None:
+    menu.clear()
+    runs = settings.recent_runs()
+    for r in runs:
+        menu.addAction(Path(r).name, lambda r=r: open_runs([r])).setToolTip(r)
+    if not runs:
+        menu.addAction("(none yet)").setEnabled(False)
+
+
 def choose_runs_folder(parent: QWidget, settings: Settings) -> None:
     folder = QFileDialog.getExistingDirectory(parent, "Folder for new runs", settings.runs_folder() or "runs")
     if folder:
@@ -113,7 +156,8 @@ def show_about(parent: QWidget) -> QMessageBox:
                       "(GANs: D steps with G frozen, then G steps): live losses and per-variable update "
                       "magnitudes, exact scope freezing, live schedules.</p>"
                       "<p>Every run is recorded in its run directory: config.toml, scalars.csv, events.jsonl, "
-                      "TensorBoard files and checkpoints.</p>"
+                      "samples, TensorBoard files and checkpoints. File → Open Run… shows finished runs, "
+                      "several overlaid for comparison.</p>"
                       "<p>Shortcuts: " + ", ".join(f"{t} {k[0]}" for t, _, k, _ in RUN_ACTIONS.values()) + "</p>",
                       QMessageBox.StandardButton.Ok, parent)
     box.open()

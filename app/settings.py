@@ -1,4 +1,5 @@
-"""What the window remembers between launches: recent experiment files, the runs folder, its geometry.
+"""What the window remembers between launches: recent experiment files and runs, the runs folder, its
+geometry.
 
 `FREEZEFRAME_SETTINGS=/path/file.ini` points the store at a file of its own, so tests (and anyone
 who wants a clean slate) never read or overwrite the user's real settings.
@@ -49,6 +50,18 @@ class Settings:
         p = str(Path(path).resolve())
         self._s.setValue("recent/files", [f for f in self._list("recent/files") if f != p])
         self._s.sync()
+
+    # -- recent runs (opened for review, or trained here) -------------------------------------------------
+    def recent_runs(self) -> list[str]:
+        """Most recent first; directories that no longer exist are left out."""
+        return [p for p in self._list("recent/runs") if Path(p).is_dir()]
+
+    def add_recent_run(self, path: str | Path) -> list[str]:
+        p = str(Path(path).resolve())
+        runs = [p] + [r for r in self._list("recent/runs") if r != p]
+        self._s.setValue("recent/runs", runs[:MAX_RECENT])
+        self._s.sync()
+        return self.recent_runs()
 
     # -- where runs go ----------------------------------------------------------------------------------
     def runs_folder(self) -> str:

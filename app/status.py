@@ -83,10 +83,13 @@ class StatusPanel(QStatusBar):
     def run_dir(self) -> str:
         return self._run_dir
 
-    def show_status(self, s: Status) -> None:
+    def show_status(self, s: Status, paused: bool = False) -> None:
+        """`paused`: the session's word (from the run's events), so the speed reads "–" while paused even
+        if the last numbers came from before the pause."""
         self._set(self.step_label, f"Step {s.step:,}")
         self._set(self.phase_label, f"Phase {s.phase or '–'}")
-        self._set(self.rate_label, f"{s.steps_per_s:,.0f} steps/s" if s.steps_per_s else "– steps/s")
+        running = s.steps_per_s and not (paused or s.paused)
+        self._set(self.rate_label, f"{s.steps_per_s:,.0f} steps/s" if running else "– steps/s")
         self._set(self.elapsed_label, format_elapsed(s.elapsed_s))
         if s.device:
             self.set_device(s.device)

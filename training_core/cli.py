@@ -62,6 +62,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fetch-every", type=int, help="bring metrics to the host every N steps (default 200)")
     p.add_argument("--var-every", type=int, help="write per-variable scalars every N-th step of each phase (default 25)")
     p.add_argument("--checkpoint-every", type=int, help="checkpoint every N steps (default 5000; 0 = at the end)")
+    p.add_argument("--sample-every", type=float, metavar="SECONDS",
+                   help="write samples to the run's samples/ every SECONDS (default 10; 0 = only at the end)")
+    p.add_argument("--metrics-every", type=float, metavar="SECONDS",
+                   help="compute the experiment's metrics(ctx) every SECONDS (default 2)")
     p.add_argument("--no-tensorboard", action="store_true", help="do not write TensorBoard event files")
     p.add_argument("--no-command-file", action="store_true", help="do not read RUN_DIR/commands.jsonl")
     p.add_argument("--deterministic", action="store_true",
@@ -133,9 +137,11 @@ def _run_options(cfg: RunConfig, a: argparse.Namespace) -> RunConfig:
     if a.jit:
         cfg.jit = True
     for name in ("device", "fetch_every", "var_every", "checkpoint_every", "nan_lr_factor", "strategy", "replicas",
-                 "sync_every"):
+                 "sync_every", "sample_every"):
         if getattr(a, name) is not None:
             setattr(cfg, name, getattr(a, name))
+    if a.metrics_every is not None:
+        cfg.metrics_seconds = a.metrics_every
     if a.no_tensorboard:
         cfg.tensorboard = False
     if a.no_command_file:

@@ -59,7 +59,9 @@ class RunConfig:
     #: per-variable rows go to disk every `var_every` steps (losses: every step)
     var_every: int = 25
     checkpoint_every: int = 5000  # 0: only at the end
-    sample_seconds: float = 2.0
+    sample_seconds: float = 2.0  # samples while a window shows them (each also goes to samples/)
+    sample_every: float = 10.0  # samples for the record when nobody watches (headless); 0: only at the end
+    metrics_seconds: float = 2.0  # the experiment's metrics(ctx) (GAN health), also headless
     tensorboard: bool = True
     #: a NaN or Inf loss: `pause` (the window), `stop` (headless default), `rollback` (to the last good
     #: checkpoint, with the phase's learning rate times `nan_lr_factor`; at most 3 times), `continue`
@@ -98,6 +100,9 @@ class RunConfig:
                 raise UserError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.intra_op_threads < 0:
             raise UserError(f"intra_op_threads must be >= 0 (0 = TensorFlow's default), got {self.intra_op_threads}")
+        for name in ("sample_seconds", "sample_every", "metrics_seconds"):
+            if not getattr(self, name) >= 0:
+                raise UserError(f"{name} must be >= 0 seconds, got {getattr(self, name)}")
         if self.checkpoint_every < 0:
             raise UserError(f"checkpoint_every must be >= 0, got {self.checkpoint_every}")
         for phase, v in self.lr.items():

@@ -46,6 +46,9 @@ class Experiment:
     #: `sample(ctx) -> dict` for the samples view; kind says how to draw it
     sample: Callable[["SampleContext"], dict] | None = None
     sample_kind: str = "none"
+    #: `metrics(ctx) -> {name: number}`: quality measures recorded as `metric/<name>` every 2 s
+    #: (training_core/health.py); `ctx` is a `SampleContext` with `n` = 2,048
+    metrics: Callable[["SampleContext"], dict] | None = None
     default_ratio: Sequence[int] | None = None
     description: str = ""
     extra: dict = field(default_factory=dict)

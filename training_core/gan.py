@@ -7,7 +7,8 @@ two-phase experiment with the standard non-saturating losses (Goodfellow et al. 
 Phases are named `D` and `G` (so `--ratio 5:1` is five D steps per G step, `--lr D=1e-4`), and train
 the scopes of the discriminator and generator models. Optional module attributes: `batch_size`,
 `learning_rate` (a float, or {"D": .., "G": ..}), `optimizer` (a function of the phase name returning
-a Keras optimizer), `ratio` ("5:1"), `sample_kind`, `description`.
+a Keras optimizer), `ratio` ("5:1"), `sample_kind`, `description`, `metrics` (a function of a
+`SampleContext` returning {name: number}: quality measures recorded every 2 s).
 
 The builder owns everything specific to the shortcut, including the dry run that builds the models
 and checks they fit together (noise -> G -> D, data -> D): the rest of the core treats its result like
@@ -98,7 +99,12 @@ def gan_experiment(module: ModuleType, path: Path) -> Experiment:
     kind = getattr(module, "sample_kind", None) or ("points2d" if data.ndim == 2 and data.shape[1] == 2
                                                      else "images" if data.ndim in (3, 4) else "none")
     ratio = getattr(module, "ratio", None)
+    metrics = getattr(module, "metrics", None)
+    if metrics is not None and not callable(metrics):
+        raise UserError(f"metrics in {path.name} must be a function of ctx returning {{name: number}}, "
+                        f"got {type(metrics).__name__}")
     return Experiment(name=path.stem, models=Models(generator=g, discriminator=d), phases=phases, data=data,
                       batch_size=int(getattr(module, "batch_size", 64)), sample=gan_sampler(noise_dim),
-                      sample_kind=kind, default_ratio=[int(c) for c in str(ratio).split(":")] if ratio else None,
+                      sample_kind=kind, metrics=metrics,
+                      default_ratio=[int(c) for c in str(ratio).split(":")] if ratio else None,
                       description=getattr(module, "description", (module.__doc__ or "").strip().split("\n")[0]))

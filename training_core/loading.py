@@ -103,6 +103,9 @@ def _check(exp: Experiment, path: Path) -> None:
     names = [p.name for p in exp.phases]
     if len(set(names)) != len(names):
         raise UserError(f"experiment in {path.name} has duplicate phase names {names}; name each phase once")
+    if exp.metrics is not None and not callable(exp.metrics):
+        raise UserError(f"metrics in {path.name} must be a function of ctx returning {{name: number}}, "
+                        f"got {type(exp.metrics).__name__}")
     if exp.sample_kind not in SAMPLE_KINDS:
         raise UserError(f"sample_kind {exp.sample_kind!r} in {path.name} is unknown; use one of {SAMPLE_KINDS}")
     for p in exp.phases:

@@ -68,10 +68,25 @@ class Status:
 class MetricsBatch:
     blocks: list[PhaseBlock] = field(default_factory=list)
     status: Status = field(default_factory=Status)
+    #: per-step scalars other than losses, by tag (`metric/modes_covered`): (steps, wall times, values).
+    #: They travel with the losses of the same steps, so the record writes every row in step order.
+    scalars: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=dict)
 
     @property
     def n_steps(self) -> int:
         return sum(len(b) for b in self.blocks)
+
+
+def scalar_columns(rows: list[tuple[str, int, float, float]]) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """(tag, step, wall, value) rows -> {tag: (steps, wall times, values)}, as `MetricsBatch.scalars`."""
+    cols: dict[str, list[list]] = {}
+    for tag, step, wall, value in rows:
+        c = cols.setdefault(tag, [[], [], []])
+        c[0].append(step)
+        c[1].append(wall)
+        c[2].append(value)
+    return {tag: (np.array(s, dtype=np.int64), np.array(w, dtype=np.float64), np.array(v, dtype=np.float64))
+            for tag, (s, w, v) in cols.items()}
 
 
 class PendingStep(NamedTuple):

@@ -4,7 +4,8 @@ observer in a list.
 `Observer` is the base (every hook a no-op). The policies here decide *when*; the trainer provides the
 mechanics they call (`save_checkpoint`, `sample`, `pause`, `emit`):
   Checkpointer  a checkpoint at step 0, every `checkpoint_every` steps and at the end
-  Sampler       samples every `sample_seconds` while someone shows them, and at the end
+  Sampler       samples every `sample_seconds` while someone shows them (else every `sample_every`
+                for the record), and at the end
   LeakAlarm     a `leak` event when a frozen variable moved (once per variable and freeze set)
   NanAlarm      a `nan` event when a loss is not finite (once per episode), then pause, stop or go on
   NanRollback   with `on_nan = "rollback"`: back to the last good checkpoint with a lower learning rate
@@ -90,22 +91,28 @@ class Checkpointer(Observer):
 
 
 class Sampler(Observer):
-    """Draws samples every `seconds` while another observer shows them (the window), and once at the end,
-    so the samples view ends on the final state. Headless, with nobody listening, no step is spent on it."""
+    """Draws samples every `seconds` while another observer shows them (the window), else every
+    `record_seconds` for the record alone (headless; 0: none between), and once at the end, so the
+    samples view and the record end on the final state. Observers marked `records_only` (the run
+    record's sample writer) take what is drawn but do not ask for the live cadence."""
 
-    def __init__(self, seconds: float) -> None:
+    def __init__(self, seconds: float, record_seconds: float = 0.0) -> None:
         self.seconds = seconds
+        self.record_seconds = record_seconds
         self._next = 0.0
+        self._period: float | None = None  # None: nobody wants samples
         self._wanted = False
 
     def on_run_begin(self, trainer: "Trainer") -> None:
-        self._wanted = any(o is not self and overrides(o, "on_samples") and not getattr(o, "on_request_only", False)
-                           for o in trainer.observers)
+        takers = [o for o in trainer.observers if o is not self and overrides(o, "on_samples")]
+        live = any(not getattr(o, "records_only", False) for o in takers)
+        self._wanted = bool(takers)
+        self._period = self.seconds if live else (self.record_seconds or None) if takers else None
         self._next = time.perf_counter()
 
     def on_step_end(self, trainer: "Trainer") -> None:
-        if self._wanted and time.perf_counter() >= self._next:
-            self._next = time.perf_counter() + self.seconds
+        if self._period is not None and time.perf_counter() >= self._next:
+            self._next = time.perf_counter() + self._period
             trainer.sample()
 
     def on_run_end(self, trainer: "Trainer", reason: str) -> None:

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from .trainer import Trainer
 
 _STOP = object()
+_SESSION_START = "session_start"  # queue item (_SESSION_START, step): TensorBoard forgets what a rollback undid
 _FINAL = (E.Error, E.Stop)  # written if possible, never raising: the run is ending anyway
 #: TensorBoard gets every variable's norms up to this many variables; above, one summary per model
 #: (top-level scope): per-variable TensorBoard files of a 500-variable model grew by ~650 MB per 10^6 steps.
@@ -165,7 +166,7 @@ class RunRecord(Observer):
             return
         self._write_event(event)
         if isinstance(event, E.Rollback) and self._tb is not None:
-            self._queue.put(("session_start", event.step + 1))
+            self._queue.put((_SESSION_START, event.step + 1))
         if isinstance(event, E.Stop):
             self.close()
 
@@ -173,7 +174,7 @@ class RunRecord(Observer):
         if self._error is not None:
             raise self._error
         if self._scalars is not None:
-            self._queue.put(batch.blocks)
+            self._queue.put((batch.blocks, batch.scalars))
 
     def on_sync(self) -> None:
         if self._thread.is_alive():
@@ -225,7 +226,7 @@ class RunRecord(Observer):
                 if item is _STOP:
                     return
                 if self._error is None:
-                    if isinstance(item, tuple):
+                    if item[0] == _SESSION_START:
                         self._session_start(item[1])
                     else:
                         self._write(item)
@@ -240,13 +241,14 @@ class RunRecord(Observer):
         except Exception as e:  # noqa: BLE001 - TensorFlow's error types
             raise WriteFailed(self.dir / TB_DIR, describe(e)) from e
 
-    def _write(self, blocks: list[PhaseBlock]) -> None:
+    def _write(self, item: tuple[list[PhaseBlock], dict]) -> None:
+        blocks, scalars = item
         try:
-            self._write_scalars(blocks)
+            self._write_scalars(blocks, scalars)
         except OSError as e:
             raise WriteFailed(self.dir / SCALARS_FILE, describe(e)) from e
         try:
-            self._write_rest(blocks)
+            self._write_rest(blocks, scalars)
         except OSError as e:
             raise WriteFailed(self.dir / VARIABLES_DIR, describe(e)) from e
         except Exception as e:
@@ -254,20 +256,26 @@ class RunRecord(Observer):
                 raise WriteFailed(self.dir / TB_DIR, describe(e)) from e
             raise
 
-    def _write_scalars(self, blocks: list[PhaseBlock]) -> None:
-        # losses of all phases, in step order (a batch holds each phase's steps as one block)
-        if blocks:
-            steps = np.concatenate([b.steps for b in blocks])
+    def _write_scalars(self, blocks: list[PhaseBlock], scalars: dict) -> None:
+        # losses of all phases and other scalars (metric/...), in step order (a batch holds each phase's
+        # steps as one block; a scalar measured after step N comes after that step's losses)
+        cols = [(b.steps, b.wall_time, b.loss, f"loss/{b.phase}") for b in blocks]
+        cols += [(s, w, v, tag) for tag, (s, w, v) in scalars.items()]
+        if cols:
+            steps = np.concatenate([c[0] for c in cols])
             order = np.argsort(steps, kind="stable")
-            wall = np.concatenate([b.wall_time for b in blocks])[order]
-            loss = np.concatenate([b.loss for b in blocks])[order]
-            tags = np.concatenate([np.full(len(b), f"loss/{b.phase}", dtype=object) for b in blocks])[order]
+            wall = np.concatenate([c[1] for c in cols])[order]
+            values = np.concatenate([c[2] for c in cols])[order]
+            tags = np.concatenate([np.full(len(c[0]), c[3], dtype=object) for c in cols])[order]
             self._scalars.write("".join(f"{s},{w:.3f},{t},{v:.9g}\n" for s, w, t, v in
-                                        zip(steps[order].tolist(), wall.tolist(), tags.tolist(), loss.tolist())))
+                                        zip(steps[order].tolist(), wall.tolist(), tags.tolist(), values.tolist())))
             self._scalars.flush()
 
-    def _write_rest(self, blocks: list[PhaseBlock]) -> None:
+    def _write_rest(self, blocks: list[PhaseBlock], scalars: dict) -> None:
         tb_rows: dict[int, tuple[float, list[tuple[str, float]]]] = {}
+        for tag, (s_, w_, v_) in scalars.items():
+            for s, w, v in zip(s_.tolist(), w_.tolist(), v_.tolist()):
+                tb_rows.setdefault(s, (w, []))[1].append((tag, v))
         for b in blocks:
             for s, w, v in zip(b.steps.tolist(), b.wall_time.tolist(), b.loss.tolist()):
                 tb_rows.setdefault(s, (w, []))[1].append((f"loss/{b.phase}", v))

@@ -1,6 +1,6 @@
 """A run's interface to other processes, through its directory: commands come in through
-`RUN_DIR/commands.jsonl` (`CommandFileReader`), samples go out to `RUN_DIR/samples/latest.npz`
-(`SampleFile`), and everything else a watcher needs is already in the record.
+`RUN_DIR/commands.jsonl` (`CommandFileReader`); everything a watcher needs is already in the record,
+samples included (`samples/step-*.npz`, written by `sample_record.SampleRecord`).
 
 Why a file: a run on a server is started from a terminal, a job scheduler or a notebook, and the
 researcher watches from a laptop that sees the run directory over sshfs or NFS. A file in the run
@@ -22,9 +22,9 @@ Cost: the reader is an observer that looks at the file at most every `POLL_S` se
 metrics at a step boundary at least every 0.25 s) and `on_idle` while paused. It has no per-step hook,
 so a step costs nothing more (`bench/run.py` compares runs with and without it).
 
-Samples: a process that watches the run (an attached window) asks for them with `sample` commands;
-each drawing is written to `samples/latest.npz` (atomically: a reader never sees half a file). Nobody
-asking, nothing is drawn: a headless run spends no step on samples.
+Samples: a process that watches the run (an attached window) asks for fresh ones with `sample`
+commands; each drawing goes to the record's `samples/` like every other (atomically: a reader never sees
+half a file).
 
 Lines already in the file when the run opens its directory (a resumed run) are not applied: they were
 meant for an earlier process, and their sender never saw them acknowledged. A warning says how many.
@@ -39,7 +39,6 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 
 from . import events as E
 from .commands import Command, Envelope, command_from_dict
@@ -51,7 +50,6 @@ if TYPE_CHECKING:
     from .trainer import Trainer
 
 COMMANDS_FILE = "commands.jsonl"
-SAMPLES_FILE = "samples/latest.npz"
 POLL_S = 0.25
 #: a line longer than this is refused without being kept in memory (no command comes close)
 MAX_LINE_BYTES = 1 << 20
@@ -167,51 +165,6 @@ class CommandFileReader(Observer):
         elif self._overlong:
             self._partial = b""
         return lines
-
-
-class SampleFile(Observer):
-    """Writes every drawing of samples to `RUN_DIR/samples/latest.npz`, for processes watching the run.
-
-    `on_request_only`: its presence alone does not make the trainer draw samples every few seconds (the
-    `Sampler` draws periodically only for observers that show them live, such as the window)."""
-
-    on_request_only = True
-
-    def __init__(self) -> None:
-        self.path: Path | None = None
-
-    def on_run_begin(self, trainer: "Trainer") -> None:
-        self.path = Path(trainer.run_dir) / SAMPLES_FILE
-
-    def on_samples(self, samples: dict[str, Any]) -> None:
-        if self.path is None:
-            return
-        arrays = {}
-        for k, v in samples.items():
-            a = np.asarray(v)
-            if a.dtype != object:
-                arrays[k] = a
-        tmp = self.path.with_name(f".latest-{os.getpid()}.npz")
-        try:
-            self.path.parent.mkdir(exist_ok=True)
-            with open(tmp, "wb") as f:
-                np.savez(f, **arrays)
-            os.replace(tmp, self.path)
-        except OSError:
-            pass  # a full disk loses a picture, not the run (the record reports write failures)
-
-
-def read_samples(run_dir: str | Path) -> dict[str, Any] | None:
-    """The latest samples a run wrote (`kind`, `step` and the arrays), or None if there are none (yet)."""
-    try:
-        with np.load(Path(run_dir) / SAMPLES_FILE, allow_pickle=False) as z:
-            out = {k: z[k] for k in z.files}
-    except (OSError, ValueError, EOFError):
-        return None
-    for k in ("kind", "step"):
-        if k in out and out[k].ndim == 0:
-            out[k] = out[k].item()
-    return out if isinstance(out.get("kind"), str) else None
 
 
 # -- the sender's side ------------------------------------------------------------------------------------

@@ -26,10 +26,12 @@ from . import runlock
 from .config import RunConfig
 from .controls import HANDLERS
 from .errors import UserError
-from .metrics import MetricsBatch, PendingStep, PhaseBlock, Status
+from .health import HealthMetrics
+from .metrics import MetricsBatch, PendingStep, PhaseBlock, Status, scalar_columns
 from .observers import Checkpointer, LeakAlarm, NanAlarm, NanRollback, Observer, Sampler, overrides
 from .recorder import RunRecord, default_run_dir  # noqa: F401 - the window imports it from here
-from .remote import CommandFileReader, SampleFile
+from .remote import CommandFileReader
+from .sample_record import SampleRecord
 from .scopes import frozen_mask
 from .usercode import failure_line
 
@@ -37,16 +39,17 @@ IDLE_POLL_S = 0.25  # while paused: how often observers (a command file reader) 
 
 
 def default_observers(config: RunConfig) -> list[Observer]:
-    """The policies every run has; the record writer last, so it sees what the others emitted (a non-chief
-    worker of a multiworker run only checkpoints, to a scratch directory: saving is collective)."""
+    """Every run's policies: the record writer last (it sees what the others emitted), samples and metrics
+    before checkpoints (they draw from the sample generator, which a checkpoint saves). A non-chief worker
+    of a multiworker run only checkpoints, to a scratch directory: saving is collective."""
     from .distribute import is_chief
     if not is_chief(config.strategy):
         from .command_sync import ScratchCleanup
         return [Checkpointer(config.checkpoint_every), ScratchCleanup()]
     rollback = [NanRollback(config.nan_lr_factor)] if config.on_nan == "rollback" else []
-    return [Checkpointer(config.checkpoint_every), Sampler(config.sample_seconds), LeakAlarm(),
-            NanAlarm(config.on_nan), *rollback,
-            *([CommandFileReader(), SampleFile()] if config.command_file else []), RunRecord()]
+    return [Sampler(config.sample_seconds, config.sample_every), HealthMetrics(config.metrics_seconds),
+            Checkpointer(config.checkpoint_every), LeakAlarm(), NanAlarm(config.on_nan), *rollback,
+            *([CommandFileReader()] if config.command_file else []), SampleRecord(), RunRecord()]
 
 
 class Trainer:
@@ -76,6 +79,7 @@ class Trainer:
         self._stop_command: C.Envelope | None = None
         self._steps_left: int | None = None
         self._pending: list[PendingStep] = []
+        self._pending_scalars: list[tuple[str, int, float, float]] = []  # (tag, step, wall, value)
         self._phase = -1
         self.phase_counts: list[int] = []  # steps each phase ran (decides the per-variable record)
         self.rollbacks = 0
@@ -113,10 +117,6 @@ class Trainer:
                       elapsed_s=time.perf_counter() - self._t0 if self._t0 else 0.0,
                       device=p.device_name if p else "", run_dir=str(self.run_dir or ""),
                       target_steps=self.config.steps, traces=self.traces)
-
-    def has_listener(self, hook: str, besides: Observer | None = None) -> bool:
-        """Whether an observer other than `besides` overrides `hook` (nobody shows samples headless)."""
-        return any(o is not besides and overrides(o, hook) for o in self.observers)
 
     # -- preparation ----------------------------------------------------------------------------------------
     def prepare(self) -> None:
@@ -182,6 +182,7 @@ class Trainer:
             self._fetch()
             for o in self.observers:
                 o.on_run_end(self, reason)
+            self._fetch()  # what observers recorded at the end (final metrics)
         except BaseException as e:  # noqa: BLE001 - the final checkpoint failed (a full disk): not "done"
             if error is None:
                 reason, error = "error", e
@@ -368,17 +369,22 @@ class Trainer:
             for o in self.observers:
                 o.on_samples(samples)
 
+    def record_scalars(self, values: dict[str, float]) -> None:
+        """`metric/<name>` values at this step, sent with the next batch (so in step order). Training thread."""
+        self._pending_scalars += [(tag, self.step, time.time(), float(v)) for tag, v in values.items()]
+
     def report_status(self) -> None:
         status = self.status()
         for o in self.observers:
             o.on_status(status)
 
     def _fetch(self) -> None:
-        if not self._pending:
+        if not self._pending and not self._pending_scalars:
             return
         import tensorflow as tf
         p = self.prepared
         pending, self._pending = self._pending, []
+        scalars, self._pending_scalars = scalar_columns(self._pending_scalars), []
         blocks = []
         for i in sorted({s.phase for s in pending}):
             items = [s for s in pending if s.phase == i]
@@ -391,6 +397,6 @@ class Trainer:
         if now - t >= 0.5:
             inst = (self.step - s) / (now - t)
             self._rate = (now, self.step, inst if r == 0 else 0.5 * r + 0.5 * inst)
-        batch = MetricsBatch(blocks, self.status())
+        batch = MetricsBatch(blocks, self.status(), scalars)
         for o in self.observers:
             o.on_metrics(batch)

@@ -20,7 +20,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import BinaryIO, Iterable, Iterator, TypeVar
 
-from .runlog import EVENTS_FILE, SCALARS_FILE, SCALARS_HEADER
+from .runlog import EVENTS_FILE, SAMPLES_DIR, SCALARS_FILE, SCALARS_HEADER
+from .sample_record import list_samples
 from .varstore import VARIABLES_DIR, truncate_after
 
 DROPPED_DIR = "dropped"
@@ -172,4 +173,17 @@ def trim_record(run_dir: str | Path, step: int, keep_in: Path | None) -> dict[st
         "scalars": _cut(scalars, scalars_cut(scalars, step), keep_in, (SCALARS_HEADER + "\n").encode()),
         "events": _cut(events, events_cut(events, step), keep_in),
         "variables": truncate_after(d, step, None if keep_in is None else keep_in / VARIABLES_DIR),
+        "samples": _move_samples_after(d, step, keep_in),
     }
+
+
+def _move_samples_after(run_dir: Path, step: int, keep_in: Path | None) -> int:
+    """`samples/step-*.npz` drawn after `step` go to `keep_in/samples/` (deleted without `keep_in`)."""
+    later = [path for s, path in list_samples(run_dir) if s > step]
+    for path in later:
+        if keep_in is None:
+            path.unlink(missing_ok=True)
+        else:
+            (keep_in / SAMPLES_DIR).mkdir(parents=True, exist_ok=True)
+            os.replace(path, keep_in / SAMPLES_DIR / path.name)
+    return len(later)

@@ -14,8 +14,9 @@ Also: theme.py (Okabe-Ito paper and dark themes), axes.py (ticks), text.py (poin
 device), legend.py, markers.py, clipboard.py (copy, window screenshots). The headless CLI is app/export_cli.py.
 """
 from .csv_export import CSV_HEADER, csv_text, write_csv
-from .figure import Figure
+from .figure import Figure, recommended_height
 from .render import figure_image, svg_bytes, write_pdf, write_png, write_svg
 
-__all__ = ["CSV_HEADER", "Figure", "csv_text", "figure_image", "svg_bytes", "write_csv", "write_pdf", "write_png",
+__all__ = ["CSV_HEADER", "Figure", "recommended_height", "csv_text", "figure_image", "svg_bytes", "write_csv",
+           "write_pdf", "write_png",
            "write_svg"]

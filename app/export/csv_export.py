@@ -1,8 +1,10 @@
-"""The figure's curves as CSV: `step,wall_time,tag,value,smoothed`.
+"""The figure's curves as CSV: `step,wall_time,tag,value,smoothed,run`.
 
 Rows and formatting follow the run's scalars.csv (same tags, same `.3f` wall time, `.9g` values) so the
 two files can be joined; `smoothed` is training_core.ema_smooth with the figure's weight, i.e. the
-bold line in the figure, computed by the very `Curve` objects the figure drew.
+bold line in the figure, computed by the very `Curve` objects the figure drew; `run` is the label the
+figure's legend gives the run (its directory name unless renamed), so an overlay of several runs
+stays one long table.
 """
 from __future__ import annotations
 
@@ -12,11 +14,18 @@ from pathlib import Path
 from training_core import UserError
 from training_core.figures import FigureData
 
-CSV_HEADER = "step,wall_time,tag,value,smoothed"
+CSV_HEADER = "step,wall_time,tag,value,smoothed,run"
 
 
 def _num(v: float) -> str:
     return f"{v:.9g}" if math.isfinite(v) else ("nan" if math.isnan(v) else ("inf" if v > 0 else "-inf"))
+
+
+def _field(text: str) -> str:
+    """A CSV field: quoted when it holds a comma, a quote or a line break (a run label may)."""
+    if any(ch in text for ch in ',"\n\r'):
+        return '"' + text.replace('"', '""') + '"'
+    return text
 
 
 def csv_text(data: FigureData) -> str:
@@ -24,8 +33,9 @@ def csv_text(data: FigureData) -> str:
     curves = [c for plot in data.plots for c in plot.curves]
     rows: list[tuple[int, int, str]] = []
     for ci, c in enumerate(curves):
+        run = _field(c.run)
         for s, w, v, sm in zip(c.steps.tolist(), c.wall.tolist(), c.values.tolist(), c.smoothed.tolist()):
-            rows.append((s, ci, f"{s},{w:.3f},{c.tag},{_num(v)},{_num(sm)}\n"))
+            rows.append((s, ci, f"{s},{w:.3f},{c.tag},{_num(v)},{_num(sm)},{run}\n"))
     rows.sort(key=lambda r: (r[0], r[1]))
     return CSV_HEADER + "\n" + "".join(r[2] for r in rows)
 

@@ -1,9 +1,11 @@
 """File → Export figure…: every figure option, with a preview drawn exactly as the file will be.
 
 The preview is the export itself at screen scale (same `Figure.paint`, same point sizes), so what
-the user tunes is what lands in the paper. It re-reads the store when options change and, while a
-run trains, at most every two seconds; all of it on the GUI thread from the store's arrays, never
-from the trainer, so training does not wait for it.
+the user tunes is what lands in the paper. It draws the runs the window shows (one, or several
+overlaid), re-reads them when options change and, while a run trains, at most every two seconds;
+all of it on the GUI thread from the runs' arrays, never from the trainer, so training does not
+wait for it. When the chosen height leaves a plot too small to read, the preview says so and offers
+the height that does not.
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from training_core.figures import (FORMATS, PLOT_NAMES, SIZE_PRESETS, FigureSpec
 
 from .clipboard import copy_figure
 from .csv_export import write_csv
-from .figure import Figure
+from .figure import Figure, recommended_height
 from .render import write_pdf, write_png, write_svg
 
 CUSTOM = "custom"
@@ -59,6 +61,21 @@ class ExportDialog(QDialog):
         self.update_kind.setCurrentIndex(0 if spec.update_kind == "update_ratio" else 1)
         plots_row.addWidget(self.update_kind)
         form.addRow("Plots", plots_row)
+        self.log_losses = QCheckBox("loss on a log axis")
+        self.log_losses.setChecked(spec.log_losses)
+        self.colour_by = QComboBox()
+        self.colour_by.addItem("colour by run", "run")
+        self.colour_by.addItem("colour by phase", "phase")
+        self.colour_by.setCurrentIndex(0 if spec.colour_by == "run" else 1)
+        self.colour_by.setToolTip("Several runs: colour names the run and line style the phase, or the reverse")
+        self.x_axis = QComboBox()
+        self.x_axis.addItem("x: step", "step")
+        self.x_axis.addItem("x: time since start", "time")
+        self.x_axis.setCurrentIndex(0 if spec.x_axis == "step" else 1)
+        row = QHBoxLayout()
+        for w in (self.log_losses, self.colour_by, self.x_axis):
+            row.addWidget(w)
+        form.addRow("", row)
         self.variables = QLineEdit(", ".join(spec.variables or []))
         self.variables.setPlaceholderText("all variables (or scopes, comma-separated)")
         form.addRow("Variables", self.variables)
@@ -121,6 +138,14 @@ class ExportDialog(QDialog):
         self.error = QLabel()
         self.error.setStyleSheet("color: #d55e00")
         self.error.setWordWrap(True)
+        self.warning = QLabel()
+        self.warning.setObjectName("exportHeightWarning")
+        self.warning.setStyleSheet("color: #b35900")
+        self.warning.setWordWrap(True)
+        self.fix_height = QPushButton("Use that height")
+        self.fix_height.clicked.connect(self._use_recommended_height)
+        self.fix_height.hide()
+        self._recommended: float | None = None
 
         buttons = QDialogButtonBox()
         self.export_button = buttons.addButton("Export…", QDialogButtonBox.ButtonRole.AcceptRole)
@@ -142,6 +167,10 @@ class ExportDialog(QDialog):
         right = QVBoxLayout()
         right.addWidget(self.preview, 1)
         right.addWidget(self.info)
+        warn_row = QHBoxLayout()
+        warn_row.addWidget(self.warning, 1)
+        warn_row.addWidget(self.fix_height)
+        right.addLayout(warn_row)
         right.addWidget(self.error)
         top = QHBoxLayout()
         top.addLayout(left)
@@ -150,9 +179,9 @@ class ExportDialog(QDialog):
         outer.addLayout(top, 1)
         outer.addWidget(buttons)
 
-        for w in [*self.plot_boxes.values(), self.raw, self.markers, self.legend, self.panel_labels]:
+        for w in [*self.plot_boxes.values(), self.raw, self.markers, self.legend, self.panel_labels, self.log_losses]:
             w.toggled.connect(self.schedule_preview)
-        for w in (self.update_kind, self.layout_box, self.format_box, self.theme):
+        for w in (self.update_kind, self.layout_box, self.format_box, self.theme, self.colour_by, self.x_axis):
             w.currentIndexChanged.connect(self.schedule_preview)
         for w in (self.width_box, self.height_box, self.font_size, self.smoothing, self.dpi):
             w.valueChanged.connect(self.schedule_preview)
@@ -209,11 +238,11 @@ class ExportDialog(QDialog):
             font_size=self.font_size.value(), raw=self.raw.isChecked(), smoothing=self.smoothing.value(),
             markers=self.markers.isChecked(), legend=self.legend.isChecked(),
             panel_labels=self.panel_labels.isChecked(), update_kind=self.update_kind.currentData(),
-            variables=variables or None, layout=self.layout_box.currentText())
+            variables=variables or None, layout=self.layout_box.currentText(), colour_by=self.colour_by.currentData(),
+            x_axis=self.x_axis.currentData(), log_losses=self.log_losses.isChecked())
         for name, (ex, ey) in self.label_edits.items():
-            if ex.text() or ey.text():
-                dx, dy = default_labels(name, spec.update_kind)
-                spec.labels[name] = (ex.text() or dx, ey.text() or dy)
+            if ex.text() or ey.text():  # an empty one keeps its default (which follows the x axis)
+                spec.labels[name] = (ex.text() or None, ey.text() or None)
         return spec.validate()
 
     def figure(self) -> Figure:
@@ -224,7 +253,7 @@ class ExportDialog(QDialog):
         self._preview_later()
 
     def _refresh_if_data_moved(self) -> None:
-        if self.isVisible() and getattr(self._store_provider(), "version", None) != self._version:
+        if self.isVisible() and _version_of(self._store_provider()) != self._version:
             self.refresh_preview()
 
     def refresh_preview(self) -> None:
@@ -234,8 +263,11 @@ class ExportDialog(QDialog):
             self.error.setText(str(e))
             return
         self.error.setText("")
-        store = self._store_provider()
-        self._version = getattr(store, "version", None)
+        self._version = _version_of(self._store_provider())
+        problem = fig.check()
+        self._recommended = recommended_height(fig.spec, fig.data) if problem else None
+        self.warning.setText(f"Too small: {problem}" if problem else "")
+        self.fix_height.setVisible(bool(problem))
         w_pt, h_pt = fig.size_pt
         ratio = self.devicePixelRatioF()
         avail_w, avail_h = max(self.preview.width() - 16, 100), max(self.preview.height() - 16, 100)
@@ -254,6 +286,10 @@ class ExportDialog(QDialog):
         size = f"{w:.2f} × {h:.2f} in ({w * 25.4:.0f} × {h * 25.4:.0f} mm)"
         px = f", {round(w * spec.dpi)} × {round(h * spec.dpi)} px" if spec.format == "png" else ""
         self.info.setText(f"{size}, {spec.format.upper()}{px}; data to step {fig.data.last_step}")
+
+    def _use_recommended_height(self) -> None:
+        if self._recommended is not None:
+            self.height_box.setValue(to_units(self._recommended, self._units))
 
     def resizeEvent(self, event) -> None:  # noqa: N802 - Qt override
         super().resizeEvent(event)
@@ -306,6 +342,13 @@ def show_error(parent: QWidget, message: str) -> QMessageBox:
     box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
     box.open()
     return box
+
+
+def _version_of(runs: object) -> object:
+    """What changes when the data to draw changed: a run's version, or every shown run's."""
+    if isinstance(runs, (list, tuple)):
+        return tuple((label, getattr(data, "version", None)) for label, data in runs)
+    return getattr(runs, "version", None)
 
 
 def _combo(items: list[str], current: str) -> QComboBox:

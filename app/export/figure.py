@@ -1,4 +1,4 @@
-"""The export figure: a snapshot of the store drawn with QPainter in points, for paper or screen.
+"""The export figure: a snapshot of one run or several drawn with QPainter in points, for paper or screen.
 
 Why its own drawing instead of grabbing the live pyqtgraph plots: a printed figure needs sizes in
 points (text, line widths, ticks), not screen pixels; pyqtgraph's cosmetic pens come out one device
@@ -6,54 +6,82 @@ pixel wide in a 1200-dpi PDF and its SVG exporter fails under PySide6 6.11. Here
 one point, pens are non-cosmetic, fonts are set in those units (see text.py), and the same `paint()`
 feeds the PNG, the SVG, the PDF, the clipboard and the dialog's preview, so they all agree.
 Curves are min/max decimated to the output's resolution before drawing (training_core.figures.minmax_decimate).
+
+Nothing is dropped for want of room: a marker label that fits in no row above the plot becomes a
+number with its text in a footnote under the figure, and `check()` says when the chosen height leaves
+a plot too small to read (`recommended_height` gives one that does not).
 """
 from __future__ import annotations
 
 import math
+from typing import Sequence
 
-import numpy as np
-from PySide6.QtCore import QLineF, QRectF
-from PySide6.QtGui import QColor, QPainter, QPainterPath
-from pyqtgraph.functions import arrayToQPath
+from PySide6.QtCore import QRectF
+from PySide6.QtGui import QColor, QPainter
 
-from training_core.figures import (DASHES, FigureData, FigureSpec, PlotData, default_labels, minmax_decimate,
-                                   short_label)
+from training_core.figures import FigureData, FigureSpec
+from training_core.runs import RunData
 
-from .axes import Tick, linear_range, linear_ticks, log_range, log_ticks, step_range
-from .legend import Legend, best_corner, make_pen
-from .markers import assign_marker_labels, draw_marker_labels, draw_marker_lines, label_row_height
-from .text import PowerLabel, TextStyle
+from .axes import step_range
+from .markers import Footnotes
+from .panel import Panel
 from .theme import Theme, theme_named
 
 VECTOR_DPI = 200.0  # SVG/PDF curves keep 2-4 points per 1/200 in: far finer than a 1 pt line
+MIN_AREA_IN = (1.1, 0.75)  # a plot area smaller than this (width, height) is too small to read in print
+
+Runs = RunData | Sequence[tuple[str, RunData]]
 
 
 class Figure:
-    """`Figure(store, spec).paint(painter)` draws the whole figure in (0, 0)-(width_pt, height_pt)."""
+    """`Figure(runs, spec).paint(painter)` draws the whole figure in (0, 0)-(width_pt, height_pt);
+    `runs` is one `RunData` or a list of (label, RunData) to overlay."""
 
-    def __init__(self, store, spec: FigureSpec) -> None:
+    def __init__(self, runs: Runs, spec: FigureSpec) -> None:
         self.spec = spec.copy()
         self.theme: Theme = theme_named(spec.theme)
-        self.data = FigureData.from_store(store, self.spec)
+        if isinstance(runs, RunData):
+            self.data = FigureData.from_store(runs, self.spec)
+        else:
+            self.data = FigureData.from_runs(list(runs), self.spec)
+        self._laid_out: tuple | None = None
 
     @property
     def size_pt(self) -> tuple[float, float]:
         return self.spec.size_pt
 
     @property
-    def step_range(self) -> tuple[float, float]:
-        """One step axis for all panels, so (a) and (b) line up step for step."""
-        curves = [c for plot in self.data.plots for c in plot.curves if len(c.steps)]
-        first = min((int(c.steps[0]) for c in curves), default=0)
-        last = max((int(c.steps[-1]) for c in curves), default=1)
-        return step_range(first, last)
+    def x_range(self) -> tuple[float, float]:
+        """One x axis for all panels, so (a) and (b) line up step for step."""
+        curves = [c for plot in self.data.plots for c in plot.curves if len(c.x)]
+        first = min((float(c.x[0]) for c in curves), default=0.0)
+        last = max((float(c.x[-1]) for c in curves), default=1.0)
+        if self.data.x_unit == "step":
+            return step_range(int(first), int(last))
+        return (0.0, last) if last > 0 else (0.0, 1.0)
 
-    def paint(self, p: QPainter, dpi_equiv: float = VECTOR_DPI) -> None:
+    # -- layout ------------------------------------------------------------------------------------
+    def layout(self, dpi_equiv: float = VECTOR_DPI) -> tuple[list[Panel], Footnotes]:
+        """Panels and footnotes for the figure's size: footnotes take room at the bottom, which can move
+        labels into or out of them, so this settles in a few rounds."""
+        key = (dpi_equiv,)
+        if self._laid_out is not None and self._laid_out[0] == key:
+            return self._laid_out[1]
         w, h = self.size_pt
-        p.save()
-        p.setRenderHint(QPainter.RenderHint.Antialiasing, True)
-        p.setRenderHint(QPainter.RenderHint.TextAntialiasing, True)
-        p.fillRect(QRectF(0, 0, w, h), QColor(self.theme.background))
+        notes = Footnotes(self, w)
+        reserved = 0.0
+        for _ in range(4):
+            panels = self._panels(w, h - reserved, dpi_equiv)
+            notes.collect(panels)
+            need = notes.height()
+            if abs(need - reserved) < 0.5:
+                break
+            reserved = need
+        notes.top = h - reserved
+        self._laid_out = (key, (panels, notes))
+        return panels, notes
+
+    def _panels(self, w: float, h: float, dpi_equiv: float) -> list[Panel]:
         n = len(self.data.plots)
         rows, cols = self._grid(n, w, h)
         panels = []
@@ -61,17 +89,22 @@ class Figure:
             r, c = divmod(i, cols)
             cell = QRectF(c * w / cols, r * h / rows, w / cols, h / rows)
             letter = f"({chr(ord('a') + i)})" if n > 1 and self.spec.panel_labels else None
-            panels.append(_Panel(self, plot, cell, letter, label_markers=(i == 0), dpi_equiv=dpi_equiv))
+            panels.append(Panel(self, plot, cell, letter, label_markers=(i == 0), dpi_equiv=dpi_equiv))
             panels[-1].top_row = r == 0
-        if cols == 1:  # stacked panels share the step axis: its label only under the bottom one
+        if cols == 1:  # stacked panels share the x axis: its label only under the bottom one
             for upper in panels[:-1]:
                 upper.show_xlabel = upper.xlabel != panels[-1].xlabel
         label_rows = max(pn.prepare() for pn in panels)
         for pn in panels:  # panels side by side get the same top margin, so their axes line up
             if pn.top_row and pn.rows != label_rows:
                 pn.prepare(label_rows)
-            pn.draw(p)
-        p.restore()
+        if cols == 1 and n > 1:  # stacked: the narrowest plot area for all, so their step axes line up
+            for _ in range(2):
+                extent = (max(pn.area.left() for pn in panels), min(pn.area.right() for pn in panels))
+                for pn in panels:
+                    pn.x_extent = extent
+                    pn.prepare(pn.rows)
+        return panels
 
     def _grid(self, n: int, w: float, h: float) -> tuple[int, int]:
         layout = self.spec.layout
@@ -81,289 +114,43 @@ class Figure:
             layout = "row" if cost(w / n / h) <= cost(w / (h / n)) else "column"
         return (1, n) if layout == "row" else (n, 1)
 
+    def check(self) -> str:
+        """'' if every plot area is large enough to read, else one line naming the problem and the fix."""
+        small = [pn for pn in self.layout()[0]
+                 if pn.area.width() < MIN_AREA_IN[0] * 72 - 0.5 or pn.area.height() < MIN_AREA_IN[1] * 72 - 0.5]
+        if not small:
+            return ""
+        worst = min(small, key=lambda pn: pn.area.height())
+        better = recommended_height(self.spec, self.data)
+        return (f"at {self.spec.width_in:.2f} × {self.spec.height_in:.2f} in, plot {worst.plot.name} gets only "
+                f"{worst.area.width() / 72:.2f} × {worst.area.height() / 72:.2f} in; use a height of at least "
+                f"{better:.2f} in (or fewer plots, or a row layout)")
 
-class _Panel:
-    def __init__(self, fig: Figure, plot: PlotData, cell: QRectF, letter: str | None, label_markers: bool,
-                 dpi_equiv: float) -> None:
-        self.fig, self.plot, self.cell, self.letter = fig, plot, cell, letter
-        self.spec, self.theme = fig.spec, fig.theme
-        self.label_markers, self.dpi = label_markers, dpi_equiv
-        fs = self.spec.font_size
-        self.fs = fs
-        self.tick_style = TextStyle(max(4.0, fs - 1))
-        self.power = PowerLabel(self.tick_style)
-        self.label_style = TextStyle(fs)
-        self.legend_style = TextStyle(max(4.0, fs - 1))
-        self.marker_style = TextStyle(max(5.0, fs - 2))
-        self.letter_style = TextStyle(fs + 1, bold=True)
-        self.xlabel, self.ylabel = self.spec.axis_labels(plot.name)
-        self.show_xlabel = bool(self.xlabel)
-        self.top_row = True
-        self.show_raw = self.spec.raw and self.spec.smoothing > 0
-        self._data_ranges()
+    # -- drawing -----------------------------------------------------------------------------------
+    def paint(self, p: QPainter, dpi_equiv: float = VECTOR_DPI) -> None:
+        w, h = self.size_pt
+        panels, notes = self.layout(dpi_equiv)
+        p.save()
+        p.setRenderHint(QPainter.RenderHint.Antialiasing, True)
+        p.setRenderHint(QPainter.RenderHint.TextAntialiasing, True)
+        p.fillRect(QRectF(0, 0, w, h), QColor(self.theme.background))
+        for pn in panels:
+            pn.draw(p)
+        notes.draw(p)
+        p.restore()
 
-    # -- data -> axis units ----------------------------------------------------------------------
-    def _drawn(self) -> list[np.ndarray]:
-        """The values that end up on the axes. Frozen stretches show the measured value (exactly 0 with
-        the exact method, the leak with the gate), not the EMA decaying towards it."""
-        out = []
-        for c in self.plot.curves:
-            live = np.ones(len(c.values), bool) if c.frozen is None else ~c.frozen
-            out += [c.smoothed[live], c.values[~live]]
-            if self.show_raw:
-                out.append(c.values[live])
-        return out
 
-    def _data_ranges(self) -> None:
-        self.xr = self.fig.step_range
-        vals = np.concatenate([a[np.isfinite(a)] for a in self._drawn()] or [np.zeros(0)])
-        self.floor = None
-        if not self.plot.log_y:
-            self.yr = linear_range(float(vals.min()), float(vals.max())) if vals.size else (0.0, 1.0)
-            return
-        pos = vals[vals > 0]
-        lo = float(pos.min()) if pos.size else 1e-8
-        hi = float(pos.max()) if pos.size else 1e-7
-        if (vals <= 0).any():  # zeros (frozen) sit one decade below the smallest real value
-            self.floor = 10.0 ** (math.floor(math.log10(lo)) - 1)
-            lo = self.floor
-        ref = self.plot.reference
-        if ref and lo / 100 <= ref <= hi * 100:
-            lo, hi = min(lo, ref), max(hi, ref)
-        self.yr = log_range(lo, hi)
-
-    def ty(self, v: np.ndarray) -> np.ndarray:
-        v = np.asarray(v, dtype=np.float64)
-        if not self.plot.log_y:
-            return v
-        with np.errstate(divide="ignore", invalid="ignore"):
-            floor = self.floor if self.floor is not None else 1e-300
-            return np.where(np.isfinite(v), np.log10(np.maximum(v, floor)), np.nan)
-
-    def X(self, v):
-        a, b = self.xr
-        return self.area.left() + (np.asarray(v, dtype=np.float64) - a) / (b - a) * self.area.width()
-
-    def Y(self, v):
-        a, b = self.yr
-        return self.area.bottom() - (np.asarray(v, dtype=np.float64) - a) / (b - a) * self.area.height()
-
-    # -- layout ----------------------------------------------------------------------------------
-    def _yticks(self, height: float) -> list[Tick]:
-        n = max(2, int(height / (self.tick_style.height * 2.4)))
-        if not self.plot.log_y:
-            return linear_ticks(*self.yr, n)
-        ticks = log_ticks(*self.yr, n)
-        if self.floor is not None:  # no ticks between the "0" and the first real decade
-            f = math.log10(self.floor)
-            ticks = [t for t in ticks if t.value >= f + 1 - 1e-9] + [Tick(f, "0")]
-        return ticks
-
-    def _tick_w(self, t: Tick) -> float:
-        return self.power.width(t.text, t.exponent) if t.text else 0.0
-
-    def layout(self, legend_mode: str, legend: Legend | None) -> None:
-        fs, c, ts = self.fs, self.cell, self.tick_style
-        tl = self.theme.tick_length
-        head = self.letter_style.height if self.letter else ts.height / 2
-        top = c.top() + 0.6 * fs + max(head, self.rows * label_row_height(self) + 0.3 * fs)
-        right_extra = below_extra = 0.0
-        if legend_mode == "right" and legend:
-            legend.ncol = 1
-            right_extra = legend.size()[0] + 0.8 * fs
-        if legend_mode == "below" and legend:
-            legend.fit_columns(c.width() - fs)
-            below_extra = legend.size()[1] + 0.5 * fs
-        self.x_block = tl + 0.3 * fs + ts.height + (0.4 * fs + self.label_style.height if self.show_xlabel else 0.0)
-        bottom = c.bottom() - 0.4 * fs - self.x_block - below_extra
-        self.yticks = self._yticks(bottom - top)
-        ytw = max((self._tick_w(t) for t in self.yticks), default=0.0)
-        left = c.left() + 0.4 * fs + self.label_style.height + 0.45 * fs + ytw + 0.3 * fs + tl
-        last_label = linear_ticks(*self.xr, 2, steps_axis=True)[-1].text
-        right = c.right() - 0.4 * fs - right_extra - max(ts.width(last_label) / 2, 0.3 * fs)
-        self.area = QRectF(left, top, max(right - left, 10.0), max(bottom - top, 10.0))
-        self.xticks = self._xticks()
-        self.legend_mode, self.legend = legend_mode, legend
-
-    def _xticks(self) -> list[Tick]:
-        """As many ticks as fit with a gap between labels; 1000 -> 1k before giving up a tick."""
-        ts = self.tick_style
-        for n in range(max(2, int(self.area.width() / (ts.size * 5))), 1, -1):
-            for compact in (False, True):
-                ticks = linear_ticks(*self.xr, n, steps_axis=True, compact=compact)
-                widest = max((ts.width(t.text) for t in ticks), default=0.0)
-                if len(ticks) * (widest + 0.9 * self.fs) <= self.area.width():
-                    return ticks
-        return linear_ticks(*self.xr, 2, steps_axis=True, compact=True)
-
-    def _choose_legend(self) -> None:
-        self.legend_rect = None
-        if not (self.spec.legend and self.plot.legend and not self.plot.empty):
-            self.layout("none", None)
-            return
-        legend = Legend(self.plot.legend, self.legend_style)
-        self.layout("inside", legend)
-        w, h = legend.size()
-        a = self.area
-        if w <= 0.6 * a.width() and h <= 0.8 * a.height():
-            pts = self._obstacles()
-            rect, covered = best_corner(a, (w, h), pts, inset=0.5 * self.fs)
-            if covered == 0:
-                self.legend_rect = rect
-                return
-        self.layout("right", legend)
-        lw, lh = legend.size()
-        right_area = self.area.width() * self.area.height()
-        fits = lh <= self.cell.bottom() - self.area.top()
-        if fits and self.area.width() >= 0.4 * self.cell.width():
-            self.legend_rect = QRectF(self.cell.right() - 0.4 * self.fs - lw, self.area.top(), lw, lh)
-            return
-        self.layout("below", legend)
-        if fits and right_area > self.area.width() * self.area.height():  # both cramped: keep the larger plot
-            self.layout("right", legend)
-            self.legend_rect = QRectF(self.cell.right() - 0.4 * self.fs - lw, self.area.top(), lw, lh)
-            return
-        lw, lh = legend.size()
-        self.legend_rect = QRectF(self.cell.center().x() - lw / 2,
-                                  self.area.bottom() + self.x_block + 0.5 * self.fs, lw, lh)
-
-    def _obstacles(self) -> np.ndarray:
-        """Points (in pt), one per pt of width, along every line drawn: what a legend must not cover."""
-        xs = np.arange(self.area.left(), self.area.right() + 1.0, 1.0)
-        out = []
-        for _, x, y in [line for layer in self._layers() for line in layer]:
-            px, py = self.X(x), self.Y(y)
-            ok = np.isfinite(py)
-            if ok.sum() >= 2:
-                ys = np.interp(xs, px[ok], py[ok], left=np.nan, right=np.nan)
-                out.append(np.c_[xs, ys][np.isfinite(ys)])
-        if self.plot.reference is not None:
-            out.append(np.c_[xs, np.full(len(xs), float(self.Y(self.ty(np.array([self.plot.reference]))[0])))])
-        return np.concatenate(out) if out else np.zeros((0, 2))
-
-    # -- drawing ---------------------------------------------------------------------------------
-    def prepare(self, rows: int | None = None) -> int:
-        """Lay out the panel; `rows` forces the marker-label rows (to line up panels side by side)."""
-        self.rows = rows or 0
-        self._choose_legend()
-        self._labels = assign_marker_labels(self)
-        needed = max((r + 1 for _, r, _, _ in self._labels), default=0)
-        if rows is None and needed != self.rows:
-            self.rows = needed
-            self._choose_legend()
-            self._labels = assign_marker_labels(self)
-        return self.rows
-
-    def draw(self, p: QPainter) -> None:
-        th, a = self.theme, self.area
-        self._grid_and_reference(p)
-        draw_marker_lines(self, p)
-        if self.plot.empty:
-            self.label_style.draw(p, a.center().x(), a.center().y(), "no data yet", QColor(th.muted),
-                                  ha="center", va="center")
-        self._curves(p)
-        self._axes(p)
-        draw_marker_labels(self, p, self._labels)
-        if self.legend is not None and self.legend_rect is not None:
-            self.legend.draw(p, self.legend_rect.left(), self.legend_rect.top(), th,
-                             frame=self.legend_mode == "inside")
-        if self.letter:
-            self.letter_style.draw(p, self.cell.left() + 0.4 * self.fs, self.cell.top() + 0.4 * self.fs,
-                                   self.letter, QColor(th.foreground), va="top")
-
-    def _grid_and_reference(self, p: QPainter) -> None:
-        a, th = self.area, self.theme
-        p.setPen(make_pen(QColor(th.grid), 0.4))
-        for t in self.yticks:
-            if t.text and (self.floor is None or t.text != "0"):
-                y = float(self.Y(t.value))
-                p.drawLine(QLineF(a.left(), y, a.right(), y))
-        ref = self.plot.reference
-        if ref is not None:
-            v = float(self.ty(np.array([ref]))[0])
-            if self.yr[0] <= v <= self.yr[1]:
-                y = float(self.Y(v))
-                p.setPen(make_pen(QColor(th.muted), 0.8, [3.0, 2.0]))
-                p.drawLine(QLineF(a.left(), y, a.right(), y))
-
-    def _path(self, x: np.ndarray, y: np.ndarray) -> QPainterPath:
-        px, py = self.X(x), self.Y(y)
-        bins = max(16, int(self.area.width() / 72.0 * self.dpi))
-        idx = minmax_decimate(px, py, self.area.left(), self.area.right(), bins)
-        px, py = px[idx], py[idx]
-        # one subpath per finite run of 2+ points: a lone point or an empty path makes PDF readers
-        # complain ("no current point in closepath")
-        ok = np.isfinite(py)
-        edges = np.flatnonzero(np.diff(np.r_[False, ok, False].astype(np.int8)))
-        path = QPainterPath()
-        for a, b in zip(edges[::2], edges[1::2]):
-            if b - a >= 2:
-                path.addPath(arrayToQPath(px[a:b], py[a:b], connect="all"))
-        return path
-
-    def _layers(self) -> list[list[tuple]]:
-        """(pen, steps, y in axis units) per drawn line: raw behind smoothed behind frozen stretches."""
-        th = self.theme
-        layers: list[list[tuple]] = [[], [], []]
-        for c in self.plot.curves:
-            if not len(c.steps):
-                continue
-            x = c.steps.astype(np.float64)
-            colour = th.colour(c.colour)
-            frozen = c.frozen if c.frozen is not None and c.frozen.any() else None
-            live = np.ones(len(x), bool) if frozen is None else ~frozen
-            sm = self.ty(c.smoothed)
-            if self.show_raw:
-                faint = QColor(colour)
-                faint.setAlphaF(th.raw_alpha)
-                layers[0].append((make_pen(faint, th.raw_width), x, np.where(live, self.ty(c.values), np.nan)))
-            layers[1].append((make_pen(colour, th.line_width, DASHES[c.dash]), x, np.where(live, sm, np.nan)))
-            if frozen is not None:  # joined to the live parts on both sides
-                near = frozen | np.r_[frozen[1:], False] | np.r_[False, frozen[:-1]]
-                joined = np.where(frozen, self.ty(c.values), sm)
-                layers[2].append((make_pen(QColor(th.muted), th.line_width, dots=True), x,
-                                  np.where(near, joined, np.nan)))
-        return layers
-
-    def _curves(self, p: QPainter) -> None:
-        for layer in self._layers():
-            for pen, x, y in layer:
-                path = self._path(x, y)
-                if not path.isEmpty():
-                    p.setPen(pen)
-                    p.drawPath(path)
-
-    def _axes(self, p: QPainter) -> None:
-        a, th, fs, ts = self.area, self.theme, self.fs, self.tick_style
-        fg = QColor(th.foreground)
-        tl = th.tick_length
-        p.setPen(make_pen(fg, th.axis_width))
-        p.drawLine(QLineF(a.left(), a.top(), a.left(), a.bottom()))
-        p.drawLine(QLineF(a.left(), a.bottom(), a.right(), a.bottom()))
-        p.setPen(make_pen(fg, th.tick_width))
-        for t in self.yticks:
-            y = float(self.Y(t.value))
-            p.drawLine(QLineF(a.left() - (tl if t.text else 0.6 * tl), y, a.left(), y))
-        for t in self.xticks:
-            x = float(self.X(t.value))
-            p.drawLine(QLineF(x, a.bottom(), x, a.bottom() + tl))
-        for t in self.yticks:
-            if t.text:
-                self.power.draw(p, a.left() - tl - 0.3 * fs, float(self.Y(t.value)), t.text, t.exponent, fg)
-        for t in self.xticks:
-            ts.draw(p, float(self.X(t.value)), a.bottom() + tl + 0.3 * fs, t.text, fg, ha="center", va="top")
-        if self.floor is not None:  # an axis break between the "0" and the first decade
-            y = float(self.Y(math.log10(self.floor) + 0.5))
-            d = 0.35 * fs
-            p.fillRect(QRectF(a.left() - d, y - 0.22 * fs, 2 * d, 0.44 * fs), QColor(th.background))
-            p.setPen(make_pen(fg, th.axis_width))
-            for off in (-0.2 * fs, 0.2 * fs):
-                p.drawLine(QLineF(a.left() - d, y + off + 0.15 * fs, a.left() + d, y + off - 0.15 * fs))
-        ls = self.label_style
-        if self.show_xlabel:
-            ls.draw(p, a.center().x(), a.bottom() + self.x_block - ls.height, self.xlabel, fg, ha="center", va="top")
-        ylabel = self.ylabel
-        if ls.width(ylabel) > a.height() + fs and ylabel == default_labels(self.plot.name, self.spec.update_kind)[1]:
-            ylabel = short_label(ylabel)
-        ls.draw(p, self.cell.left() + 0.4 * fs, a.center().y(), ls.elide(ylabel, a.height() + fs), fg,
-                ha="center", va="top", rotation=-90)
+def recommended_height(spec: FigureSpec, data: FigureData | None = None, runs: Runs | None = None) -> float:
+    """The smallest height (inches, to 0.05) at which every plot area of the figure is readable
+    (`MIN_AREA_IN`) for the spec's width, layout and number of plots: what the CLI uses when no height is
+    given and what the export dialog suggests."""
+    if data is None:
+        data = Figure(runs, spec).data
+    probe = Figure.__new__(Figure)
+    probe.theme, probe.data = theme_named(spec.theme), data
+    for tenths in range(int(max(spec.width_in / 6, 1.0) * 20), 40 * 20 + 1):
+        probe.spec, probe._laid_out = spec.copy(height_in=tenths / 20), None
+        if not any(pn.area.width() < MIN_AREA_IN[0] * 72 - 0.5 or pn.area.height() < MIN_AREA_IN[1] * 72 - 0.5
+                   for pn in probe.layout()[0]):
+            return tenths / 20
+    return 40.0

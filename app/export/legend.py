@@ -90,8 +90,10 @@ class Legend:
             p.setBrush(Qt.BrushStyle.NoBrush)
         rows = math.ceil(len(self.entries) / self.ncol)
         gap = 1.0 * self.style.size
+        # a tree (headers over their entries) reads down the columns; a flat list across the rows
+        across = all(e.colour is not None for e in self.entries)
         for i, e in enumerate(self.entries):
-            col, row = divmod(i, rows)
+            row, col = divmod(i, self.ncol) if across else divmod(i, rows)[::-1]
             ex = x + self.pad + col * (self.col_w() + gap)
             ey = y + self.pad + (row + 0.5) * self.row_h
             if e.colour is None:  # a header: the scope the entries below belong to

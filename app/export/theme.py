@@ -55,6 +55,14 @@ class Theme:
     def colour(self, i: int) -> QColor:
         return QColor(self.palette[i % len(self.palette)])
 
+    def tint(self, colour: QColor, alpha: float) -> QColor:
+        """`colour` at `alpha` over the background, as an opaque colour. Why not a translucent pen: Qt's PDF
+        writer strokes a translucent line as filled outlines (~10x the bytes: a 3-run figure came to
+        1.1 MB), while an opaque one stays a native PDF stroke."""
+        bg = QColor(self.background)
+        return QColor.fromRgbF(*(alpha * c + (1 - alpha) * b for c, b in
+                                 zip(colour.getRgbF()[:3], bg.getRgbF()[:3])))
+
     def marker_colour(self, kind: str) -> QColor:
         name = MARKER_COLOURS.get(kind)
         return QColor(OKABE_ITO[name]) if name else QColor(self.muted)

@@ -1,4 +1,4 @@
-"""The window's layout: the panels stacked in titled boxes on the left, the plots taking the rest."""
+"""The window's layout: tabs of panels (titled boxes in a column) on the left, the plots taking the rest."""
 from __future__ import annotations
 
 from typing import Sequence
@@ -9,10 +9,9 @@ from PySide6.QtWidgets import QGroupBox, QSplitter, QVBoxLayout, QWidget
 LEFT_MIN_WIDTH = 340
 
 
-def panels_beside_plots(panels: Sequence[tuple[str, QWidget, int]], plots: QWidget, left_width: int,
-                        plots_width: int) -> QSplitter:
-    """(title, widget, stretch) boxes in a column, beside `plots`; the splitter never collapses either side,
-    so a narrow window scrolls the panels rather than hiding them."""
+def panels_column(panels: Sequence[tuple[str, QWidget, int]]) -> QWidget:
+    """(title, widget, stretch) boxes in a column; a minimum width so a narrow window scrolls the panels
+    rather than squeezing them."""
     left = QWidget()
     col = QVBoxLayout(left)
     col.setContentsMargins(6, 6, 2, 6)
@@ -22,6 +21,11 @@ def panels_beside_plots(panels: Sequence[tuple[str, QWidget, int]], plots: QWidg
         box.layout().setContentsMargins(8, 6, 8, 8)
         col.addWidget(box, stretch)
     left.setMinimumWidth(LEFT_MIN_WIDTH)
+    return left
+
+
+def beside_plots(left: QWidget, plots: QWidget, left_width: int, plots_width: int) -> QSplitter:
+    """`left` beside `plots`; the splitter never collapses either side."""
     splitter = QSplitter(Qt.Orientation.Horizontal)
     splitter.addWidget(left)
     splitter.addWidget(plots)

@@ -133,8 +133,9 @@ class SchedulePanel(QWidget):
 
     # -- filling ---------------------------------------------------------------------------------------
     def set_config(self, phase_names: Sequence[str], schedule: dict[str, Any], lr: dict[str, float],
-                   method: str = "exact", update_frozen_stats: bool = False) -> None:
-        """Show a prepared experiment's settings (programmatic: emits nothing)."""
+                   method: str = "exact", update_frozen_stats: bool = False, has_stats: bool = True) -> None:
+        """Show a prepared experiment's settings (programmatic: emits nothing). `has_stats`: the models have
+        statistics a forward pass updates (BatchNormalization); without, the checkbox for them is hidden."""
         self._quiet = True
         try:
             if list(phase_names) != self.phase_names:
@@ -153,6 +154,7 @@ class SchedulePanel(QWidget):
                     self.lrs[p].setValue(float(lr[p]))
             self.method_combo.setCurrentIndex(max(0, self.method_combo.findData(method)))
             self.stats_check.setChecked(bool(update_frozen_stats))
+            self.stats_check.setVisible(has_stats)
             self._policy_changed()
         finally:
             self._quiet = False

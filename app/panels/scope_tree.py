@@ -21,11 +21,20 @@ from superqt.utils import qdebounced
 from training_core import ScopeNode, in_scope
 from training_core.runs import STATES, VarState
 
-NAME, SHAPE, PARAMS, UPDATE, STATE = range(5)
+#: what matters while training first: a narrow panel scrolls shape and parameter counts out of view, not
+#: the state (at the default width the State column used to sit beyond the right edge)
+NAME, UPDATE, STATE, SHAPE, PARAMS = range(5)
 PATH_ROLE = Qt.ItemDataRole.UserRole
 IS_VAR_ROLE = Qt.ItemDataRole.UserRole + 1
 FROZEN_COLOR = QColor("#2f6fb5")
 LEAK_COLOR = QColor("#c0392b")
+QUIET_COLOR = QColor("#7f7f7f")  # "no update": not frozen, just not moving
+
+
+def _row(name: str, shape: str, params: str) -> list[str]:
+    row = [""] * 5
+    row[NAME], row[SHAPE], row[PARAMS] = name, shape, params
+    return row
 
 
 def minimal_scopes(checked: Iterable[str]) -> tuple[str, ...]:
@@ -46,11 +55,11 @@ class ScopeTree(QWidget):
         self.filter_edit.textChanged.connect(self._apply_filter)
         self.tree = QTreeWidget()
         self.tree.setColumnCount(5)
-        self.tree.setHeaderLabels(["Scope / variable", "Shape", "Params", "‖ΔW‖/‖W‖", "State"])
+        self.tree.setHeaderLabels(["Scope / variable", "‖ΔW‖/‖W‖", "State", "Shape", "Params"])
         self.tree.headerItem().setToolTip(NAME, "Tick a scope or variable to freeze it (live while training)")
         self.tree.headerItem().setToolTip(UPDATE, "Latest ||ΔW|| / ||W|| (largest under a scope)")
         self.tree.headerItem().setToolTip(STATE, "frozen: the core reports it frozen; LEAK: frozen but it moved "
-                                                  "(gate method)")
+                                                  "(gate method); no update: not frozen, but its update is exactly 0")
         for col in (PARAMS, UPDATE):
             self.tree.headerItem().setTextAlignment(col, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         # The name column takes the room the others leave, but never less than its names need: a
@@ -116,7 +125,7 @@ class ScopeTree(QWidget):
     def _add_children(self, parent: QTreeWidgetItem, node: ScopeNode) -> None:
         right = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
         for child in node.children.values():
-            item = QTreeWidgetItem(parent, [child.name, "", f"{child.params():,}", "", ""])
+            item = QTreeWidgetItem(parent, _row(child.name, "", f"{child.params():,}"))
             item.setData(NAME, PATH_ROLE, child.path)
             item.setData(NAME, IS_VAR_ROLE, False)
             item.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemIsUserCheckable
@@ -129,7 +138,7 @@ class ScopeTree(QWidget):
             self._add_children(item, child)
         for v in node.variables:
             shape = "×".join(str(d) for d in v.shape) or "scalar"
-            item = QTreeWidgetItem(parent, [v.path.split("/")[-1], shape, f"{v.size:,}", "", ""])
+            item = QTreeWidgetItem(parent, _row(v.path.split("/")[-1], shape, f"{v.size:,}"))
             item.setData(NAME, PATH_ROLE, v.path)
             item.setData(NAME, IS_VAR_ROLE, True)
             item.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemIsUserCheckable)
@@ -153,8 +162,11 @@ class ScopeTree(QWidget):
             self.tree.setColumnWidth(col, width)
 
     def _fit_name(self) -> None:
-        others = sum(self.tree.columnWidth(c) for c in (SHAPE, PARAMS, UPDATE, STATE))
-        width = max(self._name_min, self.tree.viewport().width() - others - 1)
+        # the name takes what the value and state columns leave (shape and parameters may scroll)
+        others = sum(self.tree.columnWidth(c) for c in (UPDATE, STATE))
+        room = self.tree.viewport().width() - others - 1
+        extra = sum(self.tree.columnWidth(c) for c in (SHAPE, PARAMS))
+        width = room - extra if room - extra >= self._name_min else max(room, 80)
         if self.tree.columnWidth(NAME) != width:
             self.tree.setColumnWidth(NAME, width)
 
@@ -256,6 +268,7 @@ class ScopeTree(QWidget):
                 item.setText(UPDATE, text)
             if item.text(STATE) != st.state:
                 item.setText(STATE, st.state)
-                item.setForeground(STATE, QBrush(LEAK_COLOR if st.alarm else FROZEN_COLOR))
+                item.setForeground(STATE, QBrush(LEAK_COLOR if st.alarm else
+                                                 QUIET_COLOR if st.state == "no update" else FROZEN_COLOR))
             if item.toolTip(STATE) != st.tip:
                 item.setToolTip(STATE, st.tip)

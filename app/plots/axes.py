@@ -1,18 +1,59 @@
-"""A log axis that can say "0": the update plot's frozen variables sit on a floor at the bottom.
+"""Axes whose tick labels never overprint, and a log axis that can say "0".
 
-Update curves are drawn in log10 space by the panel itself (incrementally, so long runs stay cheap),
-with this axis in log mode so ticks read as powers of ten. An update of exactly zero (a frozen
-variable) has no logarithm; it is drawn at `floor` (a decade below the smallest real value), and
-this axis labels that tick "0" so the drop to zero reads as zero, not as a tiny number.
+pyqtgraph decides per tick *level* whether to label it, from how much of the axis the labels fill,
+not from whether two labels collide: on a log axis spanning a decade or two it labelled 0.1, 0.09,
+0.08, ... on top of each other. `TidyAxis` keeps the labels pyqtgraph chose in its order (major level
+first) and drops any label whose rectangle would touch one already kept.
+
+`FloorLogAxis`: update curves are drawn in log10 space by the panel itself (incrementally, so long
+runs stay cheap), with this axis in log mode so ticks read as powers of ten. An update of exactly
+zero (a frozen variable, or one whose update underflowed) has no logarithm; it is drawn at `floor` (a
+decade below the smallest real value), and this axis labels that tick "0" so the drop to zero reads
+as zero, not as a tiny number.
 """
 from __future__ import annotations
 
 import math
 
 import pyqtgraph as pg
+from PySide6 import QtCore, QtGui
+
+LABEL_GAP_PX = 3.0  # the least room between two tick labels
 
 
-class FloorLogAxis(pg.AxisItem):
+class TidyAxis(pg.AxisItem):
+    def generateDrawSpecs(self, p):  # noqa: N802 (pyqtgraph's name)
+        specs = super().generateDrawSpecs(p)
+        if specs is None:
+            return specs
+        axis, ticks, texts = specs
+        self.kept_labels = tidy_labels(texts)
+        return axis, ticks, self.kept_labels
+
+
+def tidy_labels(texts: list) -> list:
+    """The (rect, flags, text) labels in order, without those that would touch an earlier kept one."""
+    kept: list = []
+    for spec in texts:
+        grown = spec[0].adjusted(-LABEL_GAP_PX / 2, -LABEL_GAP_PX / 2, LABEL_GAP_PX / 2, LABEL_GAP_PX / 2)
+        if not any(grown.intersects(k[0]) for k in kept):
+            kept.append(spec)
+    return kept
+
+
+def label_rects(axis: pg.AxisItem) -> list[tuple[QtCore.QRectF, str]]:
+    """The (rectangle, text) of each label `axis` draws now (tests check that none overlap)."""
+    img = QtGui.QImage(8, 8, QtGui.QImage.Format.Format_ARGB32)
+    p = QtGui.QPainter(img)
+    p.setFont(axis.style["tickFont"] or p.font())
+    try:
+        specs = axis.generateDrawSpecs(p)
+    finally:
+        p.end()
+    return [] if specs is None else [(r, t) for r, _, t in specs[2]]
+
+
+class FloorLogAxis(TidyAxis):
     def __init__(self, orientation: str = "left", **kwargs) -> None:
         super().__init__(orientation, **kwargs)
         self.floor: float | None = None  # log10 of the floor, or None while nothing is zero
@@ -24,7 +65,7 @@ class FloorLogAxis(pg.AxisItem):
             self.picture = None
             self.update()
 
-    def logTickValues(self, minVal, maxVal, size, stdTicks):
+    def logTickValues(self, minVal, maxVal, size, stdTicks):  # noqa: N802 (pyqtgraph's name)
         ticks = super().logTickValues(minVal, maxVal, size, stdTicks)
         if self.floor is None or not (minVal <= self.floor <= maxVal) or not ticks:
             return ticks
@@ -34,7 +75,7 @@ class FloorLogAxis(pg.AxisItem):
         rest = [(s, [v for v in vs if v > self.floor + 0.5]) for s, vs in ticks[1:]]
         return [(spacing, sorted(major))] + rest
 
-    def logTickStrings(self, values, scale, spacing):
+    def logTickStrings(self, values, scale, spacing):  # noqa: N802 (pyqtgraph's name)
         strings = super().logTickStrings(values, scale, spacing)
         if self.floor is None:
             return strings

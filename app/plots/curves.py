@@ -125,6 +125,15 @@ class LiveCurve(pg.PlotDataItem):
             self._draw(self._datasetDisplay)  # y only: a bold line's pixel offsets changed size
 
 
+def dashed_pen(colour: str, width: float, dash: int = 0) -> QtGui.QPen:
+    """A pen in `colour` with the line style `palette.VARIABLE_DASHES[dash]` (0: solid)."""
+    pen = pg.mkPen(colour, width=width)
+    pattern = palette.VARIABLE_DASHES[dash % len(palette.VARIABLE_DASHES)]
+    if pattern:
+        pen.setDashPattern(list(pattern))
+    return pen
+
+
 def nearest_index(xs: np.ndarray, x: float) -> int:
     """Index of the value of sorted, non-empty `xs` nearest to `x` (the later one on a tie)."""
     i = int(np.searchsorted(xs, x))

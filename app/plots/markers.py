@@ -1,14 +1,21 @@
-"""Vertical lines at the steps where the user changed something or an alarm went off.
+"""Vertical lines at the steps where the user changed something or an alarm went off, with their labels.
 
-Both step plots show every store marker: control changes (freeze, ratio, lr, method) in one colour,
-pauses in grey, alarms (NaN, leak) in red, so a change in a curve can be read against its cause.
-Markers only ever get appended during a run, so items are added for the new ones only.
+Both step plots show every marker of every shown run: control changes (freeze, ratio, lr, method) in
+one colour, pauses in grey, alarms (NaN, leak) in red, so a change in a curve can be read against its
+cause. Markers only ever get appended during a run, so items are added for the new ones only.
 
 Every Step and every pause adds one, so a session of stepping through training leaves hundreds. As
 pyqtgraph InfiniteLines, each one re-laid itself out in Python on every view change and painted from
 Python (with the GIL held): the benchmark's 600-step chunks left the GUI thread ~40% busy with them.
 Here the lines of one look are a single C++-painted `Stroke` per plot, rebuilt when the view moves,
 and labels are QGraphicsTextItems (painted by Qt) placed in pixels.
+
+Labels sit in a band above the plot area (the plot's title row, grown to `LABEL_ROWS` rows), never
+over the curves. A label is shown in full where it fits (right of its line, else left of it), in the
+highest free row; consecutive markers with the same label share one ("pause (step) ×12"); a label
+with no room shows its short form (the kind), and one with none at all a "+": none is dropped without
+a trace, and the tooltip and the Runs tab's event list hold the full text. Markers out of view have
+no label.
 """
 from __future__ import annotations
 
@@ -17,42 +24,52 @@ import html
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from training_core.runs import Marker, RunData
+from training_core.runs import Marker
 
 from . import palette
 from .canvas import Stroke, view_offsets
+from .view import PlotView
 
-MAX_LABEL = 28  # characters; the full label is in the tooltip
-LABEL_ROWS = (0.96, 0.86, 0.76, 0.66, 0.56)  # label heights, as fractions of the plot height
+LABEL_ROWS = 3  # at most; the band above a plot is as tall as its labels need (0 without markers)
+ROW_PX = 17  # height of a label row (a line of the default font, without the text item's margin)
 GAP_PX = 6
+SHORT = {"freeze": "freeze", "ratio": "ratio", "lr": "lr", "method": "method", "pause": "pause", "nan": "NaN",
+         "leak": "leak"}
 
 
 class MarkerLine:
-    """One marker on one plot: its step, look and label (the line itself is drawn by the plot's strokes)."""
+    """One marker on one plot: its x, look and label (the line itself is drawn by the plot's strokes)."""
 
-    def __init__(self, m: Marker, vb: pg.ViewBox) -> None:
+    def __init__(self, m: Marker, x: float, text: str, plot: pg.PlotItem) -> None:
         self.marker = m
-        self._vb = vb
+        self.x = x
+        self.text = text
+        self._vb = plot.vb
         alarm = m.kind in ("nan", "leak")
         color = palette.marker_color(m.kind)
         self.pen = pg.mkPen(color, width=2 if alarm else 1.2,
                             style=QtCore.Qt.PenStyle.SolidLine if alarm else QtCore.Qt.PenStyle.DashLine)
-        text = m.label if len(m.label) <= MAX_LABEL else m.label[:MAX_LABEL - 1] + "…"
-        self.label = QtWidgets.QGraphicsTextItem()
-        self.label.setHtml(f'<span style="background-color: rgba(255,255,255,200)">{html.escape(text)}</span>')
+        self.label = QtWidgets.QGraphicsTextItem(plot)
+        self.label.document().setDocumentMargin(0)
         self.label.setDefaultTextColor(QtGui.QColor(color))
-        self.label.setFlag(QtWidgets.QGraphicsItem.GraphicsItemFlag.ItemIgnoresTransformations)
-        self.label.setToolTip(f"step {m.step}: {m.label}")
+        self.label.setToolTip(f"step {m.step:,}: {text}")
         self.label.setZValue(6)
-        vb.addItem(self.label, ignoreBounds=True)
+        self.shown = ""
+        self.set_text(text)
+
+    def set_text(self, text: str) -> None:
+        """What the label shows now (the full text, its short form, or "+")."""
+        if text != self.shown:
+            self.shown = text
+            self.label.setHtml(f'<span style="background-color: rgba(255,255,255,210)">{html.escape(text)}</span>')
 
     @property
     def look(self) -> tuple:
         """Markers that look alike share one stroke."""
         return (self.pen.color().name(), self.pen.style(), self.pen.widthF())
 
-    def value(self) -> int:
-        return self.marker.step
+    def value(self) -> float:
+        return self.x
 
     def getViewBox(self) -> pg.ViewBox:  # noqa: N802 (pyqtgraph's name, as tests and callers use it)
         return self._vb
@@ -64,11 +81,13 @@ class _PlotMarkers:
         self.lines: list[MarkerLine] = []
         self.strokes: dict[tuple, Stroke] = {}
         self.pens: dict[tuple, QtGui.QPen] = {}
+        self.rows = 0
+        plot.layout.setRowFixedHeight(0, 0)  # the title row: the labels' band, grown as labels need
         plot.vb.sigRangeChanged.connect(self.layout)
         plot.vb.sigResized.connect(self.layout)
 
-    def add(self, m: Marker) -> None:
-        line = MarkerLine(m, self.plot.vb)
+    def add(self, m: Marker, x: float, text: str) -> None:
+        line = MarkerLine(m, x, text, self.plot)
         self.lines.append(line)
         if line.look not in self.strokes:
             stroke = Stroke()
@@ -79,62 +98,111 @@ class _PlotMarkers:
             self.pens[line.look] = line.pen
 
     def layout(self, *_args) -> None:
-        """Lines from the bottom to the top of the view; each label where it overlaps no other: right of
-        its line (left near the right edge), in the highest free row."""
+        """Lines from the bottom to the top of the view; labels in the band above it (module docstring)."""
         vb = self.plot.vb
         (x0, x1), (y0, y1) = vb.viewRange()
         width, height = vb.width(), vb.height()
         if not self.lines or x1 <= x0 or width <= 0 or height <= 0:
             for stroke in self.strokes.values():
                 stroke.set_path(QtGui.QPainterPath())
+            for line in self.lines:
+                line.label.hide()
+            self._set_rows(0 if not self.lines else self.rows)
             return
         paths = {look: QtGui.QPainterPath() for look in self.strokes}
         for line in self.lines:
             path = paths[line.look]
             path.moveTo(line.value(), y0)
             path.lineTo(line.value(), y1)
-        px = (x1 - x0) / width
         for look, stroke in self.strokes.items():
             stroke.set_path(paths[look], view_offsets(self.pens[look], vb))  # alarms: two pixels wide
-        taken: list[list[tuple[float, float]]] = [[] for _ in LABEL_ROWS]
+        self._place_labels(vb, x0, x1, width)
+
+    def _place_labels(self, vb: pg.ViewBox, x0: float, x1: float, width: float) -> None:
+        geo = vb.geometry()  # the view box in the plot item's coordinates
+        px = (x1 - x0) / width
+        taken: list[list[tuple[float, float]]] = [[] for _ in range(LABEL_ROWS)]
+        previous = None
+        used = 0
         for line in sorted(self.lines, key=lambda ln: ln.value()):
             x = (line.value() - x0) / px
-            rect = line.label.boundingRect()
-            w = rect.width()
-            right = x + GAP_PX + w < width
-            span = (x, x + w + GAP_PX) if right else (x - w - GAP_PX, x)
-            row = next((i for i, spans in enumerate(taken)
-                        if all(span[1] <= a or span[0] >= b for a, b in spans)), len(LABEL_ROWS) - 1)
-            taken[row].append(span)
-            left_px = x + GAP_PX / 2 if right else x - GAP_PX / 2 - w
-            y = y0 + LABEL_ROWS[row] * (y1 - y0)
-            line.label.setPos(x0 + left_px * px, y)
-            line.label.setTransform(QtGui.QTransform.fromTranslate(0, -rect.height() / 2))
+            if not -0.5 <= x <= width + 0.5:
+                line.label.hide()
+                continue
+            if previous is not None and previous.text == line.text and previous.marker.kind == line.marker.kind \
+                    and previous.label.isVisible():
+                previous.repeats += 1  # the same label again: counted on the first
+                previous.set_text(f"{previous.text} ×{previous.repeats}")
+                line.label.hide()
+                continue
+            line.repeats = 1
+            placed = None
+            for text in (line.text, SHORT.get(line.marker.kind, line.marker.kind), "+"):
+                line.set_text(text)
+                placed = self._free_spot(taken, x, line.label.boundingRect().width(), width)
+                if placed is not None:
+                    break
+            left, row = placed if placed is not None else (min(max(x - 4, 0), width - 8), 0)
+            line.label.setPos(geo.left() + left, geo.top() - (row + 1) * ROW_PX)
+            line.label.show()
+            previous = line
+            used = max(used, row + 1)
+        self._set_rows(used)
+
+    def _set_rows(self, rows: int) -> None:
+        """Grow or shrink the band (a change re-lays out the plot, which places the labels again)."""
+        if rows != self.rows:
+            self.rows = rows
+            self.plot.layout.setRowFixedHeight(0, rows * ROW_PX + (4 if rows else 0))
+
+    @staticmethod
+    def _free_spot(taken: list[list[tuple[float, float]]], x: float, w: float, width: float
+                   ) -> tuple[float, int] | None:
+        """(left, row) for a label `w` wide at its line `x`: right of the line, else left of it, inside the
+        plot's width, in the highest row where it touches no other label."""
+        for left in (x + GAP_PX / 2, x - GAP_PX / 2 - w):
+            if left < 0 or left + w > width:
+                continue
+            for row, spans in enumerate(taken):
+                if all(left + w + GAP_PX <= a or left >= b + GAP_PX for a, b in spans):
+                    spans.append((left, left + w))
+                    return left, row
+        return None
 
     def clear(self) -> None:
         for line in self.lines:
-            self.plot.vb.removeItem(line.label)
+            scene = line.label.scene()
+            if scene is not None:
+                scene.removeItem(line.label)
         for stroke in self.strokes.values():
             self.plot.removeItem(stroke)
         self.lines.clear()
         self.strokes.clear()
         self.pens.clear()
+        self._set_rows(0)
 
 
 class MarkerLines:
     def __init__(self, plots: list[pg.PlotItem]) -> None:
         self.plots = [_PlotMarkers(p) for p in plots]
-        self.markers: list[Marker] = []
+        self.seen: dict[str, int] = {}  # run key -> markers of that run already added
 
-    def update(self, store: RunData) -> None:
-        if len(store.markers) < len(self.markers):
-            self.clear()
-        new = store.markers[len(self.markers):]
-        for m in new:
-            self.markers.append(m)
-            for pm in self.plots:
-                pm.add(m)
-        if new:
+    def update(self, view: PlotView) -> None:
+        added = False
+        for layer in view.layers:
+            markers = layer.data.markers
+            done = self.seen.get(layer.key, 0)
+            if len(markers) < done:  # that run's data was cleared: start over
+                self.clear()
+                return self.update(view)
+            for m in markers[done:]:
+                x = float(m.step) if layer.t0 is None else m.time - layer.t0
+                text = f"{layer.label}: {m.label}" if view.multi else m.label
+                for pm in self.plots:
+                    pm.add(m, x, text)
+                added = True
+            self.seen[layer.key] = len(markers)
+        if added:
             self.place_labels()
 
     def place_labels(self) -> None:
@@ -142,10 +210,10 @@ class MarkerLines:
             pm.layout()
 
     def lines_of(self, index: int) -> list[MarkerLine]:
-        """The markers of plot `index` (0 losses, 1 updates), in store order."""
+        """The markers of plot `index` (0 losses, 1 updates), in the order they were added."""
         return self.plots[index].lines
 
     def clear(self) -> None:
         for pm in self.plots:
             pm.clear()
-        self.markers.clear()
+        self.seen.clear()

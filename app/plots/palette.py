@@ -15,10 +15,17 @@ CYCLE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
          "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 KNOWN_PHASES = {"D": "#1f77b4", "G": "#ff7f0e"}
 
-# ColorBrewer "Paired", dark before light: variables usually come as kernel, bias of one layer,
-# so a layer keeps one hue (kernel dark, bias light). The pale yellow is darkened to show on white.
-VARIABLE_CYCLE = ("#1f78b4", "#a6cee3", "#33a02c", "#b2df8a", "#e31a1c", "#fb9a99",
-                  "#ff7f00", "#fdbf6f", "#6a3d9a", "#cab2d6", "#b15928", "#d9c45a")
+# Variables: a colour per layer (scope), a line style per kind of leaf (styles.variable_styles): twelve hues
+# that stay apart on white (Tableau 10 without its grey, which frozen curves use, and three darker ones).
+VARIABLE_CYCLE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22",
+                  "#17becf", "#393b79", "#637939", "#ad494a")
+
+#: line styles of the variables' kinds (kernel solid, bias dashed, ...), as training_core.figures.DASHES in
+#: pen widths; a 1-pixel line needs them longer to read (see styles.variable_styles for the assignment)
+VARIABLE_DASHES = (None, (8.0, 5.0), (10.0, 4.0, 2.0, 4.0), (2.0, 3.0))
+FROZEN_DOTS = (1.0, 3.0)  # a frozen variable: grey and dotted
+#: several runs: each run keeps a colour of its own (Okabe-Ito, as the export's paper theme)
+RUN_CYCLE = ("#0072B2", "#D55E00", "#009E73", "#E69F00", "#CC79A7", "#56B4E9", "#000000", "#B8A200")
 
 RAW_ALPHA = 70          # 0..255: the raw loss is context, the smoothed one is the signal
 RAW_WIDTH = 1.0
@@ -37,6 +44,7 @@ ALARM_COLOR = "#d62728"    # nan, leak: things that went wrong
 MARKER_KIND_COLOR = {"freeze": CONTROL_COLOR, "ratio": CONTROL_COLOR, "lr": CONTROL_COLOR,
                      "method": CONTROL_COLOR, "pause": PAUSE_COLOR, "nan": ALARM_COLOR, "leak": ALARM_COLOR}
 
+METRIC_COLOR = "#2ca02c"  # a metric of one run (several: the runs' colours)
 REAL_POINTS = "#7f7f7f"   # samples: real data grey, generated in the generator's colour
 FAKE_POINTS = KNOWN_PHASES["G"]
 MATRIX_COLORMAP = "CET-D1"  # diverging: factor matrices are signed
@@ -50,6 +58,10 @@ def phase_color(phase: str, index: int) -> str:
 
 def variable_color(index: int) -> str:
     return VARIABLE_CYCLE[index % len(VARIABLE_CYCLE)]
+
+
+def run_color(index: int) -> str:
+    return RUN_CYCLE[index % len(RUN_CYCLE)]
 
 
 def marker_color(kind: str) -> str:

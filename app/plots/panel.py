@@ -1,28 +1,37 @@
-"""The window's live plots: losses and update magnitudes over steps, with control markers, and samples.
+"""The window's plots: losses, GAN health and update magnitudes over steps, with control markers, and
+samples; of the run that trains and of any runs opened beside it (`RunSet`).
 
-A view of a `RunData`: the window's ~25 Hz timer calls `refresh()`, which does nothing unless
-the store's version moved, and otherwise gives every curve exactly one `setData` with the store's
-own arrays (no copies, no dropped points; pyqtgraph clips to the view and peak-downsamples to the
-pixel width). While the user has not zoomed or panned, the step axis follows the run: the panel sets
+A view of the run set: the window's ~25 Hz timer calls `refresh()`, which does nothing unless a shown
+run's version moved, and otherwise gives every curve exactly one `setData` with the store's own arrays
+(no copies, no dropped points; curves peak-decimate to the pixel width). When what is shown changes
+(a run opened, hidden or renamed, align by time, colour by phase, a scope filter) everything is
+drawn afresh. While the user has not zoomed or panned, the x axis follows the runs: the panel sets
 the new range before the data so that each curve is decimated once per refresh (see curves.py).
+
+Mouse: drag pans and the wheel zooms the x axis only (y always fits what is in view); "A" (or the
+small "A" button) follows the runs again.
 """
 from __future__ import annotations
+
+import time
 
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 from superqt.utils import signals_blocked
 
-from training_core.runs import RunData
+from training_core.runs import RunData, RunSet
 
 from . import palette
-from .axes import FloorLogAxis
+from .axes import FloorLogAxis, TidyAxis
 from .canvas import Canvas
 from .curves import held, style_plot
+from .health import MetricPlots
 from .losses import LossCurves, warm_up
 from .markers import MarkerLine, MarkerLines
 from .readout import HoverReadout
-from .samples import SamplesView
+from .samples import SampleBrowser
 from .updates import KIND, UpdateCurves
+from .view import PlotView
 
 DEFAULT_SMOOTHING = 0.6
 MAX_SMOOTHING = 0.999
@@ -33,27 +42,41 @@ CLICK_PX = 6  # how near (pixels) a click must be to an update curve to select i
 class PlotsPanel(QtWidgets.QWidget):
     variableClicked = QtCore.Signal(str)
 
-    def __init__(self, store: RunData, parent: QtWidgets.QWidget | None = None) -> None:
+    def __init__(self, source: RunData | RunSet, parent: QtWidgets.QWidget | None = None) -> None:
         super().__init__(parent)
-        self.store = store
-        self._seen_version: int | None = None
+        if isinstance(source, RunData):
+            self.runs = RunSet()
+            self.runs.set_live(source, "run")
+        else:
+            self.runs = source
+        self._seen: tuple | None = None
+        self._signature: tuple | None = None
         self._follow = True
+        self.sample_key: str | None = None  # whose samples are shown (None: the first shown run)
         warm_up()
 
-        # rows: loss legend, losses, updates, update legend. Legends sit outside the data so no curve
-        # (and no marker label) ever hides behind them.
+        # rows: loss legend, losses, metrics (one plot each), updates, update legend. Legends sit outside
+        # the data so no curve (and no marker label) ever hides behind them.
         self.graphics = Canvas()
         self.graphics.setBackground(palette.BACKGROUND)
+        self.graphics.setFocusPolicy(QtCore.Qt.FocusPolicy.StrongFocus)
         legend_style = {"labelTextColor": palette.FOREGROUND, "labelTextSize": "8pt", "verSpacing": -8,
                         "horSpacing": 4, "frame": False}
         self.loss_legend = pg.LegendItem(colCount=8, **legend_style)
         self.graphics.addItem(self.loss_legend, row=0, col=0)
-        self.loss_plot: pg.PlotItem = self.graphics.addPlot(row=1, col=0)
+        self.loss_axis = FloorLogAxis("left")
+        self.loss_axis.setLogMode(False)
+        self.loss_axis.enableAutoSIPrefix(False)  # "loss (x0.001)" over 800 read as a loss of 800
+        self.loss_plot: pg.PlotItem = self.graphics.addPlot(row=1, col=0, axisItems={
+            "left": self.loss_axis, "bottom": TidyAxis("bottom")})
+        self.metrics_layout = self.graphics.addLayout(row=2, col=0)
+        self.metrics_layout.setContentsMargins(0, 0, 0, 0)
         self.update_axis = FloorLogAxis("left")
         self.update_axis.enableAutoSIPrefix(False)
-        self.update_plot: pg.PlotItem = self.graphics.addPlot(row=2, col=0, axisItems={"left": self.update_axis})
+        self.update_plot: pg.PlotItem = self.graphics.addPlot(row=3, col=0, axisItems={
+            "left": self.update_axis, "bottom": TidyAxis("bottom")})
         self.update_legend = pg.LegendItem(colCount=4, **legend_style)  # even: kernel and bias side by side
-        self.graphics.addItem(self.update_legend, row=3, col=0)
+        self.graphics.addItem(self.update_legend, row=4, col=0)
         for legend in (self.loss_legend, self.update_legend):  # as wide as their entries, on the left
             legend.setSizePolicy(QtWidgets.QSizePolicy.Policy.Maximum, QtWidgets.QSizePolicy.Policy.Maximum)
             self.graphics.ci.layout.setAlignment(legend, QtCore.Qt.AlignmentFlag.AlignLeft)
@@ -62,27 +85,41 @@ class PlotsPanel(QtWidgets.QWidget):
         self.update_plot.setXLink(self.loss_plot)
         for plot in (self.loss_plot, self.update_plot):
             plot.setMenuEnabled(False, enableViewBoxMenu=True)  # no log/FFT toggles that fight ours
+            plot.vb.setMouseEnabled(x=True, y=False)  # the wheel zooms steps only; y fits what is in view
+        for row, stretch in ((1, 3), (2, 0), (3, 3)):
+            self.graphics.ci.layout.setRowStretchFactor(row, stretch)
 
         self.losses = LossCurves(self.loss_plot, self.loss_legend, DEFAULT_SMOOTHING)
+        self.metrics = MetricPlots(self.metrics_layout, self.loss_plot)
         self.updates = UpdateCurves(self.update_plot, self.update_axis, self.update_legend)
         self.markers = MarkerLines([self.loss_plot, self.update_plot])
-        self.samples_view = SamplesView()
+        self.samples = SampleBrowser()
+        self.samples_view = self.samples.view
 
         self.readout_label = QtWidgets.QLabel()
         self.readout_label.setTextFormat(QtCore.Qt.TextFormat.RichText)
         self.readout_label.setStyleSheet("font-size: 9pt;")
-        # a long readout is cut at the right, never widening the window
+        self.readout_label.setWordWrap(True)  # a long readout wraps, never runs past the window's edge
         self.readout_label.setSizePolicy(QtWidgets.QSizePolicy.Policy.Ignored,
                                          QtWidgets.QSizePolicy.Policy.Preferred)
-        self.readout = HoverReadout(self.graphics.scene(), self.loss_plot, self.update_plot,
-                                    self.losses, self.updates, self.readout_label)
+        self.readout = HoverReadout(self.graphics, self.loss_plot, self.update_plot, self.losses, self.updates,
+                                    self.readout_label)
 
         self.graphics.scene().sigMouseClicked.connect(self._clicked)
         for vb in (self.loss_plot.vb, self.update_plot.vb):
             vb.sigRangeChangedManually.connect(self._user_moved)
             vb.sigStateChanged.connect(self._autorange_asked)
+        self.graphics.installEventFilter(self)  # "A" pressed on the plots: follow the runs again
 
         self._build_layout()
+
+    def eventFilter(self, watched: QtCore.QObject, event: QtCore.QEvent) -> bool:  # noqa: N802 (Qt name)
+        """The "A" key on the plots follows the runs again (pyqtgraph only has its small "A" button)."""
+        if event.type() == QtCore.QEvent.Type.KeyPress and event.key() == QtCore.Qt.Key.Key_A \
+                and not event.modifiers() & ~QtCore.Qt.KeyboardModifier.KeypadModifier:
+            self.follow()
+            return True
+        return False
 
     def resizeEvent(self, event: QtGui.QResizeEvent) -> None:  # noqa: N802 (Qt name)
         """Fit the update legend's columns to the width: a fixed 4 columns needed ~790 px and, in a
@@ -102,9 +139,13 @@ class PlotsPanel(QtWidgets.QWidget):
         self.smoothing_slider.setRange(0, round(MAX_SMOOTHING * SLIDER_STEPS))
         self.smoothing_slider.setValue(round(DEFAULT_SMOOTHING * SLIDER_STEPS))
         self.smoothing_slider.setToolTip("TensorBoard-style debiased exponential smoothing of the loss curves")
+        self.smoothing_slider.setMinimumWidth(90)  # never squeezed to a box when the column narrows
         self.smoothing_slider.valueChanged.connect(lambda v: self.set_smoothing(v / SLIDER_STEPS))
         self.smoothing_label = QtWidgets.QLabel(f"{DEFAULT_SMOOTHING:.3f}")
         self.smoothing_label.setMinimumWidth(40)
+        self.log_loss_box = QtWidgets.QCheckBox("log")
+        self.log_loss_box.setToolTip("The loss plot on a log axis (losses that fall by decades)")
+        self.log_loss_box.toggled.connect(self.set_log_losses)
 
         self.relative_button = QtWidgets.QRadioButton("relative ‖ΔW‖/‖W‖")
         self.absolute_button = QtWidgets.QRadioButton("absolute ‖ΔW‖")
@@ -116,14 +157,19 @@ class PlotsPanel(QtWidgets.QWidget):
         group.addButton(self.absolute_button)
         self.relative_button.toggled.connect(lambda on: self.set_update_mode("relative" if on else "absolute"))
 
+        loss_controls = QtWidgets.QHBoxLayout()
+        loss_controls.addWidget(QtWidgets.QLabel("Loss smoothing"))
+        loss_controls.addWidget(self.smoothing_slider, 1)
+        loss_controls.addWidget(self.smoothing_label)
+        loss_controls.addWidget(self.log_loss_box)
+        update_controls = QtWidgets.QHBoxLayout()
+        update_controls.addWidget(QtWidgets.QLabel("Updates:"))
+        update_controls.addWidget(self.relative_button)
+        update_controls.addWidget(self.absolute_button)
         controls = QtWidgets.QHBoxLayout()
-        controls.addWidget(QtWidgets.QLabel("Loss smoothing"))
-        controls.addWidget(self.smoothing_slider, 1)
-        controls.addWidget(self.smoothing_label)
-        controls.addSpacing(16)
-        controls.addWidget(QtWidgets.QLabel("Updates:"))
-        controls.addWidget(self.relative_button)
-        controls.addWidget(self.absolute_button)
+        controls.addLayout(loss_controls, 3)
+        controls.addSpacing(12)
+        controls.addLayout(update_controls)
         controls.addStretch(1)
 
         left = QtWidgets.QWidget()
@@ -135,42 +181,91 @@ class PlotsPanel(QtWidgets.QWidget):
 
         splitter = QtWidgets.QSplitter(QtCore.Qt.Orientation.Horizontal)
         splitter.addWidget(left)
-        splitter.addWidget(self.samples_view)
+        splitter.addWidget(self.samples)
         splitter.setStretchFactor(0, 3)
         splitter.setStretchFactor(1, 1)
         splitter.setSizes([750, 260])
+        splitter.setChildrenCollapsible(False)
         self.splitter = splitter
         outer = QtWidgets.QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
         outer.addWidget(splitter)
 
     # -- public API ------------------------------------------------------------------------------------
+    @property
+    def store(self) -> RunData | None:
+        """The run the samples view shows (the live run while training)."""
+        entry = self._sample_entry()
+        return None if entry is None else entry.data
+
     def refresh(self) -> bool:
-        """Redraw from the store if its version moved; returns whether anything was redrawn."""
-        store = self.store
-        if store.version == self._seen_version:
+        """Redraw from the runs if a shown run's version moved (or what is shown changed); returns whether
+        anything was redrawn."""
+        view = PlotView(self.runs)
+        if view.signature != self._signature:
+            self._clear_curves()
+            self._signature = view.signature
+            self._seen = None
+            axis = "time (s)" if view.by_time else "step"
+            for plot in (self.loss_plot, self.update_plot):
+                plot.setLabel("bottom", axis, color=palette.FOREGROUND)
+        state = (view.version, self.samples_key_now())
+        if state == self._seen:
+            self._show_samples()
             return False
-        self._seen_version = store.version
+        self._seen = state
         if self._follow:
             with held():
-                self._fit_steps()
-        self.losses.update(store)
-        self.updates.update(store)
-        self.markers.update(store)
-        self.samples_view.show_samples(store.samples)
+                self._fit_x(view)
+        self.losses.update(view)
+        if self.metrics.update(view):  # health plots: smaller than the loss and update plots
+            self.graphics.ci.layout.setRowStretchFactor(2, min(len(self.metrics.plots), 2))
+        self.updates.update(view)
+        self.markers.update(view)
+        self._show_samples()
         # pyqtgraph's deferred y autorange, now: run first thing in the paint, it moved the range and
         # asked for a second paint of every frame
         self.graphics.scene().prepareForPaint()
         return True
 
-    def reset(self) -> None:
-        """Forget every curve, marker and sample (a new run); the next refresh draws the store afresh."""
+    def _sample_entry(self):
+        shown = self.runs.visible() or self.runs.entries
+        if self.sample_key is not None:
+            chosen = self.runs.get(self.sample_key)
+            if chosen is not None:
+                return chosen
+        return shown[0] if shown else None
+
+    def samples_key_now(self) -> str | None:
+        entry = self._sample_entry()
+        return None if entry is None else entry.key
+
+    def _show_samples(self) -> None:
+        entry = self._sample_entry()
+        if entry is None:
+            self.samples.clear()
+            return
+        start = entry.data.start
+        self.samples.show_run(entry.data, entry.data.run_dir or (start.run_dir if start else None), time.monotonic())
+
+    def show_samples_of(self, key: str | None) -> None:
+        """Show the samples of run `key` (the Runs tab's selection)."""
+        self.sample_key = key
+        self._show_samples()
+
+    def _clear_curves(self) -> None:
         self.losses.clear()
+        self.metrics.clear()
         self.updates.clear()
         self.markers.clear()
-        self.samples_view.clear()
         self.readout.clear()
-        self._seen_version = None
+
+    def reset(self) -> None:
+        """Forget every curve, marker and sample (a new run); the next refresh draws the runs afresh."""
+        self._clear_curves()
+        self.samples.clear()
+        self._seen = None
+        self._signature = None
         self._follow = True
         for plot in (self.loss_plot, self.update_plot):
             plot.vb.enableAutoRange(axis=pg.ViewBox.YAxis)
@@ -192,12 +287,23 @@ class PlotsPanel(QtWidgets.QWidget):
         if not 0.0 <= weight <= MAX_SMOOTHING:
             raise ValueError(f"smoothing must be between 0 and {MAX_SMOOTHING}, got {weight}")
         if weight != self.losses.weight:
-            self.losses.set_weight(weight, self.store)
+            self.losses.set_weight(weight, PlotView(self.runs))
         self.smoothing_label.setText(f"{weight:.3f}")
         units = round(weight * SLIDER_STEPS)
         if self.smoothing_slider.value() != units:
             with signals_blocked(self.smoothing_slider):
                 self.smoothing_slider.setValue(units)
+
+    def set_log_losses(self, on: bool) -> None:
+        """The loss plot on a log axis (a loss <= 0 is a gap there)."""
+        on = bool(on)
+        if on != self.losses.log:
+            self.loss_axis.setLogMode(on)
+            self.losses.set_log(on, PlotView(self.runs))
+            self.loss_plot.vb.enableAutoRange(axis=pg.ViewBox.YAxis)
+        if self.log_loss_box.isChecked() != on:
+            with signals_blocked(self.log_loss_box):
+                self.log_loss_box.setChecked(on)
 
     @property
     def update_mode(self) -> str:
@@ -209,24 +315,43 @@ class PlotsPanel(QtWidgets.QWidget):
         return KIND[self.updates.mode]
 
     def set_update_mode(self, mode: str) -> None:
-        self.updates.set_mode(mode, self.store)
+        self.updates.set_mode(mode, PlotView(self.runs))
         button = self.relative_button if mode == "relative" else self.absolute_button
         if not button.isChecked():
             with signals_blocked(button):
                 button.setChecked(True)
 
     def curves(self) -> dict[str, pg.PlotDataItem]:
-        """{"loss/D": raw, "loss/D/smoothed": smoothed, "update/<path>": update curve (log10 values)}."""
-        return {**self.losses.curves(), **self.updates.curves()}
+        """{"loss/D": raw, "loss/D/smoothed": smoothed, "update/<path>": update curve (log10 values),
+        "metric/<name>": a metric}; with several runs shown each name starts with "<run label>: "."""
+        return {**self.losses.curves(), **self.updates.curves(), **self.metrics.all_curves()}
 
     def marker_lines(self, plot: str = "loss") -> list[MarkerLine]:
-        """The markers on the "loss" or "update" plot, in store order (line.marker is the Marker)."""
+        """The markers on the "loss" or "update" plot, in the order added (line.marker is the Marker)."""
         return self.markers.lines_of(0 if plot == "loss" else 1)
 
     @property
     def following(self) -> bool:
-        """True while the step axis follows the run (until the user zooms or pans; "A" resumes)."""
+        """True while the x axis follows the runs (until the user zooms or pans; "A" resumes)."""
         return self._follow
+
+    def follow(self) -> None:
+        """Follow the runs again: the whole of every shown run in view, the newest step at the right."""
+        self._follow = True
+        with held():
+            self._fit_x(PlotView(self.runs))
+        self._seen = None  # curves must re-decimate against the new range
+        self.refresh()
+
+    def show_step(self, x: float) -> None:
+        """Centre the plots on `x` (a step, or seconds when aligned by time), keeping the zoom; stop
+        following. The samples move to that step too."""
+        (x0, x1), _ = self.loss_plot.vb.viewRange()
+        half = (x1 - x0) / 2
+        self._follow = False
+        self.loss_plot.vb.setXRange(x - half, x + half, padding=0)
+        if self.runs.align == "step":
+            self.samples.show_step(int(x))
 
     def _clicked(self, event) -> None:
         """A click on an update curve selects its variable. Resolved from the data (the curve nearest
@@ -234,23 +359,33 @@ class PlotsPanel(QtWidgets.QWidget):
         vb = self.update_plot.vb
         if event.button() != QtCore.Qt.MouseButton.LeftButton or not vb.sceneBoundingRect().contains(event.scenePos()):
             return
+        self.graphics.setFocus()  # so "A" reaches the plots
         p = vb.mapSceneToView(event.scenePos())
         near = self.updates.nearest(p.x(), p.y())
         if near is None:
             return
-        path, _color, step, _value = near
-        _, y = self.updates.vars[path].point_near(step)
-        hit = vb.mapViewToScene(QtCore.QPointF(p.x(), y))
+        name = near[0]
+        got = self.updates.vars[name].point_near(p.x())
+        if got is None:
+            return
+        hit = vb.mapViewToScene(QtCore.QPointF(p.x(), got[1]))
         if abs(hit.y() - event.scenePos().y()) <= CLICK_PX:
-            self.variableClicked.emit(path)
+            self.variableClicked.emit(self.updates.path_of(name))
 
     # -- following the run -----------------------------------------------------------------------------
-    def _fit_steps(self) -> None:
-        first = [self.store.loss(p)[0][:1] for p in self.store.phases]
-        starts = [int(s[0]) for s in first if len(s)]
-        if not starts:
+    def _fit_x(self, view: PlotView) -> None:
+        firsts, lasts = [], []
+        for layer in view.layers:
+            for phase in layer.data.phases:
+                steps, wall, _ = layer.data.loss(phase)
+                if len(steps):
+                    xs = view.x(layer, steps[[0, -1]], wall[[0, -1]])
+                    firsts.append(float(xs[0]))
+                    lasts.append(float(xs[-1]) if view.by_time else float(max(layer.data.last_step, steps[-1])))
+        if not firsts:
             return
-        x0, x1 = min(starts), max(self.store.last_step, min(starts) + 1)
+        x0 = min(firsts)
+        x1 = max(max(lasts), x0 + (1 if not view.by_time else 0.1))
         self.loss_plot.vb.setXRange(x0, x1, padding=0.01)
 
     def _user_moved(self, mask) -> None:
@@ -260,8 +395,4 @@ class PlotsPanel(QtWidgets.QWidget):
     def _autorange_asked(self, vb: pg.ViewBox) -> None:
         if vb.autoRangeEnabled()[0]:  # the "A" button or "View all": follow the run again
             vb.disableAutoRange(axis=pg.ViewBox.XAxis)
-            self._follow = True
-            with held():
-                self._fit_steps()
-            self._seen_version = None  # curves must re-decimate against the new range
-            self.refresh()
+            self.follow()

@@ -1,9 +1,12 @@
 """The numbers under the cursor: step and values, in a line under the plots, plus a step cursor line.
 
 Mouse moves arrive through a rate-limited SignalProxy (30/s at most), so hovering never competes
-with the refresh timer however fast the mouse moves.
+with the refresh timer however fast the mouse moves. The text wraps rather than running past the
+window's edge, and goes back to the hint when the mouse leaves the plots.
 """
 from __future__ import annotations
+
+import html
 
 import pyqtgraph as pg
 from PySide6 import QtCore, QtWidgets
@@ -12,12 +15,13 @@ from . import palette
 from .losses import LossCurves
 from .updates import AXIS_LABEL, UpdateCurves
 
-HINT = "hover a plot for values · drag to pan · wheel to zoom · “A” (bottom left) to follow the run again"
+HINT = "hover a plot for values · drag to pan · wheel to zoom the steps · A to follow the run again"
 
 
-class HoverReadout:
-    def __init__(self, scene: QtWidgets.QGraphicsScene, loss_plot: pg.PlotItem, update_plot: pg.PlotItem,
+class HoverReadout(QtCore.QObject):
+    def __init__(self, view: pg.GraphicsView, loss_plot: pg.PlotItem, update_plot: pg.PlotItem,
                  losses: LossCurves, updates: UpdateCurves, label: QtWidgets.QLabel) -> None:
+        super().__init__(view)
         self.loss_plot, self.update_plot = loss_plot, update_plot
         self.losses, self.updates, self.label = losses, updates, label
         self.cursors = []
@@ -28,7 +32,13 @@ class HoverReadout:
             plot.addItem(line, ignoreBounds=True)
             self.cursors.append(line)
         label.setText(HINT)
-        self.proxy = pg.SignalProxy(scene.sigMouseMoved, rateLimit=30, slot=self._moved)
+        self.proxy = pg.SignalProxy(view.scene().sigMouseMoved, rateLimit=30, slot=self._moved)
+        view.viewport().installEventFilter(self)
+
+    def eventFilter(self, watched: QtCore.QObject, event: QtCore.QEvent) -> bool:  # noqa: N802 (Qt name)
+        if event.type() == QtCore.QEvent.Type.Leave:
+            self.clear()
+        return False
 
     def _moved(self, args: tuple) -> None:
         pos: QtCore.QPointF = args[0]
@@ -37,24 +47,24 @@ class HoverReadout:
                 p = plot.vb.mapSceneToView(pos)
                 self.show_at(plot, p.x(), p.y())
                 return
-        for line in self.cursors:
-            line.hide()
+        self.clear()
 
-    def show_at(self, plot: pg.PlotItem, step: float, y: float) -> str:
-        """Describe the data at view point (step, y) of `plot`; returns the text (also shown)."""
+    def show_at(self, plot: pg.PlotItem, x: float, y: float) -> str:
+        """Describe the data at view point (x, y) of `plot`; returns the text (also shown)."""
         for line in self.cursors:
-            line.setValue(step)
+            line.setValue(x)
             line.show()
-        parts = [f"step {step:,.0f}"]
-        for phase, color, s, raw, smooth in self.losses.values_at(step):
-            parts.append(f"<span style='color:{color}'>loss {phase} {raw:.4g} (smoothed {smooth:.4g})</span>")
+        parts = [f"step {x:,.0f}" if self.loss_plot.getAxis("bottom").labelText == "step" else f"{x:,.1f} s"]
+        for name, color, s, raw, smooth in self.losses.values_at(x):
+            shown = html.escape(name.replace("loss/", "loss "))
+            parts.append(f"<span style='color:{color}'>{shown} {raw:.4g} (smoothed {smooth:.4g})</span>")
         if plot is self.update_plot:
-            near = self.updates.nearest(step, y)
+            near = self.updates.nearest(x, y)
             if near is not None:
-                path, color, s, value = near
-                name = AXIS_LABEL[self.updates.mode]
-                shown = "0 (frozen)" if value == 0 else f"{value:.3g}"
-                parts.append(f"<span style='color:{color}'><b>{path}</b> {name} {shown} at step {s:,}</span>")
+                name, color, s, _value, reading = near
+                kind = AXIS_LABEL[self.updates.mode]
+                parts.append(f"<span style='color:{color}'><b>{html.escape(name)}</b> {kind} {reading} "
+                             f"at step {s:,}</span>")
         text = " · ".join(parts)
         self.label.setText(text)
         return text

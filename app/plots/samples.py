@@ -1,23 +1,31 @@
-"""What the model produces now, next to the curves: generated points, digits, or a reconstruction.
+"""What the model produces, next to the curves: generated points, digits, or a reconstruction, at the
+latest step or at any step the run recorded samples (`SampleBrowser`: a step slider over `samples/`).
 
 The loss curves of a GAN say little about whether it works; the samples do. One page per sample kind
-of the trainer (`points2d`, `images`, `matrix`) and a placeholder until the first samples arrive.
-Ranges are fixed (points -3..3, images -1..1) so that a change between two refreshes is a change in the
-model, not in the scaling.
+(`points2d`, `images`, `matrix`) and a placeholder until the first samples arrive. Ranges are fixed
+(points -3..3, images -1..1, a matrix's colours symmetric around 0 with a colour bar) so that a change
+between two refreshes is a change in the model, not in the scaling. Real data is shown beside what
+the model made (grey points under the generated ones; real digits above generated ones), and a
+factorization shows target, reconstruction and their difference at the same size.
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtWidgets
 
+from training_core.runs import RunData
+from training_core.sample_record import list_samples, load_samples
+
 from . import palette
 from .canvas import CppPaint
 
 POINT_RANGE = 3.0
 GRID = 8  # images: up to GRID x GRID generated images
+LIST_EVERY_S = 1.0  # how often the browser looks for new files of a growing run
 
 
 class SamplesView(QtWidgets.QStackedWidget):
@@ -35,7 +43,7 @@ class SamplesView(QtWidgets.QStackedWidget):
         for page in self.pages.values():
             self.addWidget(page)
         self._shown: dict[str, Any] | None = None
-        self.setMinimumWidth(220)
+        self.setMinimumWidth(200)
 
     @property
     def kind(self) -> str | None:
@@ -61,6 +69,101 @@ class SamplesView(QtWidgets.QStackedWidget):
         self.show_samples(None)
 
 
+class SampleBrowser(QtWidgets.QWidget):
+    """The samples view with a step slider over the samples a run recorded. At the right end the slider
+    follows the run (the newest samples); moved back, it shows the samples recorded at that step."""
+
+    def __init__(self, parent: QtWidgets.QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.view = SamplesView()
+        self.slider = QtWidgets.QSlider(QtCore.Qt.Orientation.Horizontal)
+        self.slider.setToolTip("Samples recorded during the run: drag to see them at an earlier step")
+        self.slider.setRange(0, 0)
+        self.slider.valueChanged.connect(self._slid)
+        self.step_label = QtWidgets.QLabel("")
+        self.step_label.setMinimumWidth(90)
+        row = QtWidgets.QHBoxLayout()
+        row.setContentsMargins(4, 0, 4, 2)
+        row.addWidget(QtWidgets.QLabel("Step"))
+        row.addWidget(self.slider, 1)
+        row.addWidget(self.step_label)
+        col = QtWidgets.QVBoxLayout(self)
+        col.setContentsMargins(0, 0, 0, 0)
+        col.addWidget(self.view, 1)
+        col.addLayout(row)
+        self.files: list[tuple[int, Path]] = []
+        self._data: RunData | None = None
+        self._dir: Path | None = None
+        self._listed = -1e9
+        self._loaded: dict[str, Any] | None = None
+        self._loaded_path: Path | None = None
+
+    @property
+    def following(self) -> bool:
+        return self.slider.value() >= self.slider.maximum()
+
+    def show_run(self, data: RunData | None, run_dir: str | Path | None, now: float) -> None:
+        """Show `data`'s samples (the live ones while following), listing `run_dir/samples` at most every
+        LIST_EVERY_S seconds of `now` (and at once when the run changes)."""
+        run_dir = Path(run_dir) if run_dir else None
+        changed = data is not self._data or run_dir != self._dir
+        if changed:
+            self._data, self._dir, self._loaded, self._loaded_path = data, run_dir, None, None
+            self._listed = -1e9
+        if run_dir is not None and now - self._listed >= LIST_EVERY_S:
+            self._listed = now
+            self._set_files(list_samples(run_dir), keep_end=True)
+        elif changed:
+            self._set_files([], keep_end=True)
+        self._show()
+
+    def _set_files(self, files: list[tuple[int, Path]], keep_end: bool) -> None:
+        if files == self.files:
+            return
+        following = self.following
+        self.files = files
+        with QtCore.QSignalBlocker(self.slider):
+            self.slider.setRange(0, max(len(files) - 1, 0))
+            if following and keep_end:
+                self.slider.setValue(self.slider.maximum())
+        self.slider.setEnabled(len(files) > 1)
+
+    def _slid(self, _value: int) -> None:
+        self._show()
+
+    def _show(self) -> None:
+        live = self._data.samples if self._data is not None else None
+        if self.following and (live is not None or not self.files):
+            newest_file = self.files[-1][0] if self.files else -1
+            if live is not None and live.get("step", -1) >= newest_file:
+                self.view.show_samples(live)
+                self.step_label.setText(f"{live.get('step', 0):,} (latest)")
+                return
+        if not self.files:
+            self.view.show_samples(live)
+            self.step_label.setText("")
+            return
+        step, path = self.files[min(self.slider.value(), len(self.files) - 1)]
+        if path != self._loaded_path:
+            self._loaded_path, self._loaded = path, load_samples(path)
+        self.view.show_samples(self._loaded)
+        self.step_label.setText(f"{step:,}" + (" (latest)" if self.following else ""))
+
+    def show_step(self, step: int) -> None:
+        """Move to the last samples recorded at or before `step` (an event clicked in the Runs tab)."""
+        if not self.files:
+            return
+        steps = [s for s, _ in self.files]
+        i = max(0, int(np.searchsorted(steps, step, side="right")) - 1)
+        self.slider.setValue(i)
+
+    def clear(self) -> None:
+        self._data, self._dir, self._loaded, self._loaded_path = None, None, None, None
+        self._set_files([], keep_end=True)
+        self.view.clear()
+        self.step_label.setText("")
+
+
 class _PointsPage(CppPaint, pg.PlotWidget):
     def __init__(self) -> None:
         super().__init__(background=palette.BACKGROUND)
@@ -79,60 +182,116 @@ class _PointsPage(CppPaint, pg.PlotWidget):
         p.setRange(xRange=(-POINT_RANGE, POINT_RANGE), yRange=(-POINT_RANGE, POINT_RANGE), padding=0)
         p.setAspectLocked(True)
         p.showGrid(x=True, y=True, alpha=palette.GRID_ALPHA)
+        p.vb.sigResized.connect(self._fit)
         self.paint_in_cpp()
+
+    def _fit(self, *_args) -> None:
+        """Keep all of -3..3 in view on both axes: with the aspect locked, a tall, narrow view kept the
+        y range and cut x (points beyond x = 2.9 were hidden while y spanned -10..10)."""
+        self.getPlotItem().vb.setRange(xRange=(-POINT_RANGE, POINT_RANGE), yRange=(-POINT_RANGE, POINT_RANGE),
+                                       padding=0)
 
     def show_samples(self, s: dict[str, Any]) -> None:
         self.real.setData(pos=_xy(s.get("real")))
         self.fake.setData(pos=_xy(s.get("fake")))
-        self.getPlotItem().setTitle(f"samples at step {s.get('step', '?')}", color=palette.FOREGROUND, size="10pt")
+        self.getPlotItem().setTitle(f"samples at step {_step(s)}", color=palette.FOREGROUND, size="9pt")
 
 
 class _ImagesPage(CppPaint, pg.GraphicsLayoutWidget):
+    """Generated images in a grid, with real ones from the data above them for comparison."""
+
     def __init__(self) -> None:
         super().__init__()
         self.setBackground(palette.BACKGROUND)
-        self.title = self.addLabel("", color=palette.FOREGROUND, size="10pt")
+        self.title = self.addLabel("", color=palette.FOREGROUND, size="9pt")
         self.nextRow()
         self.view = self.addViewBox(lockAspect=True, enableMouse=False, invertY=True)
-        self.image = pg.ImageItem(levels=palette.IMAGE_LEVELS)
+        self.image = pg.ImageItem(levels=palette.IMAGE_LEVELS)  # generated
+        self.real_image = pg.ImageItem(levels=palette.IMAGE_LEVELS)
         self.view.addItem(self.image)
+        self.view.addItem(self.real_image)
+        self.captions = [pg.TextItem(t, color=palette.FOREGROUND, anchor=(0, 1)) for t in ("real", "generated")]
+        for c in self.captions:
+            self.view.addItem(c)
         self.paint_in_cpp()
 
     def show_samples(self, s: dict[str, Any]) -> None:
-        self.image.setImage(image_grid(s.get("fake")), levels=palette.IMAGE_LEVELS, autoLevels=False)
-        self.view.autoRange(padding=0.02)
-        self.title.setText(f"generated at step {s.get('step', '?')}", color=palette.FOREGROUND, size="10pt")
+        fake = image_grid(s.get("fake"))
+        real = s.get("real")
+        real_grid = image_grid(real, grid=GRID, rows=2) if real is not None and np.size(real) else None
+        gap = real_grid.shape[1] // 2 + 2 if real_grid is not None else 0  # room for the "generated" caption
+        y = 0
+        if real_grid is not None:
+            self.real_image.setImage(real_grid, levels=palette.IMAGE_LEVELS, autoLevels=False)
+            self.real_image.setPos(0, 0)
+            self.captions[0].setPos(0, 0)
+            y = real_grid.shape[1] + gap
+        self.real_image.setVisible(real_grid is not None)
+        self.captions[0].setVisible(real_grid is not None)
+        self.image.setImage(fake, levels=palette.IMAGE_LEVELS, autoLevels=False)
+        self.image.setPos(0, y)
+        self.captions[1].setPos(0, y)
+        self.captions[1].setVisible(real_grid is not None)
+        self.view.autoRange(padding=0.06)
+        # short: a GraphicsLayout label is as wide as its text, and a long one pushed the images out of view
+        self.title.setText(f"step {_step(s)}", color=palette.FOREGROUND, size="9pt")
 
 
 class _MatrixPage(CppPaint, pg.GraphicsLayoutWidget):
+    """Target, reconstruction and their difference as heat maps of the same size on one colour scale,
+    with its colour bar; side by side when the view is wide, stacked when it is tall."""
+
+    NAMES = ("target", "reconstruction", "difference")
+
     def __init__(self) -> None:
         super().__init__()
         self.setBackground(palette.BACKGROUND)
-        self.title = self.addLabel("", colspan=2, color=palette.FOREGROUND, size="10pt")
+        self.title = self.addLabel("", colspan=2, color=palette.FOREGROUND, size="9pt")
         self.nextRow()
-        self.captions = [self.addLabel(t, color=palette.FOREGROUND, size="9pt") for t in ("target", "reconstruction")]
-        self.nextRow()
+        self.view = self.addViewBox(lockAspect=True, enableMouse=False, invertY=True)
         cmap = pg.colormap.get(palette.MATRIX_COLORMAP)
-        self.views, self.images = [], []
-        for _ in range(2):
-            v = self.addViewBox(lockAspect=True, enableMouse=False, invertY=True)
-            img = pg.ImageItem(colorMap=cmap)
-            v.addItem(img)
-            self.views.append(v)
-            self.images.append(img)
+        self.images = [pg.ImageItem(colorMap=cmap) for _ in self.NAMES]
+        self.captions = [pg.TextItem(n, color=palette.FOREGROUND, anchor=(0, 1)) for n in self.NAMES]
+        for img, cap in zip(self.images, self.captions):
+            self.view.addItem(img)
+            self.view.addItem(cap)
+        self.bar = pg.ColorBarItem(values=(-1, 1), colorMap=cmap, interactive=False, width=12,
+                                   pen=palette.FOREGROUND)
+        self.addItem(self.bar)
+        self.bar.setImageItem(self.images)
+        self._last: dict[str, Any] | None = None
         self.paint_in_cpp()
 
     def show_samples(self, s: dict[str, Any]) -> None:
+        self._last = s
         target = np.asarray(s.get("target"), dtype=np.float64)
         rec = np.asarray(s.get("reconstruction"), dtype=np.float64)
+        diff = target - rec if target.shape == rec.shape else np.zeros_like(target)
         m = float(np.nanmax(np.abs(target))) if target.size else 1.0
-        levels = (-m, m) if m > 0 else (-1.0, 1.0)  # one symmetric scale, so colours compare across both
-        for v, img, a in zip(self.views, self.images, (target, rec)):
+        levels = (-m, m) if m > 0 else (-1.0, 1.0)  # one symmetric scale, so colours compare across all three
+        rows, cols = (target.shape if target.ndim == 2 else (1, 1))
+        stacked = self.width() < self.height() * 1.2 * cols / max(rows, 1)
+        gap = 0.25 * max(rows, cols)
+        for k, (img, cap, a) in enumerate(zip(self.images, self.captions, (target, rec, diff))):
             img.setImage(a.T if a.ndim == 2 else a, levels=levels, autoLevels=False)  # ImageItem is x-major
-            v.autoRange(padding=0.02)
+            pos = (0.0, k * (rows + gap)) if stacked else (k * (cols + gap), 0.0)
+            img.setPos(*pos)
+            cap.setPos(*pos)
+        self.bar.setLevels(levels)
+        self.view.autoRange(padding=0.08)
         err = s.get("error")
         err_text = f"RMS error {float(err):.4g}" if err is not None else "RMS error ?"
-        self.title.setText(f"{err_text} at step {s.get('step', '?')}", color=palette.FOREGROUND, size="10pt")
+        self.title.setText(f"{err_text}, step {_step(s)}", color=palette.FOREGROUND, size="9pt")
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt name)
+        super().resizeEvent(event)
+        if getattr(self, "_last", None) is not None:
+            self.show_samples(self._last)
+
+
+def _step(s: dict[str, Any]) -> str:
+    step = s.get("step")
+    return f"{step:,}" if isinstance(step, (int, np.integer)) else "?"
 
 
 def _xy(a: Any) -> np.ndarray:
@@ -140,8 +299,9 @@ def _xy(a: Any) -> np.ndarray:
     return a.reshape(-1, 2) if a.size else np.empty((0, 2))
 
 
-def image_grid(images: Any, grid: int = GRID, gap: int = 1) -> np.ndarray:
-    """Up to grid x grid images (n, h, w[, 1]) tiled into one x-major array (for ImageItem).
+def image_grid(images: Any, grid: int = GRID, gap: int = 1, rows: int | None = None) -> np.ndarray:
+    """Up to grid x grid images (n, h, w[, 1]) tiled into one x-major array (for ImageItem); `rows` caps
+    the rows (real digits: two rows above the generated ones).
 
     Gaps are mid-grey (0 in [-1, 1]) so that images with a black background stay apart."""
     a = np.asarray(images, dtype=np.float32)
@@ -150,10 +310,10 @@ def image_grid(images: Any, grid: int = GRID, gap: int = 1) -> np.ndarray:
     if a.ndim == 2:
         a = a[None]
     n, h, w = a.shape[0], a.shape[1], a.shape[2]
-    n = min(n, grid * grid)
+    n = min(n, grid * (rows or grid))
     cols = min(grid, max(n, 1))
-    rows = max(1, -(-n // cols))
-    out = np.full((rows * (h + gap) - gap, cols * (w + gap) - gap), 0.0, dtype=np.float32)
+    nrows = max(1, -(-n // cols))
+    out = np.full((nrows * (h + gap) - gap, cols * (w + gap) - gap), 0.0, dtype=np.float32)
     for i in range(n):
         r, c = divmod(i, cols)
         out[r * (h + gap):r * (h + gap) + h, c * (w + gap):c * (w + gap) + w] = a[i]

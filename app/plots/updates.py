@@ -1,10 +1,15 @@
 """Update magnitude per variable over steps, on a log axis: relative ||dW||/||W|| or absolute ||dW||.
 
 Curves hold log10 of the value (computed here, incrementally, instead of by pyqtgraph's log mode,
-which would take the log of every point again on each refresh). Exact zeros, the signature of a
-frozen variable, are drawn on a floor a decade below the smallest real value, along a dashed line
-labelled "0 (frozen)", so a user sees the curve drop to zero the moment they freeze it. A variable
-frozen now is drawn dashed and greyed, and its legend entry says so.
+which would take the log of every point again on each refresh). Exact zeros have no logarithm: they
+are drawn on a floor a decade below the smallest real value, along a dashed line labelled by what
+sits on it. A zero is not always a freeze: a variable the core reports frozen reads "0 (frozen)" and
+is drawn grey and dotted; a variable that is not frozen but whose update was exactly 0 (converged
+below float32 resolution, or a zero gradient) keeps its colour and reads "0 (no update)".
+
+Each variable has a colour per layer and a line style per kind of leaf (`PlotView.variable_looks`),
+distinct for 24 and more variables; with several runs, colour names the run and line style the
+variable (or the reverse). The scope filter of the run set narrows the variables, across runs.
 """
 from __future__ import annotations
 
@@ -15,36 +20,43 @@ import pyqtgraph as pg
 from PySide6 import QtCore
 
 from training_core.figures import REFERENCE_RATIO
-from training_core.runs import GrowArray, RunData
+from training_core.runs import GrowArray
 
 from . import palette
 from .axes import FloorLogAxis
-from .curves import LiveCurve, nearest_index
+from .curves import LiveCurve, dashed_pen, nearest_index
+from .view import Layer, PlotView
 
 KIND = {"relative": "update_ratio", "absolute": "update_norm"}
 AXIS_LABEL = {"relative": "‖ΔW‖ / ‖W‖", "absolute": "‖ΔW‖"}
 MAX_LEGEND = 24        # more variables than this: no legend (the hover readout and the tree name them)
 LOWEST_FLOOR = -15.0   # log10: below this even a leak reads as zero
 DEFAULT_FLOOR = -12.0  # before any real value is known
+FLOOR_LABELS = {(True, False): "0 (frozen)", (False, True): "0 (no update)", (True, True): "0 (frozen · no update)"}
+
+
+def zero_reading(frozen: bool) -> str:
+    """How an update of exactly 0 reads: a freeze, or a variable that did not move although it trains."""
+    return "0 (frozen)" if frozen else "0 (no update)"
 
 
 class _VarCurve:
-    def __init__(self, path: str, index: int, curve: LiveCurve) -> None:
-        self.path = path
-        self.color = palette.variable_color(index)
-        self.curve = curve
+    def __init__(self, name: str, layer: Layer, path: str, curve: LiveCurve) -> None:
+        self.name, self.layer, self.path, self.curve = name, layer, path, curve
+        self.color, self.dash = palette.FOREGROUND, 0
         self.log = GrowArray(np.float64)
+        self.x = GrowArray(np.float64)
         self.frozen = False
         self.style: tuple | None = None
 
-    def point_near(self, step: float) -> tuple[int, float] | None:
-        """(recorded step, plotted log10 value) nearest `step`; None if there is none or it is a gap."""
+    def point_near(self, x: float) -> tuple[int, float] | None:
+        """(index, plotted log10 value) of the recorded point nearest `x`; None if there is none or a gap."""
         xs = self.curve.xData
         if xs is None or not len(xs):
             return None
-        i = nearest_index(xs, step)
+        i = nearest_index(xs, x)
         y = float(self.log.view()[i])
-        return (int(xs[i]), y) if np.isfinite(y) else None
+        return (i, y) if np.isfinite(y) else None
 
 
 class UpdateCurves:
@@ -53,11 +65,13 @@ class UpdateCurves:
         self.axis = axis
         self.legend = legend
         self.mode = "relative"
-        self.vars: dict[str, _VarCurve] = {}
-        self.highlighted: str | None = None
+        self.vars: dict[str, _VarCurve] = {}  # by curve name (PlotView.name of the variable's path)
+        self.highlighted: str | None = None  # a variable path
         self._min_pos = math.inf
         self.floor = DEFAULT_FLOOR
-        self.has_zero = False
+        self.zeros = (False, False)  # (a frozen variable at 0, an unfrozen one at 0)
+        self._legend_key: tuple | None = None
+        self._samples: list = []
         self.reference = pg.InfiniteLine(pos=math.log10(REFERENCE_RATIO), angle=0, movable=False,
                                          pen=pg.mkPen(palette.REFERENCE_COLOR, width=1.2,
                                                       style=QtCore.Qt.PenStyle.DashDotLine),
@@ -75,58 +89,74 @@ class UpdateCurves:
         self.floor_line.hide()
         plot.setLabel("left", AXIS_LABEL[self.mode], color=palette.FOREGROUND)
 
+    @property
+    def has_zero(self) -> bool:
+        return any(self.zeros)
+
     # -- data ------------------------------------------------------------------------------------------
-    def update(self, store: RunData) -> None:
+    def update(self, view: PlotView) -> None:
         """Append the new log values of every variable; redo all only if the floor had to move down."""
         kind = KIND[self.mode]
-        for path in store.var_paths:
-            if path not in self.vars:
-                self._add(path)
+        shown = {ly.key: [p for p in ly.data.var_paths if view.runs.shows(p)] for ly in view.layers}
+        looks = view.variable_looks(shown)
+        for layer in view.layers:
+            for path in shown[layer.key]:
+                name = view.name(layer, path)
+                if name not in self.vars:
+                    self._add(name, layer, path)
+                self.vars[name].color, self.vars[name].dash = looks[(layer.key, path)]
         fresh, redo = {}, set()
-        for path, vc in self.vars.items():
-            steps, _, values = store.var_series(path, kind)
+        for name, vc in self.vars.items():
+            steps, wall, values = vc.layer.data.var_series(vc.path, kind)
             if len(values) < len(vc.log) or not len(vc.log):
-                vc.log = GrowArray(np.float64)
-                redo.add(path)
-            fresh[path] = (steps, values)
-            self._note_range(values[len(vc.log):])
+                vc.log, vc.x = GrowArray(np.float64), GrowArray(np.float64)
+                redo.add(name)
+            fresh[name] = (steps, wall, values)
+            self._note_range(values[len(vc.log):], vc.layer.data.frozen_series(vc.path)[len(vc.log):])
         floor = self._floor()
         if floor != self.floor:
             self.floor = floor
-            for path, vc in self.vars.items():
+            for name, vc in self.vars.items():
                 vc.log = GrowArray(np.float64)
-                redo.add(path)
-        for path, vc in self.vars.items():
-            steps, values = fresh[path]
+                redo.add(name)
+        for name, vc in self.vars.items():
+            steps, wall, values = fresh[name]
+            if view.by_time:
+                vc.x.extend(view.x(vc.layer, steps[len(vc.x):], wall[len(vc.x):]))
             vc.log.extend(self._to_log(values[len(vc.log):]))
-            vc.frozen = store.frozen_now(path)
+            vc.frozen = vc.layer.data.frozen_now(vc.path)
             self._style(vc)
-            vc.curve.setData(steps, vc.log.view(), grown=path not in redo)
+            vc.curve.setData(vc.x.view() if view.by_time else steps, vc.log.view(), grown=name not in redo)
         self.axis.set_floor(self.floor if self.has_zero else None)
         self.floor_line.setValue(self.floor)
         self.floor_line.setVisible(self.has_zero)
+        if self.has_zero:
+            self.floor_line.label.setFormat(FLOOR_LABELS[self.zeros])
+        self._update_legend(view)
 
-    def set_mode(self, mode: str, store: RunData) -> None:
+    def set_mode(self, mode: str, view: PlotView) -> None:
         if mode not in KIND:
             raise ValueError(f"update mode must be 'relative' or 'absolute', got {mode!r}")
         if mode == self.mode:
             return
         self.mode = mode
-        self._min_pos, self.has_zero, self.floor = math.inf, False, DEFAULT_FLOOR
+        self._min_pos, self.zeros, self.floor = math.inf, (False, False), DEFAULT_FLOOR
         for vc in self.vars.values():
             vc.log = GrowArray(np.float64)
         self.reference.setVisible(mode == "relative")
         self.plot.setLabel("left", AXIS_LABEL[mode], color=palette.FOREGROUND)
-        self.update(store)
+        self.update(view)
 
-    def _note_range(self, values: np.ndarray) -> None:
+    def _note_range(self, values: np.ndarray, frozen: np.ndarray) -> None:
         if not len(values):
             return
         pos = values[np.isfinite(values) & (values > 0)]
         if len(pos):
             self._min_pos = min(self._min_pos, float(pos.min()))
-        if not self.has_zero and bool((values == 0).any()):
-            self.has_zero = True
+        zero = values == 0
+        if zero.any():
+            f = np.asarray(frozen[:len(values)], dtype=bool)
+            self.zeros = (self.zeros[0] or bool((zero & f).any()), self.zeros[1] or bool((zero & ~f).any()))
 
     def _floor(self) -> float:
         """A whole decade below the smallest real value (and below the 1e-3 reference).
@@ -150,68 +180,108 @@ class UpdateCurves:
         return out
 
     # -- look ------------------------------------------------------------------------------------------
-    def _add(self, path: str) -> None:
-        curve = LiveCurve(name=path)
-        vc = self.vars[path] = _VarCurve(path, len(self.vars), curve)
+    def _add(self, name: str, layer: Layer, path: str) -> None:
+        curve = LiveCurve(name=name)
+        self.vars[name] = _VarCurve(name, layer, path, curve)
         self.plot.addItem(curve)
-        if len(self.vars) <= MAX_LEGEND:
-            self.legend.addItem(curve, path)
-        elif len(self.vars) == MAX_LEGEND + 1:
-            self.legend.clear()
-            self.legend.hide()
-            self.legend.setMaximumHeight(0)
-        self._style(vc)
 
     def _style(self, vc: _VarCurve) -> None:
         hi = self.highlighted
-        style = (vc.frozen, hi is None, hi == vc.path)
+        style = (vc.frozen, hi is None, hi == vc.path, vc.color, vc.dash)
         if style == vc.style:
             return
         vc.style = style
-        color = palette.mix(vc.color, palette.FROZEN_GREY, 0.5) if vc.frozen else vc.color
-        pen = pg.mkPen(color, width=palette.HIGHLIGHT_WIDTH if hi == vc.path else palette.UPDATE_WIDTH,
-                       style=QtCore.Qt.PenStyle.DashLine if vc.frozen else QtCore.Qt.PenStyle.SolidLine)
+        width = palette.HIGHLIGHT_WIDTH if hi == vc.path else palette.UPDATE_WIDTH
+        if vc.frozen:
+            pen = pg.mkPen(palette.mix(vc.color, palette.FROZEN_GREY, 0.6), width=width)
+            pen.setDashPattern(list(palette.FROZEN_DOTS))
+            pen.setStyle(QtCore.Qt.PenStyle.DotLine)
+        else:
+            pen = dashed_pen(vc.color, width, vc.dash)
         if hi is not None and hi != vc.path:
             c = pen.color()
             c.setAlpha(palette.DIM_ALPHA)
             pen.setColor(c)
         vc.curve.setPen(pen)
         vc.curve.setZValue(10 if hi == vc.path else 1)
-        label = self.legend.getLabel(vc.curve)
-        if label is not None:
-            label.setText(f"{vc.path} (frozen)" if vc.frozen else vc.path)
+        self._legend_key = None  # its sample and "(frozen)" follow
+
+    def _update_legend(self, view: PlotView) -> None:
+        """One run: an entry per variable (up to MAX_LEGEND), "(frozen)" while frozen. Several runs: the runs
+        and the variables apart (one by colour, the other by line style)."""
+        key = (view.signature, tuple((n, vc.frozen) for n, vc in self.vars.items()))
+        if key == self._legend_key:
+            return
+        self._legend_key = key
+        self.legend.clear()
+        self._samples = []
+        paths = list(dict.fromkeys(vc.path for vc in self.vars.values()))
+        too_many = len(paths) > MAX_LEGEND
+        self.legend.setVisible(not too_many)
+        self.legend.setMaximumHeight(0 if too_many else 1e6)
+        if too_many:
+            return
+        if not view.multi:
+            for vc in self.vars.values():
+                self.legend.addItem(vc.curve, f"{vc.path} (frozen)" if vc.frozen else vc.path)
+            return
+        by_run = view.colour_by == "run"
+        for layer in view.layers:
+            self._sample(palette.run_color(layer.colour) if by_run else palette.FOREGROUND,
+                         0 if by_run else layer.index, layer.label)
+        if by_run and len(paths) > len(palette.VARIABLE_DASHES):  # too many to tell apart by line style
+            self._sample(None, 0, f"{len(paths)} variables per run: narrow them with “Updates of” (Runs tab)")
+            return
+        first = {vc.path: vc for vc in reversed(list(self.vars.values()))}
+        for path in paths:
+            vc = first[path]
+            self._sample(palette.FOREGROUND if by_run else vc.color, vc.dash if by_run else 0, path)
+
+    def _sample(self, colour: str | None, dash: int, label: str) -> None:
+        """A legend entry with a line of its own (`colour` None: text only)."""
+        item = pg.PlotDataItem(pen=None if colour is None else dashed_pen(colour, palette.UPDATE_WIDTH + 1, dash))
+        self._samples.append(item)
+        self.legend.addItem(item, label)
 
     def highlight(self, path: str | None) -> None:
-        self.highlighted = path if path in self.vars else None
+        self.highlighted = path if any(vc.path == path for vc in self.vars.values()) else None
         for vc in self.vars.values():
             self._style(vc)
 
     # -- reading ---------------------------------------------------------------------------------------
     def curves(self) -> dict[str, pg.PlotDataItem]:
-        return {f"update/{p}": vc.curve for p, vc in self.vars.items()}
+        return {f"update/{n}": vc.curve for n, vc in self.vars.items()}
 
-    def nearest(self, step: float, log_y: float) -> tuple[str, str, int, float] | None:
-        """The visible variable whose value at `step` is closest to the cursor: (path, colour, step, value)."""
+    def nearest(self, x: float, log_y: float) -> tuple[str, str, int, float, str] | None:
+        """The visible variable whose value at `x` is closest to the cursor: (curve name, colour, step,
+        value, reading), the reading "0 (frozen)" or "0 (no update)" for an exact zero."""
         best = None
-        for path, vc in self.vars.items():
-            near = vc.point_near(step) if vc.curve.isVisible() else None
+        for name, vc in self.vars.items():
+            near = vc.point_near(x) if vc.curve.isVisible() else None
             if near is None:
                 continue
-            at, ly = near
+            i, ly = near
             d = abs(ly - log_y)
             if best is None or d < best[0]:
-                value = 0.0 if ly <= self.floor and self.has_zero else 10.0 ** ly
-                best = (d, (path, vc.color, at, value))
+                steps, _, values = vc.layer.data.var_series(vc.path, KIND[self.mode])
+                value = float(values[i]) if i < len(values) else 10.0 ** ly
+                frozen = vc.layer.data.frozen_series(vc.path)
+                reading = zero_reading(bool(frozen[i])) if value == 0 and i < len(frozen) else f"{value:.3g}"
+                best = (d, (name, vc.color, int(steps[i]) if i < len(steps) else int(x), value, reading))
         return None if best is None else best[1]
+
+    def path_of(self, name: str) -> str:
+        return self.vars[name].path
 
     def clear(self) -> None:
         for vc in self.vars.values():
             self.plot.removeItem(vc.curve)
-            self.legend.removeItem(vc.curve)
+        self.legend.clear()
+        self._samples = []
+        self._legend_key = None
         self.vars.clear()
         self.legend.setMaximumHeight(1e6)
         self.legend.show()
-        self.highlighted = None
-        self._min_pos, self.has_zero, self.floor = math.inf, False, DEFAULT_FLOOR
+        self._min_pos, self.zeros, self.floor = math.inf, (False, False), DEFAULT_FLOOR
         self.axis.set_floor(None)
         self.floor_line.hide()

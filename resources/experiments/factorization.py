@@ -40,6 +40,13 @@ def sample(ctx):
     return {"target": x, "reconstruction": rec, "error": float(np.sqrt(np.mean((x - rec) ** 2)))}
 
 
+def metrics(ctx):
+    """Relative reconstruction error ||X - W C|| / ||X|| (Frobenius): 0 is perfect, 1 is no better than 0."""
+    x = np.asarray(ctx.data)
+    rec = np.asarray(keras.ops.matmul(ctx.models.W(), ctx.models.C()))
+    return {"relative_error": float(np.linalg.norm(x - rec) / np.linalg.norm(x))}
+
+
 def build():
     models = {"W": Factor((ROWS, RANK), name="W"), "C": Factor((RANK, COLS), name="C")}
 
@@ -50,5 +57,5 @@ def build():
         name="factorization", models=models, data=target(), batch_size=None,
         phases=[Phase("W", loss, trains=["W"], optimizer=opt("W"), learning_rate=LEARNING_RATE),
                 Phase("C", loss, trains=["C"], optimizer=opt("C"), learning_rate=LEARNING_RATE)],
-        sample=sample, sample_kind="matrix", default_ratio=[1, 1],
+        sample=sample, sample_kind="matrix", metrics=metrics, default_ratio=[1, 1],
         description="data ~ W @ C, alternating W and C")

@@ -53,7 +53,7 @@ def test_svg_and_csv_in_millimetres(run_dir, tmp_path):
     head = out.read_text()[:600]
     assert 'width="89mm"' in head and 'height="60mm"' in head
     lines = data.read_text().splitlines()
-    assert lines[0] == "step,wall_time,tag,value,smoothed" and len(lines) > 400
+    assert lines[0] == "step,wall_time,tag,value,smoothed,run" and len(lines) > 400
 
 
 @pytest.mark.parametrize("args,needle", [

@@ -124,13 +124,14 @@ def test_menu_actions(qtbot, store, tmp_path, monkeypatch):
 
     actions.figure_action.trigger()  # returns at once: the dialog is modeless
     assert actions.dialog is not None and actions.dialog.isVisible()
+    qtbot.addWidget(actions.dialog)  # closed after the test: a window left on top takes later tests' mouse
     actions.dialog.smoothing.setValue(0.3)
 
     target = tmp_path / "menu.csv"
     monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(target), ""))
     actions.csv_action.trigger()
     lines = target.read_text().splitlines()
-    assert lines[0] == "step,wall_time,tag,value,smoothed"
+    assert lines[0] == "step,wall_time,tag,value,smoothed,run"
     d0 = [line.split(",") for line in lines[1:] if ",loss/D," in line][:3]
     assert float(d0[1][4]) == pytest.approx((0.7 * 0.3 * float(d0[0][3]) + 0.7 * float(d0[1][3])) / (1 - 0.09))
 

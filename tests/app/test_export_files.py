@@ -78,9 +78,9 @@ def test_csv_agrees_with_scalars_and_smoothing(store, run_dir, tmp_path):
     path = tmp_path / "fig.csv"
     n = write_csv(fig.data, path)
     lines = path.read_text().splitlines()
-    assert lines[0] == CSV_HEADER == "step,wall_time,tag,value,smoothed"
+    assert lines[0] == CSV_HEADER == "step,wall_time,tag,value,smoothed,run"
     rows = list(csv.DictReader(lines))
-    assert len(rows) == n
+    assert len(rows) == n and {r["run"] for r in rows} == {run_dir.name}
     ours: dict[str, list[dict]] = {}
     for r in rows:
         ours.setdefault(r["tag"], []).append(r)

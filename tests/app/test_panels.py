@@ -7,7 +7,7 @@ from PySide6.QtGui import QValidator
 
 from app.panels import SchedulePanel, SciSpinBox, ScopeTree
 from app.panels.schedule import DEBOUNCE_MS, format_number
-from app.panels.scope_tree import minimal_scopes
+from app.panels.scope_tree import PARAMS, minimal_scopes
 from app.settings import MAX_RECENT, Settings
 from app.status import format_elapsed
 from training_core import VarInfo, build_scope_tree
@@ -76,7 +76,7 @@ def test_scope_tree_emits_minimal_freeze_set_once(qtbot):
     qtbot.waitUntil(lambda: len(sent) == 2, timeout=2000)
     assert sent[-1] == ("generator/dense_1", "generator/dense_2", "generator/out/bias", "discriminator")
     assert tree.item("generator").checkState(0) == Qt.CheckState.PartiallyChecked
-    assert tree.item("generator/dense_2").text(2) == f"{2 * 256 + 256:,}"
+    assert tree.item("generator/dense_2").text(PARAMS) == f"{2 * 256 + 256:,}"
 
 
 def test_minimal_scopes():

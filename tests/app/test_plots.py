@@ -149,7 +149,7 @@ def test_markers_at_their_steps_on_both_plots_alarms_in_red(ring, panel_of):
 
 
 # -- update magnitudes -----------------------------------------------------------------------------------
-def test_frozen_variable_sits_on_the_zero_floor_dashed(ring, panel_of):
+def test_frozen_variable_sits_on_the_zero_floor_dotted(ring, panel_of):
     panel = panel_of(ring)
     panel.refresh()
     ups = panel.updates
@@ -162,11 +162,13 @@ def test_frozen_variable_sits_on_the_zero_floor_dashed(ring, panel_of):
         assert (ratio == 0).all() and ring.frozen_now(path)
         c = curves[f"update/{path}"]
         np.testing.assert_array_equal(c.yData, np.full(len(ratio), ups.floor))
-        assert c.opts["pen"].style() == QtCore.Qt.PenStyle.DashLine
+        assert c.opts["pen"].style() == QtCore.Qt.PenStyle.DotLine
         assert panel.update_legend.getLabel(c).text == f"{path} (frozen)"
-    for path in others:
+    for path in others:  # kernels solid, biases dashed: a line style per kind of leaf
         c = curves[f"update/{path}"]
-        assert c.opts["pen"].style() == QtCore.Qt.PenStyle.SolidLine and (c.yData > ups.floor).all()
+        style = QtCore.Qt.PenStyle.SolidLine if path.endswith("kernel") else QtCore.Qt.PenStyle.CustomDashLine
+        assert c.opts["pen"].style() == style and (c.yData > ups.floor).all()
+    assert panel.updates.floor_line.label.format == "0 (frozen)"
     assert panel.update_axis.logTickStrings([ups.floor, -3.0], 1, 1) == ["0", "0.001"]
     assert panel.updates.floor_line.isVisible() and panel.updates.floor_line.value() == ups.floor
 
@@ -185,7 +187,7 @@ def test_freeze_in_mid_run_drops_the_curve_to_zero_and_unfreeze_lifts_it(panel_o
     panel.refresh()
     floor = panel.updates.floor
     assert (c.yData[:100] > floor + 0.5).all() and (c.yData[100:] == floor).all()
-    assert c.opts["pen"].style() == QtCore.Qt.PenStyle.DashLine
+    assert c.opts["pen"].style() == QtCore.Qt.PenStyle.DotLine
     assert panel.update_axis.floor == floor and panel.marker_lines("update")[0].value() == 100
     assert panel.readout.show_at(panel.update_plot, 150, floor).count("0 (frozen)") == 1
     store.add_batch(MetricsBatch([block("G", np.arange(201, 251), paths)]))
@@ -303,6 +305,8 @@ def test_samples_view_shows_each_kind(panel_of):
     assert view.kind == "images" and view.images.image.image.shape == (71, 71)
     np.testing.assert_array_equal(view.images.image.image[:8, :8], fake[0, :, :, 0].T)
     assert tuple(view.images.image.levels) == (-1.0, 1.0)
+    assert view.images.real_image.isVisible() and view.images.real_image.image.shape == (71, 17)  # 2 real rows
+    assert view.images.real_image.pos().y() < view.images.image.pos().y()  # real digits above generated ones
     assert image_grid(fake[:3]).shape == (26, 8)  # 3 images: one row of 3
 
     target = rng.normal(size=(60, 40))
@@ -310,7 +314,11 @@ def test_samples_view_shows_each_kind(panel_of):
                        "error": 0.0123})
     panel.refresh()
     assert view.kind == "matrix" and "RMS error 0.0123" in view.matrix.title.text
-    assert [img.image.shape for img in view.matrix.images] == [(40, 60), (40, 60)]
+    assert [img.image.shape for img in view.matrix.images] == [(40, 60)] * 3  # target, reconstruction, difference
+    np.testing.assert_allclose(view.matrix.images[2].image, (target - target * 0.9).T)
+    assert tuple(view.matrix.bar.levels()) == pytest.approx((-np.abs(target).max(), np.abs(target).max()))
+    boxes = [img.mapRectToScene(img.boundingRect()) for img in view.matrix.images]
+    assert len({(round(b.width(), 6), round(b.height(), 6)) for b in boxes}) == 1  # drawn at the same size
 
     store.set_samples({"kind": "audio", "step": 40})
     panel.refresh()
@@ -360,3 +368,136 @@ def test_a_million_points_per_loss_curve(panel_of, qtbot):
     shown = curves["loss/D"].shown()[0]
     assert 0 < len(shown) < 10_000  # drawn decimated to the pixel width, while holding every point
     assert curves["loss/D"].stroke.path().elementCount() == len(shown)
+
+
+# -- reading true --------------------------------------------------------------------------------------------
+def test_tick_labels_never_overprint_on_log_axes(panel_of, qtbot):
+    """Less than a decade in view (0.08-0.1: pyqtgraph labelled 0.1, 0.09, 0.08 ... over each other), and
+    a loss on a log axis: no two label rectangles touch."""
+    from app.plots.axes import label_rects
+    store = RunData()
+    paths = ("d/a/kernel", "d/a/bias", "d/b/kernel")
+    steps = np.arange(1, 301)
+    ratio = np.column_stack([np.linspace(0.08, 0.1, 300), np.linspace(0.0085, 0.01, 300), np.full(300, 0.009)])
+    store.add_batch(MetricsBatch([block("D", steps, paths, ratio=ratio, loss=np.geomspace(800, 1e-3, 300))]))
+    panel = panel_of(store)
+    panel.show()
+    qtbot.waitExposed(panel)
+    panel.resize(900, 520)
+    panel.refresh()
+    panel.set_log_losses(True)
+    QtGui.QGuiApplication.processEvents()
+    for axis in (panel.update_axis, panel.loss_axis, panel.update_plot.getAxis("bottom")):
+        rects = label_rects(axis)
+        assert len(rects) >= 2
+        for i, (a, ta) in enumerate(rects):
+            for b, tb in rects[i + 1:]:
+                assert not a.intersects(b), (ta, tb)
+    assert panel.loss_plot.getAxis("left").logMode  # log losses: factorization's falls by decades, not flat at 0
+    np.testing.assert_allclose(panel.curves()["loss/D"].yData, np.log10(np.geomspace(800, 1e-3, 300)))
+
+
+def test_an_unfrozen_zero_reads_no_update_and_a_frozen_one_frozen(panel_of):
+    paths = ("g/a/kernel", "g/b/kernel")
+    store = RunData()
+    panel = panel_of(store)
+    ratio = np.column_stack([np.full(100, 1e-3), np.r_[np.full(50, 1e-3), np.zeros(50)]])
+    store.add_batch(MetricsBatch([block("G", np.arange(1, 101), paths, ratio=ratio)]))
+    panel.refresh()
+    floor = panel.updates.floor
+    assert panel.updates.floor_line.label.format == "0 (no update)"  # g/b converged: not "frozen"
+    c = panel.curves()["update/g/b/kernel"]
+    assert c.opts["pen"].style() != QtCore.Qt.PenStyle.DotLine and (c.yData[50:] == floor).all()
+    assert "g/b/kernel</b> ‖ΔW‖ / ‖W‖ 0 (no update)" in panel.readout.show_at(panel.update_plot, 80, floor)
+    frozen = np.zeros((50, 2), bool)
+    frozen[:, 0] = True
+    store.add_batch(MetricsBatch([block("G", np.arange(101, 151), paths, ratio=np.zeros((50, 2)), frozen=frozen)]))
+    panel.refresh()
+    assert panel.updates.floor_line.label.format == "0 (frozen · no update)"
+    assert "0 (frozen)" in panel.readout.show_at(panel.update_plot, 140, floor + 0.0001)
+
+
+def test_wheel_zooms_steps_only_and_a_follows_again(panel_of, qtbot):
+    store = RunData()
+    store.add_batch(MetricsBatch([block("D", np.arange(1, 1001), ("d/k",), loss=np.linspace(5, 1, 1000))]))
+    panel = panel_of(store)
+    panel.show()
+    qtbot.waitExposed(panel)
+    panel.refresh()
+    QtGui.QGuiApplication.processEvents()
+    vb = panel.loss_plot.vb
+    assert vb.state["mouseEnabled"] == [True, False] and panel.update_plot.vb.state["mouseEnabled"] == [True, False]
+    vp = panel.graphics.viewport()
+    centre = panel.graphics.mapFromScene(vb.sceneBoundingRect().center())
+    wheel = QtGui.QWheelEvent(QtCore.QPointF(centre), QtCore.QPointF(vp.mapToGlobal(centre)), QtCore.QPoint(0, 0),
+                              QtCore.QPoint(0, 480), QtCore.Qt.MouseButton.NoButton,
+                              QtCore.Qt.KeyboardModifier.NoModifier, QtCore.Qt.ScrollPhase.NoScrollPhase, False)
+    QtCore.QCoreApplication.sendEvent(vp, wheel)
+    panel.graphics.scene().prepareForPaint()
+    (x0, x1), (y0, y1) = vb.viewRange()
+    assert x1 - x0 < 700 and not panel.following  # zoomed in on the steps ...
+    shown = np.linspace(5, 1, 1000)[(np.arange(1, 1001) >= x0) & (np.arange(1, 1001) <= x1)]
+    assert y0 <= shown.min() and shown.max() <= y1  # ... and the curve stays in view (y fits what is shown)
+    panel.graphics.setFocus()
+    qtbot.keyClick(panel.graphics, QtCore.Qt.Key.Key_A)
+    assert panel.following and vb.viewRange()[0][1] >= 1000
+
+
+def test_readout_wraps_and_clears_when_the_mouse_leaves(ring, panel_of, qtbot):
+    panel = panel_of(ring)
+    panel.refresh()
+    text = panel.readout.show_at(panel.update_plot, 200, -3.0)
+    assert panel.readout_label.text() == text and panel.readout_label.wordWrap()
+    QtCore.QCoreApplication.sendEvent(panel.graphics.viewport(), QtCore.QEvent(QtCore.QEvent.Type.Leave))
+    assert "hover a plot" in panel.readout_label.text() and not panel.readout.cursors[0].isVisible()
+
+
+def test_marker_labels_sit_above_the_plot_in_full_and_repeats_merge(panel_of, qtbot):
+    store = RunData()
+    store.add_batch(MetricsBatch([block("D", np.arange(1, 2001), ("d/k",))]))
+    store.add_event(events.Freeze(step=300, scopes=["discriminator/dense_1", "generator/dense_2"]))
+    for s in range(1500, 1510):  # ten Step clicks
+        store.add_event(events.Pause(step=s, reason="step"))
+    panel = panel_of(store)
+    panel.show()
+    qtbot.waitExposed(panel)
+    panel.refresh()
+    QtGui.QGuiApplication.processEvents()
+    lines = panel.marker_lines("loss")
+    shown = [ln for ln in lines if ln.label.isVisible()]
+    assert [ln.label.toPlainText() for ln in shown] == ["freeze: discriminator/dense_1, generator/dense_2",
+                                                        "pause (step) ×10"]  # in full, and one for ten clicks
+    vb_top = panel.loss_plot.vb.geometry().top()
+    for ln in shown:  # in the band above the plot area, never over a curve
+        rect = ln.label.mapRectToItem(panel.loss_plot, ln.label.boundingRect())
+        assert rect.bottom() <= vb_top + 1 and rect.left() >= panel.loss_plot.vb.geometry().left() - 1
+        assert rect.right() <= panel.loss_plot.vb.geometry().right() + 1
+    panel.loss_plot.vb.setXRange(900, 1600, padding=0)  # panned: the freeze is out of view, so is its label
+    assert not lines[0].label.isVisible() and shown[1].label.isVisible()
+
+
+def test_each_metric_gets_a_plot_of_its_own(panel_of):
+    store = RunData()
+    batch = MetricsBatch([block("D", np.arange(1, 101), ("d/k",))],
+                         scalars={"metric/modes_covered": (np.array([0, 50, 100]), np.zeros(3), np.array([0., 3, 8])),
+                                  "metric/high_quality": (np.array([0, 50, 100]), np.zeros(3), np.array([0, .4, .9]))})
+    store.add_batch(batch)
+    panel = panel_of(store)
+    panel.refresh()
+    assert set(panel.metrics.plots) == {"metric/modes_covered", "metric/high_quality"}
+    np.testing.assert_array_equal(panel.curves()["metric/modes_covered"].yData, [0, 3, 8])
+    (lo, hi) = panel.metrics.plots["metric/modes_covered"].vb.viewRange()[1]
+    assert lo <= 0 and hi >= 8
+    assert panel.metrics.plots["metric/high_quality"].titleLabel.text == "high quality"
+    assert panel.metrics.plots["metric/modes_covered"].vb.state["mouseEnabled"] == [True, False]
+
+
+def test_24_variables_get_24_looks_in_the_window(panel_of):
+    paths = tuple(f"net/layer_{i}/{leaf}" for i in range(12) for leaf in ("kernel", "bias"))
+    store = RunData()
+    store.add_batch(MetricsBatch([block("D", np.arange(1, 11), paths)]))
+    panel = panel_of(store)
+    panel.refresh()
+    looks = {(c.opts["pen"].color().name(), c.opts["pen"].style(), tuple(c.opts["pen"].dashPattern()))
+             for n, c in panel.curves().items() if n.startswith("update/")}
+    assert len(looks) == 24

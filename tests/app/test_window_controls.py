@@ -8,6 +8,7 @@ from pathlib import Path
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox
 
+from app.panels.scope_tree import STATE, UPDATE
 from training_core import Pause, Resume, SetFreeze, Step, Stop
 
 
@@ -40,9 +41,12 @@ def test_controls_and_status_bar_through_a_run(ui, qtbot, tmp_path):
 
     click(qtbot, w, "pause")
     ui.flush(w)
+    w.refresh()
     assert w.core.sent == [Pause()] and w.paused
     assert buttons["pause"].text() == "Resume" and "Resume training (Ctrl+P)" == buttons["pause"].toolTip()
-    assert sp.state_label.text() == "Paused"
+    assert sp.state_label.text() == "Paused" and sp.rate_label.text() == "– steps/s"
+    sp.show_status(w.session.status.__class__(step=100, steps_per_s=900.0), paused=w.paused)  # a stale speed
+    assert sp.rate_label.text() == "– steps/s"  # blank while paused, whatever the last numbers said
     click(qtbot, w, "step")
     assert w.core.sent[-1] == Step(1)
     train(ui, w, 10)  # the trainer runs the one step, then pauses again
@@ -94,14 +98,14 @@ def test_ticking_scopes_sends_one_freeze_and_the_tree_shows_states(ui, qtbot):
     assert w.core.sent == [SetFreeze(("generator/dense_1",), False)]
     train(ui, w, 300)
     tree = w.scope_tree
-    assert tree.item("generator/dense_1/kernel").text(4) == "frozen" and tree.item("generator/dense_1/kernel").text(3) == "0"
-    assert tree.item("generator/dense_2/kernel").text(4) == "" and tree.item("generator/dense_2/kernel").text(3) != ""
-    assert tree.item("generator").text(4) == "partly" and tree.item("generator").toolTip(4) == "2 of 6 variables frozen"
+    assert tree.item("generator/dense_1/kernel").text(STATE) == "frozen" and tree.item("generator/dense_1/kernel").text(UPDATE) == "0"
+    assert tree.item("generator/dense_2/kernel").text(STATE) == "" and tree.item("generator/dense_2/kernel").text(UPDATE) != ""
+    assert tree.item("generator").text(STATE) == "partly" and tree.item("generator").toolTip(STATE) == "2 of 6 variables frozen"
     item.setCheckState(0, Qt.CheckState.Unchecked)
     tree.flush()
     assert w.core.sent[-1] == SetFreeze((), False) and len(w.core.sent) == 2  # one command per change
     train(ui, w, 10)
-    assert tree.item("generator/dense_1/kernel").text(4) == "" and tree.item("generator").text(4) == ""
+    assert tree.item("generator/dense_1/kernel").text(STATE) == "" and tree.item("generator").text(STATE) == ""
 
 
 def test_tree_sets_initial_freeze_with_minimal_scopes(ui, qtbot):
@@ -195,3 +199,20 @@ def test_the_stand_in_needs_no_tensorflow(tmp_path):
                        timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.split() == ["30", "False", "False"]
+
+
+def test_default_window_shows_the_state_column_and_hides_what_does_not_apply(ui, qtbot):
+    """At the default size: the scope tree's value and State columns are in view (State used to be scrolled
+    out), the BatchNormalization box is hidden for the ring (it has no BatchNormalization), the smoothing
+    slider keeps a usable width when the plots column is made narrow."""
+    from app.panels.scope_tree import STATE
+    w = ui.make(fake=True)
+    qtbot.waitExposed(w)
+    tree = w.scope_tree.tree
+    right = tree.header().sectionViewportPosition(STATE) + tree.columnWidth(STATE)
+    assert 0 < right <= tree.viewport().width()
+    assert not w.schedule_panel.stats_check.isVisible()
+    w.splitter.setSizes([900, 500])
+    w.plots.splitter.setSizes([300, 200])
+    qtbot.wait(50)
+    assert w.plots.smoothing_slider.width() >= 90

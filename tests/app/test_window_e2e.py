@@ -13,6 +13,7 @@ import numpy as np
 from PySide6.QtCore import Qt
 
 from app.settings import Settings
+from app.panels.scope_tree import STATE, UPDATE
 from training_core import events, example_path, read_events, read_scalars
 
 
@@ -97,6 +98,8 @@ def test_start_pause_step_resume_stop(ui, qtbot, tmp_path):
     qtbot.waitUntil(lambda: w.store.last_step == held and sp.step_label.text() == f"Step {held:,}", timeout=5000)
     assert w.experiment_panel.control_buttons["pause"].text() == "Resume"
     assert sp.state_label.text() == "Paused"
+    w.refresh()
+    assert sp.rate_label.text() == "– steps/s"
     assert ui.flush(w) == held and w.store.last_step == held, "training moved while paused"
 
     click(qtbot, w, "step")
@@ -132,9 +135,9 @@ def test_ticking_a_scope_freezes_it_live_and_unticking_resumes(ui, qtbot, tmp_pa
         assert len(after) >= 3 and np.all(after == 0.0), f"{path} moved while frozen: {after}"
         assert np.any(_rows_after(w.store, path, 0, frozen_at) > 0)
     assert np.all(_rows_after(w.store, "generator/dense_2/kernel", frozen_at) > 0)
-    qtbot.waitUntil(lambda: w.scope_tree.item("generator/dense_1/kernel").text(4) == "frozen", timeout=5000)
-    assert w.scope_tree.item("generator/dense_1/kernel").text(3) == "0"
-    assert w.scope_tree.item("generator/dense_2/kernel").text(4) == ""
+    qtbot.waitUntil(lambda: w.scope_tree.item("generator/dense_1/kernel").text(STATE) == "frozen", timeout=5000)
+    assert w.scope_tree.item("generator/dense_1/kernel").text(UPDATE) == "0"
+    assert w.scope_tree.item("generator/dense_2/kernel").text(STATE) == ""
 
     item.setCheckState(0, Qt.CheckState.Unchecked)
     thawed_at = ui.wait_event(w, "freeze", scopes=[]).step
@@ -215,16 +218,16 @@ def test_learning_rate_method_and_leak_live(ui, qtbot, tmp_path):
     leak = ui.wait_event(w, "leak", timeout=20000)  # Adam's momentum still moves gated variables
     assert leak.variable.startswith("generator/dense_2/")
     row = w.scope_tree.item(leak.variable)
-    qtbot.waitUntil(lambda: row.text(4) in ("LEAK", "leaked"), timeout=5000)  # "leaked" once momentum died
-    assert f"moved at step {leak.at_step}" in row.toolTip(4)
-    assert w.scope_tree.item("generator").text(4) in ("LEAK", "leaked")
+    qtbot.waitUntil(lambda: row.text(STATE) in ("LEAK", "leaked"), timeout=5000)  # "leaked" once momentum died
+    assert f"moved at step {leak.at_step}" in row.toolTip(STATE)
+    assert w.scope_tree.item("generator").text(STATE) in ("LEAK", "leaked")
 
     sp.method_combo.setCurrentIndex(sp.method_combo.findData("exact"))
     exact_at = ui.wait_event(w, "method", command={"kind": "method", "method": "exact"}).step
     ui.wait_steps(w, exact_at + 200)
     steps, _, norms = w.store.var_series("generator/dense_2/kernel", "update_norm")
     assert np.all(norms[steps > exact_at] == 0.0)
-    qtbot.waitUntil(lambda: w.scope_tree.item("generator/dense_2/kernel").text(4) == "frozen", timeout=5000)
+    qtbot.waitUntil(lambda: w.scope_tree.item("generator/dense_2/kernel").text(STATE) == "frozen", timeout=5000)
     w.refresh()
     kinds = {ln.marker.kind for ln in w.plots.marker_lines("update")}
     assert {"lr", "method", "freeze", "leak"} <= kinds

@@ -13,6 +13,8 @@ from PySide6.QtGui import QImage
 from app.main_window import DEFAULT_SIZE
 from training_core import read_events
 
+REPO = Path(__file__).resolve().parents[2]
+
 MAIN = Path(__file__).resolve().parents[2] / "main.py"
 
 
@@ -64,3 +66,11 @@ def test_bad_options_fail_in_one_line(tmp_path):
         p = run_main(args, tmp_path, timeout=60)
         assert p.returncode == 2
         assert p.stderr.strip().splitlines() == [f"error: {p.stderr.strip()[7:]}"] and expected in p.stderr
+
+
+def test_help_names_the_other_modes_and_review():
+    """`main.py --help` is the window's; it says how to train headless, export figures and open runs."""
+    r = subprocess.run([sys.executable, "main.py", "--help"], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0
+    for needle in ("--headless", "--export RUN_DIR [RUN_DIR ...]", "--open RUN_DIR", "--screenshot"):
+        assert needle in r.stdout, needle

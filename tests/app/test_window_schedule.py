@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 
+from app.panels.scope_tree import STATE
 from training_core import SetFreeze, SetFreezeMethod, SetLearningRate, SetSchedule
 
 
@@ -54,17 +55,17 @@ def test_learning_rate_method_and_leak_states(ui, qtbot):
     train(ui, w, 4)  # momentum still moves the gated variables: a leak
     leak = ui.wait_event(w, "leak")
     row = w.scope_tree.item(leak.variable)
-    assert leak.variable.startswith("generator/dense_2/") and row.text(4) == "LEAK"
-    assert f"moved at step {leak.at_step}" in row.toolTip(4) and "still moves it" in row.toolTip(4)
-    assert w.scope_tree.item("generator").text(4) == "LEAK"
-    assert w.scope_tree.item("generator").toolTip(4).startswith("leaked: generator/dense_2/")
+    assert leak.variable.startswith("generator/dense_2/") and row.text(STATE) == "LEAK"
+    assert f"moved at step {leak.at_step}" in row.toolTip(STATE) and "still moves it" in row.toolTip(STATE)
+    assert w.scope_tree.item("generator").text(STATE) == "LEAK"
+    assert w.scope_tree.item("generator").toolTip(STATE).startswith("leaked: generator/dense_2/")
     train(ui, w, 60)  # the momentum died out
-    assert row.text(4) == "leaked" and w.scope_tree.item("generator").text(4) == "leaked"
+    assert row.text(STATE) == "leaked" and w.scope_tree.item("generator").text(STATE) == "leaked"
 
     sp.method_combo.setCurrentIndex(sp.method_combo.findData("exact"))
     assert w.core.sent[-1] == SetFreezeMethod("exact")
     train(ui, w, 10)
-    assert w.scope_tree.item("generator/dense_2/kernel").text(4) == "frozen"
+    assert w.scope_tree.item("generator/dense_2/kernel").text(STATE) == "frozen"
     kinds = {ln.marker.kind for ln in w.plots.marker_lines("update")}
     assert {"lr", "method", "freeze", "leak"} <= kinds
     sp.stats_check.setChecked(True)  # BN statistics: the same freeze set, sent again with the new flag

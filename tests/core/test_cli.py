@@ -210,7 +210,8 @@ def test_config_rerun_in_a_subprocess_matches_an_in_process_run(cli):
     a, b = read_scalars(tmp / "rerun"), read_scalars(here)
     assert a.keys() == b.keys() and len(a["loss/D"].steps) == 27
     for tag in a:
-        np.testing.assert_array_equal(a[tag].values, b[tag].values, err_msg=tag)
+        if not tag.startswith("metric/"):  # metrics are taken on a clock (every 2 s), not at fixed steps
+            np.testing.assert_array_equal(a[tag].values, b[tag].values, err_msg=tag)
 
 
 @pytest.mark.parametrize("name, cause", [("nan", "became nan at step 2"), ("all_frozen", "nothing can train")])

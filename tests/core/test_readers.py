@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from training_core import RunConfig, UserError, read_config, read_events, read_scalars, read_variables
 from training_core import trim
 from training_core.runlog import LineTail
+from training_core.sample_record import list_samples, sample_file, samples_bytes
 from training_core.runs import RunFollower, read_run
 
 from .helpers import config, run, tiny_gan
@@ -214,7 +215,14 @@ def test_trim_keeps_exactly_what_the_checkpoint_holds(record, step, tmp_path):
     try:
         before = read_scalars(d)
         events = read_events(d)
+        for s in (5, 10, 50):
+            sample_file(d, s).parent.mkdir(exist_ok=True)
+            sample_file(d, s).write_bytes(samples_bytes({"kind": "points", "step": s, "x": np.zeros(3)}))
+        drawn = [s for s, _ in list_samples(d)]
         counts = trim.trim_record(d, step, tmp_path / "dropped")
+        assert [s for s, _ in list_samples(d)] == [s for s in drawn if s <= step]
+        assert [s for s, _ in list_samples(tmp_path / "dropped")] == [s for s in drawn if s > step]
+        assert counts["samples"] == sum(s > step for s in drawn)
         after = read_scalars(d)
         for tag, s in before.items():
             keep = s.steps <= step

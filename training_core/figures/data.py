@@ -1,20 +1,27 @@
-"""A figure's numbers: a snapshot of a `RunData`, smoothed once, shared by the drawing and the CSV.
+"""A figure's numbers: a snapshot of one or several `RunData`, smoothed once, shared by the drawing and
+the CSV.
 
-Qt-free, so the window's exporter, the headless `--export` and a future review read one model: the
-painter (app/export/figure.py) only draws these `Curve`s and `LegendEntry`s, and the CSV writer
-writes the very same ones, so the file holds exactly the curves and the smoothing of the figure.
-Exporting never touches the trainer: it copies arrays the window's `RunData` already holds.
+Qt-free, so the window's exporter, the headless `--export` and review read one model: the painter
+(app/export/figure.py) only draws these `Curve`s and `LegendEntry`s, and the CSV writer writes the
+very same ones, so the file holds exactly the curves and the smoothing of the figure. Exporting never
+touches the trainer: it copies arrays the window's `RunData` already holds.
+
+Several runs overlay: by default colour names the run and line style the phase (or the variable),
+`colour_by="phase"` swaps the two; the legend names each run by its label (its directory name
+unless the user typed another). The x axis is the step, or the time since each run began
+(`x_axis="time"`), so runs of different speed can be compared as they ran.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
 from ..scopes import in_scope
 from ..smoothing import ema_smooth
 from .spec import FigureSpec
+from .styles import leaves_of, split_path, variable_styles
 
 if TYPE_CHECKING:
     from ..runs import RunData
@@ -24,11 +31,14 @@ REFERENCE_RATIO = 1e-3  # the usual healthy ‖ΔW‖/‖W‖ per step (Karpathy
 #: dash patterns (in pen widths) for the leaves of a scope: kernel solid, bias dashed, ...; a curve
 #: names one by index (`Curve.dash`), and the legend carries the pattern itself
 DASHES: list[list[float] | None] = [None, [4.0, 2.5], [5.0, 2.0, 1.0, 2.0], [1.0, 1.8]]
+N_COLOURS = 8  # the paper palette (Okabe-Ito); the screen theme has as many
+METRIC_PREFIX = "metric/"
+NO_UPDATE_NOTE = "0 = no update (not frozen)"
 
 
 @dataclass
 class Curve:
-    tag: str  # as in scalars.csv: loss/D, update_ratio/generator/dense_1/kernel, ...
+    tag: str  # as in scalars.csv: loss/D, update_ratio/generator/dense_1/kernel, metric/modes_covered
     steps: np.ndarray
     wall: np.ndarray
     values: np.ndarray
@@ -36,6 +46,12 @@ class Curve:
     colour: int  # palette index
     dash: int = 0  # index into DASHES
     frozen: np.ndarray | None = None  # per point: the variable was frozen (drawn grey, dotted)
+    run: str = ""  # the run's label (the CSV's `run` column)
+    x: np.ndarray | None = None  # where each point is drawn: its step, or its time in `FigureData.x_unit`
+
+    def __post_init__(self) -> None:
+        if self.x is None:
+            self.x = self.steps.astype(np.float64)
 
 
 @dataclass
@@ -48,11 +64,12 @@ class LegendEntry:
 
 @dataclass
 class PlotData:
-    name: str
+    name: str  # losses, updates, or metric/<name>
     curves: list[Curve]
     legend: list[LegendEntry]
     log_y: bool = False
     reference: float | None = None  # dashed horizontal line
+    zero_floor: bool = False  # log axis: exact zeros sit on a "0" floor below the data (else: gaps)
 
     @property
     def empty(self) -> bool:
@@ -62,96 +79,221 @@ class PlotData:
 @dataclass
 class FigureData:
     plots: list[PlotData]
-    markers: list[tuple[int, str, str]] = field(default_factory=list)  # (step, kind, label)
+    markers: list[tuple[float, str, str]] = field(default_factory=list)  # (x, kind, label)
     last_step: int = 0
+    runs: list[str] = field(default_factory=list)  # labels, in drawing order
+    x_unit: str = "step"  # step, s, min or h
 
     @classmethod
-    def from_store(cls, store: "RunData", spec: FigureSpec) -> "FigureData":
-        """Copy what `spec` shows out of `store` (every marker the store has, once per step and label)."""
-        plots = [_losses(store, spec) if name == "losses" else _updates(store, spec) for name in spec.plots]
-        seen, markers = set(), []
-        for m in list(store.markers):
-            key = (int(m.step), m.label)
-            if key not in seen:
-                seen.add(key)
-                markers.append((int(m.step), m.kind, m.label))
-        return cls(plots, markers, int(store.last_step))
+    def from_store(cls, store: "RunData", spec: FigureSpec, label: str = "") -> "FigureData":
+        """One run (every marker it has, once per step and label)."""
+        return cls.from_runs([(label or _dir_label(store), store)], spec)
+
+    @classmethod
+    def from_runs(cls, runs: Sequence[tuple[str, "RunData"]], spec: FigureSpec) -> "FigureData":
+        """Several runs overlaid, each named by its label."""
+        runs = list(runs)
+        clock = _Clock(runs, spec.x_axis)
+        plots: list[PlotData] = []
+        for name in spec.plots:
+            if name == "losses":
+                plots.append(_losses(runs, spec, clock))
+            elif name == "updates":
+                plots.append(_updates(runs, spec, clock))
+            else:
+                plots += _metrics(runs, spec, clock)
+        return cls(plots, _markers(runs, clock), max((int(s.last_step) for _, s in runs), default=0),
+                   [label for label, _ in runs], clock.unit)
 
 
-def _curve(tag: str, series: tuple, weight: float, colour: int, dash: int = 0,
-           frozen: np.ndarray | None = None) -> Curve:
+def metric_tags(runs: Sequence[tuple[str, "RunData"]]) -> list[str]:
+    """Every `metric/<name>` any of the runs recorded, in order of first appearance."""
+    return list(dict.fromkeys(t for _, s in runs for t in s.scalar_tags if t.startswith(METRIC_PREFIX)))
+
+
+def _dir_label(store: "RunData") -> str:
+    return store.run_dir.name if store.run_dir is not None else "run"
+
+
+class _Clock:
+    """Step, or seconds since each run began scaled to s/min/h for the whole figure."""
+
+    def __init__(self, runs: Sequence[tuple[str, "RunData"]], axis: str) -> None:
+        self.axis = axis
+        self.t0 = {id(s): s.start_time() for _, s in runs}
+        span = max((_wall_span(s, self.t0[id(s)]) for _, s in runs), default=0.0)
+        self.unit, self.scale = "step", 1.0
+        if axis == "time":
+            self.unit, self.scale = ("h", 3600.0) if span > 7200 else ("min", 60.0) if span > 600 else ("s", 1.0)
+
+    def x(self, store: "RunData", steps: np.ndarray, wall: np.ndarray) -> np.ndarray:
+        if self.axis != "time":
+            return steps.astype(np.float64)
+        return (np.asarray(wall, dtype=np.float64) - self.t0[id(store)]) / self.scale
+
+
+def _wall_span(store: "RunData", t0: float) -> float:
+    lasts = [store.series(t)[1][-1:] for t in store.scalar_tags]
+    return max((float(w[0]) - t0 for w in lasts if len(w)), default=0.0)
+
+
+def _curve(tag: str, series: tuple, weight: float, colour: int, dash: int = 0, frozen: np.ndarray | None = None,
+           run: str = "", x: np.ndarray | None = None) -> Curve:
     steps, wall, values = (np.array(a, copy=True) for a in series)
     values = values.astype(np.float64)
     smoothed, _ = ema_smooth(values, weight)
     return Curve(tag, steps, wall, values, smoothed, colour, dash,
-                 None if frozen is None else np.array(frozen, dtype=bool, copy=True))
+                 None if frozen is None else np.array(frozen, dtype=bool, copy=True), run, x)
 
 
-def _losses(store: "RunData", spec: FigureSpec) -> PlotData:
+def _pair(run: int, item: int, spec: FigureSpec) -> tuple[int, int]:
+    """(colour, dash) of a curve in an overlay of several runs."""
+    return (run, item % len(DASHES)) if spec.colour_by == "run" else (item, run % len(DASHES))
+
+
+def _overlay_legend(labels: list[str], items: list[str], spec: FigureSpec) -> list[LegendEntry]:
+    """Runs by colour and items (phases, variables) by line style, or the other way round."""
+    by_colour, by_dash = (labels, items) if spec.colour_by == "run" else (items, labels)
+    out = [LegendEntry(name, i) for i, name in enumerate(by_colour)]
+    if len(by_dash) > 1:
+        out += [LegendEntry(name, "fg", DASHES[i % len(DASHES)]) for i, name in enumerate(by_dash)]
+    return out
+
+
+def _losses(runs: list, spec: FigureSpec, clock: _Clock) -> PlotData:
+    phases = list(dict.fromkeys(p for _, s in runs for p in s.phases))
     curves, legend = [], []
-    for i, phase in enumerate(store.phases):
-        curves.append(_curve(f"loss/{phase}", store.loss(phase), spec.smoothing, i))
-        legend.append(LegendEntry(phase, i))
-    return PlotData("losses", curves, legend)
+    for r, (label, store) in enumerate(runs):
+        for phase in store.phases:
+            k = phases.index(phase)
+            colour, dash = (k, 0) if len(runs) == 1 else _pair(r, k, spec)
+            series = store.loss(phase)
+            curves.append(_curve(f"loss/{phase}", series, spec.smoothing, colour, dash, run=label,
+                                 x=clock.x(store, series[0], series[1])))
+    if len(runs) == 1:
+        legend = [LegendEntry(p, i) for i, p in enumerate(phases)]
+    else:
+        legend = _overlay_legend([label for label, _ in runs], phases, spec)
+    return PlotData("losses", curves, legend, log_y=spec.log_losses)
 
 
-def _updates(store: "RunData", spec: FigureSpec) -> PlotData:
-    """One curve per variable, coloured by its parent scope and dashed by its leaf name.
+def _metrics(runs: list, spec: FigureSpec, clock: _Clock) -> list[PlotData]:
+    """One panel per metric (their scales differ: modes 0-8, a fraction 0-1), drawn as measured."""
+    tags = metric_tags(runs)
+    if not tags:
+        return [PlotData("metrics", [], [])]
+    plots = []
+    for tag in tags:
+        curves = []
+        for r, (label, store) in enumerate(runs):
+            if tag in store.scalar_tags:
+                series = store.scalar(tag)
+                curves.append(_curve(tag, series, 0.0, r, 0, run=label, x=clock.x(store, series[0], series[1])))
+        legend = [LegendEntry(label, r) for r, (label, _) in enumerate(runs)] if len(runs) > 1 else []
+        plots.append(PlotData(tag, curves, legend))
+    return plots
+
+
+def _updates(runs: list, spec: FigureSpec, clock: _Clock) -> PlotData:
+    kind = spec.update_kind
+    chosen = [[p for p in s.var_paths if not spec.variables or any(in_scope(p, v) for v in spec.variables)]
+              for _, s in runs]
+    if len(runs) == 1:
+        plot = _updates_one(runs[0], chosen[0], spec, clock)
+    else:
+        paths = list(dict.fromkeys(p for ps in chosen for p in ps))
+        curves = []
+        for r, ((label, store), ps) in enumerate(zip(runs, chosen)):
+            for p in ps:
+                colour, dash = _pair(r, paths.index(p), spec)
+                series = store.var_series(p, kind)
+                curves.append(_curve(f"{kind}/{p}", series, spec.smoothing, colour, dash, store.frozen_series(p),
+                                     label, clock.x(store, series[0], series[1])))
+        legend = _overlay_legend([label for label, _ in runs], paths, spec)
+        if len(paths) == 1:  # the one variable compared: named, since no line style stands for it
+            legend.insert(0, LegendEntry(paths[0], None))
+        if any(c.frozen is not None and c.frozen.any() for c in curves):
+            legend.append(LegendEntry("frozen (ΔW = 0)", "muted", frozen=True))
+        plot = PlotData("updates", curves, legend, log_y=True, zero_floor=True)
+    if _has_unfrozen_zero(plot.curves):
+        plot.legend.append(LegendEntry(NO_UPDATE_NOTE, None))
+    plot.reference = REFERENCE_RATIO if kind == "update_ratio" else None
+    if plot.reference is not None:
+        plot.legend.append(LegendEntry("10⁻³ reference", "muted", [3.0, 2.0]))
+    return plot
+
+
+def _has_unfrozen_zero(curves: list[Curve]) -> bool:
+    for c in curves:
+        live = np.ones(len(c.values), bool) if c.frozen is None else ~c.frozen
+        if np.any(c.values[live] == 0):
+            return True
+    return False
+
+
+def _updates_one(run: tuple[str, "RunData"], paths: list[str], spec: FigureSpec, clock: _Clock) -> PlotData:
+    """One run: each variable coloured by its layer and dashed by its leaf (styles.variable_styles).
 
     With two or more leaves per scope (kernel, bias) the legend lists scopes (colours) and leaves
     (dash styles) separately, and scopes as a tree under their top-level name: short labels that
     fit beside the plot in a journal column instead of 12 long paths. Variables frozen for the whole
     run appear in their place in the tree, grey and dotted like their curves.
     """
+    label, store = run
     kind = spec.update_kind
-    paths = [p for p in store.var_paths if not spec.variables or any(in_scope(p, s) for s in spec.variables)]
     frozen = {p: np.asarray(store.frozen_series(p), dtype=bool) for p in paths}
     always = {p for p in paths if len(frozen[p]) and frozen[p].all()}
     live = [p for p in paths if p not in always]
-    parents = list(dict.fromkeys(_split(p)[0] for p in live))
-    leaves = list(dict.fromkeys(_split(p)[1] for p in live))
-    per_variable = len(parents) == len(live)  # one variable per scope: colour each, name it in full
-    units = live if per_variable else parents
+    styles = variable_styles(live, N_COLOURS, len(DASHES))
+    per_variable = len({split_path(p)[0] for p in live}) == len(live)
+    leaves = leaves_of(live)
     curves, items = [], {}
     for p in paths:
-        parent, leaf = _split(p)
+        parent, _ = split_path(p)
+        series = store.var_series(p, kind)
+        x = clock.x(store, series[0], series[1])
         if p in always:
-            whole = all(q in always for q in paths if _split(q)[0] == parent)
+            whole = all(q in always for q in paths if split_path(q)[0] == parent)
             unit = parent if whole and not per_variable else p
-            items.setdefault(unit, (unit, "muted", True))
-            curves.append(_curve(f"{kind}/{p}", store.var_series(p, kind), spec.smoothing, 0, 0, frozen[p]))
+            items.setdefault(unit, (unit, "muted", None, True))
+            curves.append(_curve(f"{kind}/{p}", series, spec.smoothing, 0, 0, frozen[p], label, x))
             continue
+        colour, dash = styles[p]
         unit = p if per_variable else parent
-        colour = units.index(unit)
-        dash = 0 if per_variable else leaves.index(leaf) % len(DASHES)
-        items.setdefault(unit, (unit, colour, False))
-        curves.append(_curve(f"{kind}/{p}", store.var_series(p, kind), spec.smoothing, colour, dash, frozen[p]))
+        unit_dash = DASHES[dash] if per_variable or dash >= len(leaves) else None
+        items.setdefault(unit, (unit, colour, unit_dash, False))
+        curves.append(_curve(f"{kind}/{p}", series, spec.smoothing, colour, dash, frozen[p], label, x))
     legend = _tree(list(items.values()))
     if not per_variable and len(leaves) > 1:
         legend += [LegendEntry(leaf, "fg", DASHES[i % len(DASHES)]) for i, leaf in enumerate(leaves)]
     if any(frozen[p].any() for p in live):
         legend.append(LegendEntry("frozen (ΔW = 0)", "muted", frozen=True))
-    reference = REFERENCE_RATIO if kind == "update_ratio" else None
-    if reference is not None:
-        legend.append(LegendEntry("10⁻³ reference", "muted", [3.0, 2.0]))
-    return PlotData("updates", curves, legend, log_y=True, reference=reference)
+    return PlotData("updates", curves, legend, log_y=True, zero_floor=True)
 
 
-def _tree(items: list[tuple[str, int | str, bool]]) -> list[LegendEntry]:
+def _tree(items: list[tuple[str, int | str, list[float] | None, bool]]) -> list[LegendEntry]:
     """Entries under a header per top-level scope when that saves width (several entries per head)."""
-    heads = [u.partition("/")[0] for u, _, _ in items]
-    use_tree = all("/" in u for u, _, _ in items) and len(set(heads)) < len(items)
+    heads = [u.partition("/")[0] for u, _, _, _ in items]
+    use_tree = all("/" in u for u, _, _, _ in items) and len(set(heads)) < len(items)
     out, current = [], None
-    for (unit, colour, is_frozen), head in zip(items, heads):
+    for (unit, colour, dash, is_frozen), head in zip(items, heads):
         label = unit.partition("/")[2] if use_tree else unit
         if use_tree and head != current:
             out.append(LegendEntry(head, None))
             current = head
-        out.append(LegendEntry(label + (" (frozen)" if is_frozen else ""), colour, frozen=is_frozen))
+        out.append(LegendEntry(label + (" (frozen)" if is_frozen else ""), colour, dash, frozen=is_frozen))
     return out
 
 
-def _split(path: str) -> tuple[str, str]:
-    """(parent scope, leaf name): generator/dense_1/kernel -> (generator/dense_1, kernel)."""
-    parent, sep, leaf = path.rpartition("/")
-    return (parent, leaf) if sep else (path, "")
+def _markers(runs: list, clock: _Clock) -> list[tuple[float, str, str]]:
+    """Every marker of every run, once per step and label; with several runs each label names its run."""
+    out, seen = [], set()
+    for label, store in runs:
+        for m in list(store.markers):
+            key = (label, int(m.step), m.label)
+            if key in seen:
+                continue
+            seen.add(key)
+            x = float(m.step) if clock.axis != "time" else (m.time - clock.t0[id(store)]) / clock.scale
+            out.append((x, m.kind, m.label if len(runs) == 1 else f"{label}: {m.label}"))
+    return out

@@ -12,12 +12,14 @@ from dataclasses import dataclass, field, replace
 
 from ..errors import UserError
 
-PLOT_NAMES = ("losses", "updates")
+PLOT_NAMES = ("losses", "updates", "metrics")  # metrics: one panel per metric/<name> the runs recorded
 FORMATS = ("png", "svg", "pdf")
 THEMES = ("paper", "screen")
 UNITS = ("in", "mm")
 LAYOUTS = ("auto", "row", "column")
 UPDATE_KINDS = ("update_ratio", "update_norm")
+COLOUR_BY = ("run", "phase")  # several runs: colour names the run (line style the phase), or the reverse
+X_AXES = ("step", "time")
 MM_PER_IN = 25.4
 
 #: journal column widths in inches (IEEE/ACM two-column templates; most others are within 0.1 in)
@@ -25,13 +27,19 @@ SIZE_PRESETS = {"single column (3.5 in)": 3.5, "double column (7.16 in)": 7.16}
 DEFAULT_HEIGHT_IN = 2.6
 
 
-def default_labels(plot: str, update_kind: str = "update_ratio") -> tuple[str, str]:
-    """(x label, y label) a plot gets unless the user typed others."""
+TIME_LABELS = {"s": "Time (s)", "min": "Time (min)", "h": "Time (h)"}
+
+
+def default_labels(plot: str, update_kind: str = "update_ratio", x_unit: str = "step") -> tuple[str, str]:
+    """(x label, y label) a plot gets unless the user typed others (`plot`: losses, updates, metric/<name>)."""
+    x = TIME_LABELS.get(x_unit, "Training step")
     if plot == "losses":
-        return "Training step", "Loss"
+        return x, "Loss"
+    if plot.startswith("metric/") or plot == "metrics":
+        return x, plot.removeprefix("metric/").replace("_", " ").capitalize() if plot != "metrics" else "Metric"
     if update_kind == "update_norm":
-        return "Training step", "Update norm ‖ΔW‖"
-    return "Training step", "Relative update ‖ΔW‖ / ‖W‖"
+        return x, "Update norm ‖ΔW‖"
+    return x, "Relative update ‖ΔW‖ / ‖W‖"
 
 
 def short_label(label: str) -> str:
@@ -45,7 +53,7 @@ class FigureSpec:
     """Everything that decides how a figure looks; the data come from the store at draw time, so one
     spec can be exported again later in the run and give the same style on newer numbers."""
 
-    plots: list[str] = field(default_factory=lambda: list(PLOT_NAMES))
+    plots: list[str] = field(default_factory=lambda: ["losses", "updates"])
     width_in: float = 7.16
     height_in: float = DEFAULT_HEIGHT_IN
     format: str = "pdf"
@@ -60,10 +68,18 @@ class FigureSpec:
     variables: list[str] | None = None  # scope prefixes to show on the updates plot; None = all
     layout: str = "auto"  # panels side by side (row), stacked (column), or whichever fits the page
     panel_labels: bool = True  # (a), (b), ... when there is more than one plot
-    labels: dict[str, tuple[str, str]] = field(default_factory=dict)  # plot -> (x label, y label) overrides
+    labels: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)  # plot -> (x, y) overrides
+    colour_by: str = "run"  # several runs: colour by run and line style by phase, or "phase": the reverse
+    x_axis: str = "step"  # or "time": seconds (minutes, hours) since each run began
+    log_losses: bool = False  # the loss plot on a log axis (losses that fall by decades)
 
-    def axis_labels(self, plot: str) -> tuple[str, str]:
-        return self.labels.get(plot, default_labels(plot, self.update_kind))
+    def axis_labels(self, plot: str, x_unit: str = "step") -> tuple[str, str]:
+        """The labels of panel `plot` (losses, updates, metric/<name>): the user's where given (None or ""
+        keeps the default; an x label given for "metrics" applies to every metric panel)."""
+        x, y = default_labels(plot, self.update_kind, x_unit)
+        own = self.labels.get(plot) or (None, None)
+        group = (self.labels.get("metrics") or (None, None)) if plot.startswith("metric/") else (None, None)
+        return own[0] or group[0] or x, own[1] or y
 
     @property
     def size_pt(self) -> tuple[float, float]:
@@ -86,6 +102,10 @@ class FigureSpec:
             raise UserError(f"unknown theme {self.theme!r}; choose paper or screen")
         if self.layout not in LAYOUTS:
             raise UserError(f"unknown layout {self.layout!r}; choose auto, row or column")
+        if self.colour_by not in COLOUR_BY:
+            raise UserError(f"unknown colouring {self.colour_by!r}; choose run or phase")
+        if self.x_axis not in X_AXES:
+            raise UserError(f"unknown x axis {self.x_axis!r}; choose step or time")
         if self.update_kind not in UPDATE_KINDS:
             raise UserError(f"unknown update kind {self.update_kind!r}; choose update_ratio or update_norm")
         if not (0.5 <= self.width_in <= 40 and 0.5 <= self.height_in <= 40):

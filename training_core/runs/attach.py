@@ -9,7 +9,7 @@ change, whoever made it:
     trainable flag (no experiment file or TensorFlow needed);
   - the controls' current state (freeze set, schedule, learning rates, method, paused): the `start`
     event, then every control event in order;
-  - samples: `samples/latest.npz`, drawn when a watcher sends a `sample` command;
+  - samples: the latest `samples/step-*.npz`; a watcher sends a `sample` command for fresh ones;
   - steering: commands appended to `commands.jsonl`; each is "in flight" until the event carrying its
     id comes back, then "acknowledged at step N" (or rejected, with the reason).
 Detaching is just no longer polling: the run trains on. Attaching never takes the writer lock.
@@ -27,7 +27,8 @@ from ..config import RunConfig
 from ..errors import UserError
 from ..metrics import Status
 from ..protocol import PreparedInfo
-from ..remote import SAMPLES_FILE, append_command, read_samples
+from ..remote import append_command
+from ..sample_record import list_samples, load_samples
 from ..runlock import Holder, read_holder
 from ..runlog import CONFIG_FILE, EVENTS_FILE
 from ..scopes import ScopeNode, VarInfo, build_scope_tree
@@ -102,7 +103,7 @@ class AttachedRun:
         self.last_ack: Ack | None = None
         self.samples: dict[str, Any] | None = None
         self._seen = 0  # events already looked at
-        self._samples_stamp: tuple[float, int] | None = None
+        self._samples_stamp: tuple[int, Path] | None = None
         self._tree: ScopeNode | None = None
 
     # -- reading --------------------------------------------------------------------------------------------
@@ -126,14 +127,13 @@ class AttachedRun:
         return self._read_samples() or changed
 
     def _read_samples(self) -> bool:
-        try:
-            st = (self.dir / SAMPLES_FILE).stat()
-        except OSError:
+        files = list_samples(self.dir)
+        if not files:
             return False
-        stamp = (st.st_mtime, st.st_size)
+        stamp = files[-1]  # (step, path): each drawing is a new file
         if stamp == self._samples_stamp:
             return False
-        got = read_samples(self.dir)
+        got = load_samples(files[-1][1])
         if got is None:
             return False
         self._samples_stamp = stamp

@@ -56,6 +56,7 @@ class Marker:
     step: int
     kind: str
     label: str
+    time: float = 0.0  # when it happened (seconds since the epoch): figures aligned by wall time
 
 
 def _ratio_label(e: E.Ratio) -> str:
@@ -160,6 +161,8 @@ class RunData:
                     b.steps[keep], b.wall_time[keep],
                     {"update_norm": b.update_norm[keep], "update_ratio": b.update_ratio[keep],
                      "grad_norm": b.grad_norm[keep]}, b.frozen[keep])
+        for tag, (steps, wall, values) in batch.scalars.items():
+            self.add_scalar(tag, steps, wall, values, bump=False)
         self.version += 1
 
     def add_var_rows(self, rows: VarRows) -> None:
@@ -192,7 +195,7 @@ class RunData:
             self.stop = event
         label = marker_label(event)
         if label is not None:
-            self.markers.append(Marker(event.marker_step, event.kind, label))
+            self.markers.append(Marker(event.marker_step, event.kind, label, event.time))
         self.version += 1
 
     def cut_back(self, step: int, through: E.Event | None = None) -> None:
@@ -271,6 +274,16 @@ class RunData:
     def latest(self, path: str, kind: str = "update_ratio") -> float | None:
         _, _, v = self.var_series(path, kind)
         return float(v[-1]) if len(v) else None
+
+    def start_time(self) -> float:
+        """When the run began (seconds since the epoch): its `start` event, else its first recorded wall
+        time; what "time since start" counts from when runs are aligned by wall time."""
+        if self.start is not None and self.start.time:
+            return float(self.start.time)
+        firsts = [s.wall.view()[:1] for s in self._scalars.values()]
+        firsts += [pv.wall.view()[:1] for pv in self._phases.values()]
+        firsts = [float(f[0]) for f in firsts if len(f)]
+        return min(firsts) if firsts else 0.0
 
     def tags(self) -> list[str]:
         out = list(self._scalars)

@@ -4,8 +4,10 @@ same words for the same numbers.
 
 A variable reads "frozen" once the core *reports* it frozen (what was measured, not what was asked),
 "LEAK" while a frozen variable still moves (the gate method: optimizer momentum or weight decay),
-"leaked" once it has stopped moving again; a scope reads "frozen" when every variable under it is,
-"partly" when some are, and LEAK/leaked when any variable under it did. Leaks are forgotten when the
+"leaked" once it has stopped moving again, and "no update" when it is not frozen but its latest
+update was exactly 0 (converged below float32 resolution, or a zero gradient): a zero is not a
+freeze. A scope reads "frozen" when every variable under it is, "partly" when some are, and
+LEAK/leaked when any variable under it did. Leaks are forgotten when the
 freeze set or the method changes (the `leak` events before that describe another configuration).
 """
 from __future__ import annotations
@@ -17,7 +19,8 @@ from ..scopes import ScopeNode
 from .data import RunData
 
 #: every state a row can show, widest first (the tree sizes its column once for these)
-STATES = ("leaked", "frozen", "partly", "LEAK", "")
+STATES = ("no update", "leaked", "frozen", "partly", "LEAK", "")
+FROZEN_STATES = ("frozen", "LEAK", "leaked")
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,9 @@ class VariableStates:
         frozen = data.frozen_now(path)
         leak = self._leaks.get(path) if frozen else None
         if leak is None:
+            if not frozen and value == 0:
+                return VarState(value, "no update", "not frozen, but its latest update was exactly 0: converged "
+                                                    "below float32 resolution, or a zero gradient")
             return VarState(value, "frozen" if frozen else "")
         moving = (data.latest(path, "update_norm") or 0.0) > 0
         tip = (f"frozen, but moved at step {leak.at_step} (||ΔW|| = {leak.update_norm:.3g}) with the "
@@ -100,10 +106,33 @@ class VariableStates:
 
 def _scope(under: list[VarState], paths: list[str]) -> VarState:
     values = [s.value for s in under if s.value is not None]
-    n_frozen = sum(s.state != "" for s in under)
+    n_frozen = sum(s.state in FROZEN_STATES for s in under)
     state = next((k for k in ("LEAK", "leaked") if any(s.state == k for s in under)), "")
     state = state or ("frozen" if under and n_frozen == len(under) else "partly" if n_frozen else "")
     leaking = [p for p, s in zip(paths, under) if s.alarm]
     tip = f"leaked: {', '.join(leaking)}" if leaking else (
         f"{n_frozen} of {len(under)} variables frozen" if n_frozen else "")
     return VarState(max(values) if values else None, state, tip)
+
+
+def frozen_spans(data: RunData, path: str) -> list[tuple[int, int]]:
+    """(first, last) recorded step of each stretch in which `path` was frozen, in order: a variable's
+    frozen history, as the record holds it (per-variable rows, every `var_every`-th step of its phase)."""
+    steps, _, _ = data.var_series(path)
+    frozen = data.frozen_series(path)
+    out: list[tuple[int, int]] = []
+    start = None
+    for s, f in zip(steps.tolist(), frozen.tolist()):
+        if f and start is None:
+            start = s
+        elif not f and start is not None:
+            out.append((start, prev))
+            start = None
+        prev = s
+    if start is not None:
+        out.append((start, prev))
+    return out
+
+
+def spans_text(spans: list[tuple[int, int]]) -> str:
+    return ", ".join(f"{a:,}" if a == b else f"{a:,}–{b:,}" for a, b in spans)

@@ -1,0 +1,333 @@
+"""One panel of an exported figure: a plot's axes, curves, legend and marker lines, laid out in points.
+
+Everything is measured in points at print size (see figure.py): tick labels, the legend (inside the
+emptiest corner when it covers nothing, else beside or under the plot), marker labels above the plot
+area. The panel reports how much room its plot area got, so the figure can say when a chosen height
+leaves a plot too small to read.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from PySide6.QtCore import QLineF, QRectF
+from PySide6.QtGui import QColor, QPainter, QPainterPath
+from pyqtgraph.functions import arrayToQPath
+
+from training_core.figures import DASHES, PlotData, default_labels, minmax_decimate, short_label
+
+from .axes import Tick, linear_range, linear_ticks, log_range, log_ticks
+from .legend import Legend, best_corner, make_pen
+from .markers import assign_marker_labels, draw_marker_labels, draw_marker_lines, label_row_height
+from .text import PowerLabel, TextStyle
+
+class Panel:
+    def __init__(self, fig, plot: PlotData, cell: QRectF, letter: str | None, label_markers: bool,
+                 dpi_equiv: float) -> None:
+        self.fig, self.plot, self.cell, self.letter = fig, plot, cell, letter
+        self.spec, self.theme = fig.spec, fig.theme
+        self.label_markers, self.dpi = label_markers, dpi_equiv
+        fs = self.spec.font_size
+        self.fs = fs
+        self.tick_style = TextStyle(max(4.0, fs - 1))
+        self.power = PowerLabel(self.tick_style)
+        self.label_style = TextStyle(fs)
+        self.legend_style = TextStyle(max(4.0, fs - 1))
+        self.marker_style = TextStyle(max(5.0, fs - 2))
+        self.letter_style = TextStyle(fs + 1, bold=True)
+        self.steps_axis = fig.data.x_unit == "step"
+        self.xlabel, self.ylabel = self.spec.axis_labels(plot.name, fig.data.x_unit)
+        self.show_xlabel = bool(self.xlabel)
+        self.top_row = True
+        self.x_extent: tuple[float, float] | None = None  # (left, right) of the plot area, shared when stacked
+        # metrics are drawn as measured (a few points, not smoothed): no faint copy behind them
+        self.show_raw = self.spec.raw and self.spec.smoothing > 0 and not plot.name.startswith("metric")
+        self._data_ranges()
+
+    # -- data -> axis units ----------------------------------------------------------------------
+    def _drawn(self) -> list[np.ndarray]:
+        """The values that end up on the axes. Frozen stretches show the measured value (exactly 0 with
+        the exact method, the leak with the gate), not the EMA decaying towards it."""
+        out = []
+        for c in self.plot.curves:
+            live = np.ones(len(c.values), bool) if c.frozen is None else ~c.frozen
+            out += [c.smoothed[live], c.values[~live]]
+            if self.show_raw:
+                out.append(c.values[live])
+        return out
+
+    def _data_ranges(self) -> None:
+        self.xr = self.fig.x_range
+        vals = np.concatenate([a[np.isfinite(a)] for a in self._drawn()] or [np.zeros(0)])
+        self.floor = None
+        if not self.plot.log_y:
+            lo, hi = (float(vals.min()), float(vals.max())) if vals.size else (0.0, 1.0)
+            if self.plot.name.startswith("metric/") and lo >= 0:  # counts and fractions: from 0
+                lo, hi = 0.0, hi if hi > 0 else 1.0
+            self.yr = linear_range(lo, hi)
+            return
+        pos = vals[vals > 0]
+        lo = float(pos.min()) if pos.size else 1e-8
+        hi = float(pos.max()) if pos.size else 1e-7
+        if self.plot.zero_floor and (vals <= 0).any():  # zeros sit one decade below the smallest real value
+            self.floor = 10.0 ** (math.floor(math.log10(lo)) - 1)
+            lo = self.floor
+        ref = self.plot.reference
+        if ref and lo / 100 <= ref <= hi * 100:
+            lo, hi = min(lo, ref), max(hi, ref)
+        self.yr = log_range(lo, hi)
+
+    def ty(self, v: np.ndarray) -> np.ndarray:
+        v = np.asarray(v, dtype=np.float64)
+        if not self.plot.log_y:
+            return v
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if not self.plot.zero_floor:  # a loss <= 0 has no place on a log axis: a gap
+                return np.where(np.isfinite(v) & (v > 0), np.log10(v), np.nan)
+            floor = self.floor if self.floor is not None else 1e-300
+            return np.where(np.isfinite(v), np.log10(np.maximum(v, floor)), np.nan)
+
+    def X(self, v):
+        a, b = self.xr
+        return self.area.left() + (np.asarray(v, dtype=np.float64) - a) / (b - a) * self.area.width()
+
+    def Y(self, v):
+        a, b = self.yr
+        return self.area.bottom() - (np.asarray(v, dtype=np.float64) - a) / (b - a) * self.area.height()
+
+    # -- layout ----------------------------------------------------------------------------------
+    def _yticks(self, height: float) -> list[Tick]:
+        n = max(2, int(height / (self.tick_style.height * 2.4)))
+        if not self.plot.log_y:  # at least two labelled ticks, or a reader cannot tell the scale
+            ticks = linear_ticks(*self.yr, n)
+            for more in range(n + 1, n + 6):
+                if len(ticks) >= 2:
+                    break
+                ticks = linear_ticks(*self.yr, more)
+            if self._whole_numbers():  # a count (modes covered): no tick at 0.5 of a mode
+                ticks = [t for t in ticks if float(t.value).is_integer()] or ticks
+            return ticks
+        ticks = log_ticks(*self.yr, n)
+        if self.floor is not None:  # no ticks between the "0" and the first real decade
+            f = math.log10(self.floor)
+            ticks = [t for t in ticks if t.value >= f + 1 - 1e-9] + [Tick(f, "0")]
+        return ticks
+
+    def _whole_numbers(self) -> bool:
+        vals = [c.values for c in self.plot.curves if len(c.values)]
+        return self.plot.name.startswith("metric/") and bool(vals) and all(
+            np.all(np.mod(v[np.isfinite(v)], 1.0) == 0) for v in vals)
+
+    def _tick_w(self, t: Tick) -> float:
+        return self.power.width(t.text, t.exponent) if t.text else 0.0
+
+    def layout(self, legend_mode: str, legend: Legend | None) -> None:
+        fs, c, ts = self.fs, self.cell, self.tick_style
+        tl = self.theme.tick_length
+        head = self.letter_style.height if self.letter else ts.height / 2
+        top = c.top() + 0.6 * fs + max(head, self.rows * label_row_height(self) + 0.3 * fs)
+        right_extra = below_extra = 0.0
+        if legend_mode == "right" and legend:
+            legend.ncol = 1
+            right_extra = legend.size()[0] + 0.8 * fs
+        if legend_mode == "below" and legend:
+            legend.fit_columns(c.width() - fs)
+            below_extra = legend.size()[1] + 0.5 * fs
+        self.x_block = tl + 0.3 * fs + ts.height + (0.4 * fs + self.label_style.height if self.show_xlabel else 0.0)
+        bottom = c.bottom() - 0.4 * fs - self.x_block - below_extra
+        self.yticks = self._yticks(bottom - top)
+        ytw = max((self._tick_w(t) for t in self.yticks), default=0.0)
+        left = c.left() + 0.4 * fs + self.label_style.height + 0.45 * fs + ytw + 0.3 * fs + tl
+        last_label = linear_ticks(*self.xr, 2, steps_axis=self.steps_axis)[-1].text
+        right = c.right() - 0.4 * fs - right_extra - max(ts.width(last_label) / 2, 0.3 * fs)
+        if self.x_extent is not None:  # stacked panels: one x extent, so a step is at the same place in each
+            left, right = max(left, self.x_extent[0]), min(right, self.x_extent[1])
+        self.area = QRectF(left, top, max(right - left, 10.0), max(bottom - top, 10.0))
+        self.xticks = self._xticks()
+        self.legend_mode, self.legend = legend_mode, legend
+
+    def _xticks(self) -> list[Tick]:
+        """As many ticks as fit with a gap between labels; 1000 -> 1k before giving up a tick."""
+        ts = self.tick_style
+        for n in range(max(2, int(self.area.width() / (ts.size * 5))), 1, -1):
+            for compact in (False, True):
+                ticks = linear_ticks(*self.xr, n, steps_axis=self.steps_axis, compact=compact)
+                widest = max((ts.width(t.text) for t in ticks), default=0.0)
+                if len(ticks) * (widest + 0.9 * self.fs) <= self.area.width():
+                    return ticks
+        return linear_ticks(*self.xr, 2, steps_axis=self.steps_axis, compact=True)
+
+    def _choose_legend(self) -> None:
+        self.legend_rect = None
+        if not (self.spec.legend and self.plot.legend and not self.plot.empty):
+            self.layout("none", None)
+            return
+        legend = Legend(self.plot.legend, self.legend_style)
+        self.layout("inside", legend)
+        w, h = legend.size()
+        a = self.area
+        if w <= 0.6 * a.width() and h <= 0.8 * a.height():
+            pts = self._obstacles()
+            rect, covered = best_corner(a, (w, h), pts, inset=0.5 * self.fs)
+            if covered == 0:
+                self.legend_rect = rect
+                return
+        self.layout("right", legend)
+        lw, lh = legend.size()
+        right_area = self.area.width() * self.area.height()
+        fits = lh <= self.cell.bottom() - self.area.top()
+        if fits and self.area.width() >= 0.4 * self.cell.width():
+            self.legend_rect = QRectF(self._right_legend_x(lw), self.area.top(), lw, lh)
+            return
+        self.layout("below", legend)
+        if fits and right_area > self.area.width() * self.area.height():  # both cramped: keep the larger plot
+            self.layout("right", legend)
+            self.legend_rect = QRectF(self._right_legend_x(lw), self.area.top(), lw, lh)
+            return
+        lw, lh = legend.size()
+        self.legend_rect = QRectF(self.cell.center().x() - lw / 2,
+                                  self.area.bottom() + self.x_block + 0.5 * self.fs, lw, lh)
+
+    def _right_legend_x(self, lw: float) -> float:
+        """Beside the plot area (not at the cell's edge: a stacked panel's area may end short of it)."""
+        return min(self.cell.right() - 0.4 * self.fs - lw, self.area.right() + 0.8 * self.fs)
+
+    def _obstacles(self) -> np.ndarray:
+        """Points (in pt), one per pt of width, along every line drawn: what a legend must not cover."""
+        xs = np.arange(self.area.left(), self.area.right() + 1.0, 1.0)
+        out = []
+        for _, x, y in [line for layer in self._layers() for line in layer]:
+            px, py = self.X(x), self.Y(y)
+            ok = np.isfinite(py)
+            if ok.sum() >= 2:
+                ys = np.interp(xs, px[ok], py[ok], left=np.nan, right=np.nan)
+                out.append(np.c_[xs, ys][np.isfinite(ys)])
+        if self.plot.reference is not None:
+            out.append(np.c_[xs, np.full(len(xs), float(self.Y(self.ty(np.array([self.plot.reference]))[0])))])
+        return np.concatenate(out) if out else np.zeros((0, 2))
+
+    # -- drawing ---------------------------------------------------------------------------------
+    def prepare(self, rows: int | None = None) -> int:
+        """Lay out the panel; `rows` forces the marker-label rows (to line up panels side by side)."""
+        self.rows = rows or 0
+        self._choose_legend()
+        self.labels = assign_marker_labels(self)
+        needed = max((lab.row + 1 for lab in self.labels), default=0)
+        if rows is None and needed != self.rows:
+            self.rows = needed
+            self._choose_legend()
+            self.labels = assign_marker_labels(self)
+        return self.rows
+
+    def draw(self, p: QPainter) -> None:
+        th, a = self.theme, self.area
+        self._grid_and_reference(p)
+        draw_marker_lines(self, p)
+        if self.plot.empty:
+            self.label_style.draw(p, a.center().x(), a.center().y(), "no data yet", QColor(th.muted),
+                                  ha="center", va="center")
+        self._curves(p)
+        self._axes(p)
+        draw_marker_labels(self, p, self.labels)
+        if self.legend is not None and self.legend_rect is not None:
+            self.legend.draw(p, self.legend_rect.left(), self.legend_rect.top(), th,
+                             frame=self.legend_mode == "inside")
+        if self.letter:
+            self.letter_style.draw(p, self.cell.left() + 0.4 * self.fs, self.cell.top() + 0.4 * self.fs,
+                                   self.letter, QColor(th.foreground), va="top")
+
+    def _grid_and_reference(self, p: QPainter) -> None:
+        a, th = self.area, self.theme
+        p.setPen(make_pen(QColor(th.grid), 0.4))
+        for t in self.yticks:
+            if t.text and (self.floor is None or t.text != "0"):
+                y = float(self.Y(t.value))
+                p.drawLine(QLineF(a.left(), y, a.right(), y))
+        ref = self.plot.reference
+        if ref is not None:
+            v = float(self.ty(np.array([ref]))[0])
+            if self.yr[0] <= v <= self.yr[1]:
+                y = float(self.Y(v))
+                p.setPen(make_pen(QColor(th.muted), 0.8, [3.0, 2.0]))
+                p.drawLine(QLineF(a.left(), y, a.right(), y))
+
+    def _path(self, x: np.ndarray, y: np.ndarray) -> QPainterPath:
+        px, py = self.X(x), self.Y(y)
+        bins = max(16, int(self.area.width() / 72.0 * self.dpi))
+        idx = minmax_decimate(px, py, self.area.left(), self.area.right(), bins)
+        px, py = px[idx], py[idx]
+        # one subpath per finite run of 2+ points: a lone point or an empty path makes PDF readers
+        # complain ("no current point in closepath")
+        ok = np.isfinite(py)
+        edges = np.flatnonzero(np.diff(np.r_[False, ok, False].astype(np.int8)))
+        path = QPainterPath()
+        for a, b in zip(edges[::2], edges[1::2]):
+            if b - a >= 2:
+                path.addPath(arrayToQPath(px[a:b], py[a:b], connect="all"))
+        return path
+
+    def _layers(self) -> list[list[tuple]]:
+        """(pen, steps, y in axis units) per drawn line: raw behind smoothed behind frozen stretches."""
+        th = self.theme
+        layers: list[list[tuple]] = [[], [], []]
+        for c in self.plot.curves:
+            if not len(c.steps):
+                continue
+            x = c.x
+            colour = th.colour(c.colour)
+            frozen = c.frozen if c.frozen is not None and c.frozen.any() else None
+            live = np.ones(len(x), bool) if frozen is None else ~frozen
+            sm = self.ty(c.smoothed)
+            if self.show_raw:
+                faint = th.tint(colour, th.raw_alpha)
+                layers[0].append((make_pen(faint, th.raw_width), x, np.where(live, self.ty(c.values), np.nan)))
+            layers[1].append((make_pen(colour, th.line_width, DASHES[c.dash]), x, np.where(live, sm, np.nan)))
+            if frozen is not None:  # joined to the live parts on both sides
+                near = frozen | np.r_[frozen[1:], False] | np.r_[False, frozen[:-1]]
+                joined = np.where(frozen, self.ty(c.values), sm)
+                layers[2].append((make_pen(QColor(th.muted), th.line_width, dots=True), x,
+                                  np.where(near, joined, np.nan)))
+        return layers
+
+    def _curves(self, p: QPainter) -> None:
+        for layer in self._layers():
+            for pen, x, y in layer:
+                path = self._path(x, y)
+                if not path.isEmpty():
+                    p.setPen(pen)
+                    p.drawPath(path)
+
+    def _axes(self, p: QPainter) -> None:
+        a, th, fs, ts = self.area, self.theme, self.fs, self.tick_style
+        fg = QColor(th.foreground)
+        tl = th.tick_length
+        p.setPen(make_pen(fg, th.axis_width))
+        p.drawLine(QLineF(a.left(), a.top(), a.left(), a.bottom()))
+        p.drawLine(QLineF(a.left(), a.bottom(), a.right(), a.bottom()))
+        p.setPen(make_pen(fg, th.tick_width))
+        for t in self.yticks:
+            y = float(self.Y(t.value))
+            p.drawLine(QLineF(a.left() - (tl if t.text else 0.6 * tl), y, a.left(), y))
+        for t in self.xticks:
+            x = float(self.X(t.value))
+            p.drawLine(QLineF(x, a.bottom(), x, a.bottom() + tl))
+        for t in self.yticks:
+            if t.text:
+                self.power.draw(p, a.left() - tl - 0.3 * fs, float(self.Y(t.value)), t.text, t.exponent, fg)
+        for t in self.xticks:
+            ts.draw(p, float(self.X(t.value)), a.bottom() + tl + 0.3 * fs, t.text, fg, ha="center", va="top")
+        if self.floor is not None:  # an axis break between the "0" and the first decade
+            y = float(self.Y(math.log10(self.floor) + 0.5))
+            d = 0.35 * fs
+            p.fillRect(QRectF(a.left() - d, y - 0.22 * fs, 2 * d, 0.44 * fs), QColor(th.background))
+            p.setPen(make_pen(fg, th.axis_width))
+            for off in (-0.2 * fs, 0.2 * fs):
+                p.drawLine(QLineF(a.left() - d, y + off + 0.15 * fs, a.left() + d, y + off - 0.15 * fs))
+        ls = self.label_style
+        if self.show_xlabel:
+            ls.draw(p, a.center().x(), a.bottom() + self.x_block - ls.height, self.xlabel, fg, ha="center", va="top")
+        ylabel = self.ylabel
+        if ls.width(ylabel) > a.height() + fs and ylabel == default_labels(self.plot.name, self.spec.update_kind)[1]:
+            ylabel = short_label(ylabel)
+        ls.draw(p, self.cell.left() + 0.4 * fs, a.center().y(), ls.elide(ylabel, a.height() + fs), fg,
+                ha="center", va="top", rotation=-90)

@@ -1,0 +1,88 @@
+"""What the live plots draw, decided once per refresh: the shown runs and how they are told apart.
+
+The plots read a `RunSet` (training_core/runs/collection.py): one run while training, several when
+comparing. `PlotView` is the snapshot a refresh works from: the visible runs as `Layer`s, x by step
+or by time since each run began, colour by run (line style by phase or variable) or the reverse,
+and the scopes the update plot shows. Its `signature` changes when any of that changes; the plots
+then redraw from scratch, and otherwise only append what the runs gained.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from training_core.figures import variable_styles
+from training_core.runs import RunData, RunSet
+
+from . import palette
+
+
+@dataclass(frozen=True)
+class Layer:
+    key: str  # the run's key in the RunSet (its directory, or "live")
+    label: str
+    data: RunData
+    index: int  # position among the shown runs
+    colour: int  # the run's own colour (palette.run_color)
+    t0: float | None  # x by time: seconds since this; None: x is the step
+
+
+class PlotView:
+    def __init__(self, runs: RunSet) -> None:
+        self.runs = runs
+        entries = runs.visible()
+        by_time = runs.align == "time"
+        self.layers = [Layer(e.key, e.label, e.data, i, e.colour, e.data.start_time() if by_time else None)
+                       for i, e in enumerate(entries)]
+        self.colour_by = runs.colour_by
+        self.by_time = by_time
+        self.signature = (tuple((ly.key, ly.label, ly.colour, id(ly.data)) for ly in self.layers), self.colour_by,
+                          by_time, tuple(runs.scopes))
+
+    @property
+    def multi(self) -> bool:
+        return len(self.layers) > 1
+
+    @property
+    def version(self) -> tuple:
+        return tuple(ly.data.version for ly in self.layers)
+
+    def name(self, layer: Layer, tag: str) -> str:
+        """A curve's name in `PlotsPanel.curves()` and the readout: its tag, with the run's label when
+        several runs are shown."""
+        return f"{layer.label}: {tag}" if self.multi else tag
+
+    def x(self, layer: Layer, steps: np.ndarray, wall: np.ndarray) -> np.ndarray:
+        if layer.t0 is None:
+            return steps
+        return np.asarray(wall, dtype=np.float64) - layer.t0
+
+    # -- looks -------------------------------------------------------------------------------------------
+    def phase_look(self, layer: Layer, phase: str, phase_index: int) -> tuple[str, int]:
+        """(colour, dash index) of a phase's loss: the phase's colour for one run; else by run and phase."""
+        if not self.multi:
+            return palette.phase_color(phase, phase_index), 0
+        if self.colour_by == "run":
+            return palette.run_color(layer.colour), phase_index % len(palette.VARIABLE_DASHES)
+        return palette.phase_color(phase, phase_index), layer.index % len(palette.VARIABLE_DASHES)
+
+    def variable_looks(self, shown: dict[str, list[str]]) -> dict[tuple[str, str], tuple[str, int]]:
+        """(run key, path) -> (colour, dash index) for the variables each run shows (`shown`: key -> paths).
+        One run: a colour per layer and a line style per kind of leaf (distinct for 24+ variables). Several:
+        colour by run and line style by variable, or colour by variable and line style by run."""
+        n_dash = len(palette.VARIABLE_DASHES)
+        all_paths = list(dict.fromkeys(p for paths in shown.values() for p in paths))
+        styles = variable_styles(all_paths, len(palette.VARIABLE_CYCLE), n_dash)
+        out = {}
+        for layer in self.layers:
+            for p in shown.get(layer.key, []):
+                c, d = styles[p]
+                if not self.multi:
+                    out[(layer.key, p)] = (palette.variable_color(c), d)
+                elif self.colour_by == "run":  # more variables than line styles: one style, the legend says so
+                    dash = all_paths.index(p) if len(all_paths) <= n_dash else 0
+                    out[(layer.key, p)] = (palette.run_color(layer.colour), dash)
+                else:
+                    out[(layer.key, p)] = (palette.variable_color(c), layer.index % n_dash)
+        return out

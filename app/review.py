@@ -1,0 +1,71 @@
+"""The window's runs: the one it trains (live) and those opened to review or compare, as one `RunSet`.
+
+Why apart from the window: review reads run directories, the window trains; they meet only in the
+run set the plots draw. This object opens runs (File → Open Run…, `--open`, recent runs), follows the
+ones still being written (a poll every second reads only the bytes they gained), keeps the live
+entry in step with the window's `Session` (a new run replaces it; its label is its directory's
+name), and drives the Runs tab. Opened runs are read-only: no Start, no commands reach them.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QObject, QTimer
+
+from training_core import UserError
+from training_core.runs import LIVE, RunSet, Session
+
+from .panels import RunsPanel
+from .settings import Settings
+
+POLL_MS = 500  # the Runs tab's lists; growing runs are read every other tick
+
+
+class RunReview(QObject):
+    def __init__(self, session: Session, settings: Settings, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.session, self.settings = session, settings
+        self.runs = RunSet()
+        self.panel = RunsPanel(self.runs)
+        self._tick = 0
+        self._timer = QTimer(self)
+        self._timer.setInterval(POLL_MS)
+        self._timer.timeout.connect(self.poll)
+        self._timer.start()
+        session.data_cleared.connect(lambda: self.runs.set_live(None))
+        session.run_started.connect(lambda _dir: self.runs.set_live(session.data, LIVE))
+        session.run_dir_changed.connect(self._live_dir)
+        session.run_finished.connect(self._live_finished)
+
+    def open(self, paths: list[str | Path]) -> list[str]:
+        """Open run directories; returns a one-line problem for each that could not be opened."""
+        problems = []
+        for p in paths:
+            try:
+                entry = self.runs.open(p)
+            except UserError as e:
+                problems.append(str(e))
+                continue
+            self.settings.add_recent_run(entry.key)
+        return problems
+
+    def poll(self) -> None:
+        self._tick += 1
+        if self._tick % 2 == 0:
+            self.runs.poll()
+        self.panel.refresh()
+
+    def labelled(self) -> list:
+        """(label, RunData) of the runs shown: what a figure exports."""
+        return self.runs.labelled()
+
+    def stop(self) -> None:
+        self._timer.stop()
+
+    def _live_dir(self, run_dir: str) -> None:
+        if run_dir and self.runs.get(LIVE) is not None:
+            self.runs.set_live(self.session.data, Path(run_dir).name)
+
+    def _live_finished(self, _status: object) -> None:
+        if self.session.run_dir:
+            self.settings.add_recent_run(self.session.run_dir)

@@ -1,0 +1,136 @@
+"""Runs as documents in the window: finished runs opened read-only, overlaid in the plots, named and
+restyled from the Runs tab, exported as one figure; and `--open` with `--screenshot` from the command line.
+Three real ring runs (1:1, 3:1, 5:1) made once by the headless CLI; the window runs on the stand-in
+service, since review never trains."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QImage
+
+from app.export import Figure, csv_text, svg_bytes
+from training_core.figures import FigureSpec
+from training_core.runs import LIVE, read_run
+from training_core.sample_record import list_samples
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def legend_texts(legend) -> list[str]:
+    return [label.text for _, label in legend.items]
+
+
+def test_opened_runs_overlay_read_only_and_the_runs_tab_restyles_them(ui, qtbot, ring_runs):
+    w = ui.make(fake=True, wait=False, open_runs=[str(d) for d in ring_runs])
+    names = [d.name for d in ring_runs]
+    assert w.tabs.currentIndex() == 1 and w.core.requests == []  # reviewing: TensorFlow is not even loaded
+    assert w.status_panel.state_label.text().startswith("Reviewing 3 run(s)")
+    w.refresh()
+    curves = w.plots.curves()
+    for n in names:
+        assert {f"{n}: loss/D", f"{n}: loss/G", f"{n}: metric/modes_covered", f"{n}: metric/high_quality"} <= set(curves)
+    steps, _, values = read_run(ring_runs[2]).loss("D")
+    np.testing.assert_array_equal(curves[f"{names[2]}: loss/D"].xData, steps)
+    np.testing.assert_array_equal(curves[f"{names[2]}: loss/D"].yData, values)
+    assert legend_texts(w.plots.loss_legend) == names + ["loss D", "loss G"]
+    colours = {curves[f"{n}: loss/D/smoothed"].opts["pen"].color().name() for n in names}
+    assert len(colours) == 3  # colour names the run ...
+    assert curves[f"{names[0]}: loss/G/smoothed"].opts["pen"].style() == Qt.PenStyle.CustomDashLine  # ... style the phase
+    assert set(w.plots.metrics.plots) == {"metric/modes_covered", "metric/high_quality"}
+
+    panel = w.review.panel
+    first = panel.list.topLevelItem(0)
+    first.setText(0, "ratio 1:1")  # as a double-click edit ends
+    w.refresh()
+    assert "ratio 1:1: loss/D" in w.plots.curves() and legend_texts(w.plots.loss_legend)[0] == "ratio 1:1"
+    panel.list.topLevelItem(2).setCheckState(0, Qt.CheckState.Unchecked)
+    w.refresh()
+    assert not [n for n in w.plots.curves() if n.startswith(names[2])]
+    assert [label for label, _ in w.export_runs()] == ["ratio 1:1", names[1]]
+
+    panel.colour_by.setCurrentIndex(1)  # colour by phase, line style by run
+    w.refresh()
+    c = w.plots.curves()
+    assert c["ratio 1:1: loss/D/smoothed"].opts["pen"].color() == c[f"{names[1]}: loss/D/smoothed"].opts["pen"].color()
+    assert c[f"{names[1]}: loss/D/smoothed"].opts["pen"].style() == Qt.PenStyle.CustomDashLine
+
+    panel.scopes.setText("discriminator/dense_1")
+    panel.scopes.editingFinished.emit()
+    w.refresh()
+    ups = [n for n in w.plots.curves() if n.startswith("update/")]
+    assert len(ups) == 4 and all("discriminator/dense_1/" in n for n in ups)  # 2 variables x 2 shown runs
+
+    panel.align.setCurrentIndex(1)  # time since each run began
+    w.refresh()
+    assert w.plots.loss_plot.getAxis("bottom").labelText == "time (s)"
+    x = w.plots.curves()["ratio 1:1: loss/D"].xData
+    assert 0 <= x[0] < 5 and np.all(np.diff(x) >= 0)
+
+    # the selected run's events (click one: the plots and the samples go to its step) and variables
+    panel.align.setCurrentIndex(0)
+    panel.list.topLevelItem(1).setSelected(True)
+    panel.list.setCurrentItem(panel.list.topLevelItem(1))
+    panel.refresh()
+    texts = [panel.events.topLevelItem(i).text(1) for i in range(panel.events.topLevelItemCount())]
+    assert texts[0] == "start (CPU)" and texts[-1] == "stop: done"
+    w.refresh()
+    files = list_samples(ring_runs[1])
+    assert len(files) >= 3 and w.plots.samples.slider.maximum() == len(files) - 1
+    middle = files[len(files) // 2][0]
+    w.plots.loss_plot.vb.setXRange(0, 100, padding=0)
+    w.plots.show_step(middle)
+    (x0, x1), _ = w.plots.loss_plot.vb.viewRange()
+    assert abs((x0 + x1) / 2 - middle) < 1 and not w.plots.following
+    assert w.plots.samples.step_label.text().startswith(f"{middle:,}")
+    assert w.plots.samples_view.kind == "points2d"
+    tree = panel.variables
+    top = [tree.topLevelItem(i).text(0) for i in range(tree.topLevelItemCount())]
+    assert top == ["discriminator", "generator"]
+
+    qtbot.keyClick(w.plots.graphics, Qt.Key.Key_A)  # "A": follow the runs again
+    assert w.plots.following
+
+    fig = Figure(w.export_runs(), FigureSpec(plots=["losses", "metrics"]))
+    texts = [el.text for el in ET.fromstring(svg_bytes(fig)).iter("{http://www.w3.org/2000/svg}text")]
+    assert "ratio 1:1" in texts and names[1] in texts and names[2] not in texts
+    rows = csv_text(fig.data).splitlines()
+    assert rows[0].endswith(",run") and {r.rsplit(",", 1)[1] for r in rows[1:]} == {"ratio 1:1", names[1]}
+
+
+def test_a_new_run_joins_the_opened_ones_as_the_live_run(ui, ring_runs):
+    w = ui.make(fake=True, wait=False, open_runs=[str(ring_runs[0])])
+    w.tabs.setCurrentIndex(0)  # the Train tab loads TensorFlow (here: the stand-in) and prepares
+    ui.wait_prepared(w)
+    w.start()
+    w.core.train(40)
+    ui.wait_steps(w, 40)
+    w.refresh()
+    live, opened = w.review.runs.entries
+    assert live.key == LIVE and live.label == "run0"  # named after its run directory
+    assert {"run0: loss/D", f"{opened.label}: loss/D"} <= set(w.plots.curves())
+
+
+def test_open_run_reports_a_folder_that_is_not_a_run(ui, tmp_path):
+    w = ui.make(fake=True, wait=False)
+    assert not w.open_runs([str(tmp_path)])
+    assert "is not a run directory" in w.last_error[0]
+    assert w.review.runs.entries == []
+
+
+def test_open_with_screenshot_saves_the_comparison_and_exits_0(ring_runs, tmp_path):
+    out = tmp_path / "cmp.png"
+    env = {"QT_QPA_PLATFORM": "offscreen", "FREEZEFRAME_SETTINGS": str(tmp_path / "s.ini")}
+    import os
+    r = subprocess.run([sys.executable, "main.py", "--open", *map(str, ring_runs), "--screenshot", str(out)],
+                       cwd=REPO, env={**os.environ, **env}, capture_output=True, text=True, timeout=180)
+    assert r.returncode == 0, r.stderr
+    img = QImage(str(out))
+    assert (img.width(), img.height()) == (1440, 900)
+    bad = subprocess.run([sys.executable, "main.py", "--open", str(tmp_path)], cwd=REPO, env={**os.environ, **env},
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "not a run directory" in bad.stderr
