@@ -65,10 +65,11 @@ def test_two_watchers_see_each_others_changes_and_their_own_acknowledgements(att
 
 def test_samples_arrive_on_request(attached):
     _, _, a, b = attached
-    assert a.samples is None  # a headless run draws none unless asked
-    cid = a.request_samples()
-    assert _until([a, b], lambda: a.samples is not None and b.samples is not None)
-    assert a.samples["kind"] == "points2d" and a.samples["step"] >= a.sent[cid].step
+    cid = a.request_samples()  # a headless run draws every --sample-every seconds; a watcher asks for now
+    assert _until([a, b], lambda: a.sent[cid].step is not None and a.samples is not None
+                  and a.samples["step"] >= a.sent[cid].step and b.samples is not None
+                  and b.samples["step"] >= a.sent[cid].step)
+    assert a.samples["kind"] == "points2d"
     assert a.samples["fake"].shape[1] == 2 and np.isfinite(a.samples["fake"]).all()
     assert b.data.samples is b.samples
 
