@@ -304,18 +304,23 @@ def start(args: list[str], **kw: Any) -> subprocess.Popen:
 
 
 def run_all(commands: dict[str, list[str]], timeout: float = 600,
-            parallel: int = 4) -> dict[str, subprocess.CompletedProcess]:
-    """Run subprocesses, `parallel` at a time: each pays the TensorFlow import, and a few at once keep two
-    cores busy while they wait, where dozens at once (the bad-input table) would only fight over memory.
-    `timeout` is per process, from its own start."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    def one(cmd: list[str]) -> subprocess.CompletedProcess:
-        return subprocess.run(cmd, cwd=REPO, env=env(), capture_output=True, text=True, timeout=timeout)
-
-    with ThreadPoolExecutor(max_workers=parallel) as pool:
-        futures = {k: pool.submit(one, c) for k, c in commands.items()}
-        return {k: f.result() for k, f in futures.items()}
+            parallel: int = 2) -> dict[str, subprocess.CompletedProcess]:
+    """Run `python main.py ...` command lines as processes of their own, `parallel` at a time, for the price
+    of one TensorFlow import (tests/core/forkrun.py forks each from a process that imported it; a real
+    subprocess per line spent most of the bad-input table's time importing). `timeout` is per process."""
+    import json
+    import tempfile
+    main = [sys.executable, str(REPO / "main.py")]
+    assert all(c[:2] == main for c in commands.values()), "run_all runs main.py command lines"
+    with tempfile.TemporaryDirectory(prefix="ff-runall-") as d:
+        spec, out = Path(d) / "spec.json", Path(d) / "out.json"
+        spec.write_text(json.dumps({"parallel": parallel, "timeout": timeout,
+                                    "cases": {k: c[2:] for k, c in commands.items()}}))
+        r = subprocess.run([sys.executable, str(Path(__file__).with_name("forkrun.py")), str(spec), str(out)],
+                           cwd=REPO, env=env(), capture_output=True, text=True, timeout=timeout * len(commands))
+        assert r.returncode == 0 and out.exists(), r.stderr[-3000:]
+        got = json.loads(out.read_text())
+    return {k: subprocess.CompletedProcess(commands[k], *got[k]) for k in commands}
 
 
 def wait_for(predicate: Callable[[], bool], timeout: float = 60, interval: float = 0.05) -> bool:
