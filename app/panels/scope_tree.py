@@ -46,6 +46,7 @@ def minimal_scopes(checked: Iterable[str]) -> tuple[str, ...]:
 class ScopeTree(QWidget):
     freezeChanged = Signal(object)  # tuple[str, ...]: the whole new freeze set
     variableSelected = Signal(object)  # str | None
+    pathSelected = Signal(object)  # str | None: the selected scope or variable (the heat map draws its curves)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -226,6 +227,7 @@ class ScopeTree(QWidget):
         items = self.tree.selectedItems()
         path = items[0].data(NAME, PATH_ROLE) if items else None
         self.variableSelected.emit(path if items and items[0].data(NAME, IS_VAR_ROLE) else None)
+        self.pathSelected.emit(path)
 
     def select_variable(self, path: str | None) -> None:
         item = self._items.get(path) if path else None
