@@ -159,7 +159,8 @@ class UpdateHeatmap:
         means = g.log_means()
         finite = means[np.isfinite(means)]
         if len(finite):
-            lo, hi = math.floor(float(finite.min())), math.ceil(float(finite.max()))
+            # whole decades (float32 records: log10 of 1e-3 reads -2.9999999, still the -3 decade)
+            lo, hi = math.floor(float(finite.min()) + 1e-5), math.ceil(float(finite.max()) - 1e-5)
             self.levels = (float(lo), float(max(hi, lo + 1)))
         zeros = g.zero_state()
         overlay = np.zeros(zeros.shape + (4,), dtype=np.uint8)
@@ -221,7 +222,8 @@ class UpdateHeatmap:
         zero = values == 0
         if not len(pos):
             if zero.any():
-                return f"{name} · {span} · {kind} {zero_reading(bool(frozen[zero].any()))} ({len(values)} records)"
+                n = len(values)
+                return f"{name} · {span} · {kind} {zero_reading(bool(frozen[zero].any()))} ({n} record{'s' * (n > 1)})"
             return f"{name} · {span} · {kind} not finite"
         mean = 10.0 ** float(np.log10(pos).mean())
         text = f"{name} · {span} · {kind} {mean:.3g}"
