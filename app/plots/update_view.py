@@ -28,6 +28,7 @@ from .view import PlotView
 
 AUTO_LIMIT = 48  # more variables shown than this: the heat map, unless the user chose curves
 TOP_K = 8
+MOVERS_EVERY = 5  # the top movers are chosen again after this many new records (of each phase, on average)
 
 
 class UpdateViews:
@@ -58,6 +59,7 @@ class UpdateViews:
         self.showing_heat = False
         self.movers: list[str] = []
         self._shown_key: tuple | None = None
+        self._movers_at: tuple | None = None  # (what was ranked, how many records then)
         self._shown: list[str] = []
         self._build_controls()
         self._show(False, True)
@@ -151,13 +153,27 @@ class UpdateViews:
             self.heat.update(view, self.mode)
             chosen = [p for p in paths if p == self.highlighted
                       or (self.selected and in_scope(p, self.selected))][:AUTO_LIMIT]
-            self.movers = top_movers([ly.data for ly in view.layers], paths, KIND[self.mode], TOP_K,
-                                     keep=self.movers) if self.top_movers else []
+            self._choose_movers(view, paths)
             only = set(chosen) | set(self.movers)
         if only != self.curves.only:
             self.curves.only = only
         self.curves.update(view)
         self._show(heat, not heat or bool(only))
+
+    def _choose_movers(self, view: PlotView, paths: list[str]) -> None:
+        """Re-rank every MOVERS_EVERY records, not at every refresh: rank changes of near-equal variables
+        would otherwise swap curves (and legend entries) several times a second."""
+        if not self.top_movers:
+            self.movers, self._movers_at = [], None
+            return
+        phases = [(ly.data, ph) for ly in view.layers for ph in ly.data.var_phases]
+        records = sum(len(data.var_block(ph)[1]) for data, ph in phases)
+        key = (view.signature, self.mode, len(paths))
+        if self._movers_at is not None and self._movers_at[0] == key \
+                and records < self._movers_at[1] + MOVERS_EVERY * max(len(phases), 1):
+            return
+        self._movers_at = (key, records)
+        self.movers = top_movers([ly.data for ly in view.layers], paths, KIND[self.mode], TOP_K, keep=self.movers)
 
     def _show(self, heat: bool, curves: bool) -> None:
         self.showing_heat = heat

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from PySide6 import QtCore, QtGui
 
+from app.panels.scope_tree import EAGER_ROWS
 from app.plots import PlotsPanel
 from app.plots.heatmap import FROZEN_RGBA, NO_UPDATE_RGBA
 from app.plots.update_view import AUTO_LIMIT, TOP_K
@@ -198,3 +199,20 @@ def test_a_narrow_updates_of_filter_brings_the_curves_back(wide):
     wide.plots.runs.set_option(scopes=[])
     wide.refresh()
     assert views.showing_heat
+
+
+def test_a_wide_tree_draws_the_rows_on_screen_and_the_others_as_they_come_into_view(wide, qtbot):
+    tree = wide.scope_tree
+    assert len(tree._items) > EAGER_ROWS  # drawn lazily
+    states = wide.session.variables.states
+    last = "generator/dense_29"  # scopes of the last layer: far below the panel's bottom edge
+    item = tree.item(last)
+    assert item.text(1) == ""  # not drawn while off screen
+    tree.tree.scrollToItem(item)
+    qtbot.waitUntil(lambda: item.text(1) == f"{states[last].value:.2e}", timeout=3000)
+    item.setExpanded(True)
+    kernel = tree.item(last + "/kernel")
+    tree.tree.scrollToItem(kernel)
+    qtbot.waitUntil(lambda: kernel.text(1) == f"{states[last + '/kernel'].value:.2e}", timeout=3000)
+    first = tree.tree.topLevelItem(0)
+    assert first.text(1) == f"{states[first.data(0, QtCore.Qt.ItemDataRole.UserRole)].value:.2e}"
