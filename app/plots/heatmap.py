@@ -32,6 +32,7 @@ COLORMAP = "viridis"
 FROZEN_RGBA = (200, 200, 200, 255)   # light grey: frozen (the curves draw frozen variables grey too)
 NO_UPDATE_RGBA = (231, 41, 138, 255)  # magenta: trains but its update is exactly 0 (not in viridis)
 LABEL_MIN_PX = 14  # a block label needs this much height
+LOW_PERCENTILE = 1.0  # the colour scale starts at this percentile of the cells (lower ones: its lowest colour)
 
 
 def _hex(rgba: tuple) -> str:
@@ -159,8 +160,10 @@ class UpdateHeatmap:
         means = g.log_means()
         finite = means[np.isfinite(means)]
         if len(finite):
-            # whole decades (float32 records: log10 of 1e-3 reads -2.9999999, still the -3 decade)
-            lo, hi = math.floor(float(finite.min()) + 1e-5), math.ceil(float(finite.max()) - 1e-5)
+            # whole decades from the 1st percentile (a few stray tiny updates would leave one colour for the
+            # rest) to the largest; float32 records: log10 of 1e-3 reads -2.9999999, still the -3 decade
+            low = float(np.percentile(finite, LOW_PERCENTILE))
+            lo, hi = math.floor(low + 1e-5), math.ceil(float(finite.max()) - 1e-5)
             self.levels = (float(lo), float(max(hi, lo + 1)))
         zeros = g.zero_state()
         overlay = np.zeros(zeros.shape + (4,), dtype=np.uint8)

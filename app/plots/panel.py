@@ -86,7 +86,7 @@ class PlotsPanel(QtWidgets.QWidget):
         for plot in (self.loss_plot, self.update_plot, self.update_views.heat_plot):
             plot.setMenuEnabled(False, enableViewBoxMenu=True)  # no log/FFT toggles that fight ours
             plot.vb.setMouseEnabled(x=True, y=False)  # the wheel zooms steps only; y fits what is in view
-        for row, stretch in ((1, 3), (2, 0), (3, 3), (4, 4)):
+        for row, stretch in ((1, 3), (2, 0), (3, 3), (4, 5)):
             self.graphics.ci.layout.setRowStretchFactor(row, stretch)
 
         self.losses = LossCurves(self.loss_plot, self.loss_legend, DEFAULT_SMOOTHING)

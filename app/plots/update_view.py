@@ -51,6 +51,7 @@ class UpdateViews:
         self.heat_plot.getAxis("left").setWidth(LEFT_AXIS_WIDTH)
         self.heat_plot.setLabel("bottom", "step", color=palette.FOREGROUND)
         self.curves = UpdateCurves(self.plot, self.axis, self.legend)
+        self._layout, self._row = graphics.ci.layout, row
         self.heat = UpdateHeatmap(self.heat_plot)
         self.choice: str | None = None  # "curves" or "heatmap" once the user picked one; None: by count
         self.top_movers = True
@@ -178,6 +179,7 @@ class UpdateViews:
     def _show(self, heat: bool, curves: bool) -> None:
         self.showing_heat = heat
         self.heat.set_visible(heat)
+        self._layout.setRowStretchFactor(self._row, 2 if heat else 3)  # the heat map gets the room
         self.plot.setVisible(curves)
         self.plot.setMaximumHeight(1e6 if curves else 0)
         for button, on in ((self.curves_button, not heat), (self.heat_button, heat)):
