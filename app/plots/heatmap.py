@@ -136,8 +136,8 @@ class UpdateHeatmap:
         for line in self._lines:
             self.plot.removeItem(line)
         for label in self._labels:
-            label.setParentItem(None)
-            label.scene() and label.scene().removeItem(label)
+            if label.scene() is not None:
+                label.scene().removeItem(label)
         self._lines = [pg.InfiniteLine(pos=start, angle=0, movable=False, pen=pg.mkPen("#ffffff", width=2))
                        for _, start, _ in self._blocks[1:]]
         for line in self._lines:
@@ -173,7 +173,6 @@ class UpdateHeatmap:
         self.image.setImage(means.astype(np.float32), levels=self.levels, autoLevels=False, rect=rect)
         self.zero_image.setImage(overlay, autoLevels=False, levels=(0, 255), rect=rect)
         self.bar.setLevels(self.levels)
-        g.dirty_from = g.n_columns
 
     # -- look ------------------------------------------------------------------------------------------
     def _place_labels(self, *_args) -> None:

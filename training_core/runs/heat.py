@@ -68,7 +68,6 @@ class HeatGrid:
         self.n_rows, self.width, self.max_columns = n_rows, float(width), max_columns
         self.c0 = 0
         self._sums = np.zeros((4, n_rows, 0))  # sum of log10, count > 0, zeros frozen, zeros not frozen
-        self.dirty_from = 0  # the first column changed since `take_dirty`
 
     @property
     def n_columns(self) -> int:
@@ -93,7 +92,6 @@ class HeatGrid:
         for i, w in enumerate((logs, pos, zero & f, zero & ~f)):
             self._sums[i] += np.bincount(flat, weights=w.ravel().astype(np.float64),
                                          minlength=size).reshape(self.n_rows, self.n_columns)
-        self.dirty_from = min(self.dirty_from, int(cols.min()))
 
     def _cover(self, lo: int, hi: int) -> None:
         """Make room for absolute columns lo..hi, halving the resolution while there are too many."""
@@ -106,16 +104,11 @@ class HeatGrid:
             lo, hi = lo // 2, hi // 2
         if not self.n_columns:
             self.c0, self._sums = first, np.zeros((4, self.n_rows, last - first + 1))
-            self.dirty_from = 0
             return
         left, right = self.c0 - first, last - (self.c0 + self.n_columns - 1)
         if left or right:
             self._sums = np.pad(self._sums, ((0, 0), (0, 0), (left, right)))
             self.c0 = first
-            if left:
-                self.dirty_from = 0
-            else:
-                self.dirty_from = min(self.dirty_from, self.n_columns - right)
 
     def _coarsen(self) -> None:
         """Twice as wide bins: column c goes to c // 2 (exact: the sums add up)."""
@@ -124,7 +117,6 @@ class HeatGrid:
         merged = np.zeros((4, self.n_rows, int(target[-1]) + 1 if len(target) else 0))
         np.add.at(merged, (slice(None), slice(None), target), self._sums)
         self._sums, self.c0, self.width = merged, new_c0, self.width * 2
-        self.dirty_from = 0
 
     def widen_to(self, spacing: float) -> None:
         """Bins at least `spacing` wide (the records' spacing), so no column between two records is empty."""
