@@ -142,7 +142,7 @@ class MainWindow(QMainWindow):
 
         self.scope_tree.freezeChanged.connect(self._freeze_edited)
         self.scope_tree.variableSelected.connect(self._highlight)
-        self.plots.variableClicked.connect(self.scope_tree.select_variable)
+        self.plots.link_tree(self.scope_tree)  # a click on a curve or heat-map row selects; a selection draws
         sp, send = self.schedule_panel, self.controller.send
         sp.scheduleChanged.connect(lambda d: send(SetSchedule(d)))
         sp.learningRateChanged.connect(lambda p, v: send(SetLearningRate(p, v)))

@@ -49,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     from bench.steering import measure_command_file
     from bench.throughput import in_child
     from bench.wide_startup import measure as measure_wide_startup
+    from bench.wide_window import measure as measure_wide_window
     from bench.window_bench import measure_memory, measure_responsiveness
 
     print(f"Freezeframe benchmark, {date.today()}, {platform.processor() or platform.machine()}, "
@@ -105,6 +106,10 @@ def main(argv: list[str] | None = None) -> int:
                  f"first call {wide['first_call_s']:.1f}); a plain "
                  f"tf.function loop of one phase: build {wide['bare']['build_s']:.1f}, trace {wide['bare']['trace_s']:.1f}, "
                  f"first call {wide['bare']['first_call_s']:.1f}", "< 10 s (500 variables)"))
+    ww = measure_wide_window(5 if q else 30)
+    rows.append(("window refresh, 500 vs 12 variables", f"{ww['total_wide_ms']:.1f} vs {ww['total_small_ms']:.1f} ms "
+                 f"a tick with data = {ww['ratio']:.1f} x (scope tree {ww['wide']['tree']:.2f} vs "
+                 f"{ww['small']['tree']:.2f} ms; 500 drawn as the heat map)", "(reported)"))
     st = startup(1 if q else 3)
     rows.append(("window visible after launch", f"{st['window_visible_s']:.2f} s", "< 2 s"))
     rows.append(("first step after Start", f"{st['first_step_after_start_s']:.2f} s", "< 5 s"))

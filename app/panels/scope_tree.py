@@ -29,6 +29,7 @@ IS_VAR_ROLE = Qt.ItemDataRole.UserRole + 1
 FROZEN_COLOR = QColor("#2f6fb5")
 LEAK_COLOR = QColor("#c0392b")
 QUIET_COLOR = QColor("#7f7f7f")  # "no update": not frozen, just not moving
+EAGER_ROWS = 100  # trees up to this many rows redraw every row's values; larger ones only the rows on screen
 
 
 def _row(name: str, shape: str, params: str) -> list[str]:
@@ -46,6 +47,7 @@ def minimal_scopes(checked: Iterable[str]) -> tuple[str, ...]:
 class ScopeTree(QWidget):
     freezeChanged = Signal(object)  # tuple[str, ...]: the whole new freeze set
     variableSelected = Signal(object)  # str | None
+    pathSelected = Signal(object)  # str | None: the selected scope or variable (the heat map draws its curves)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -85,6 +87,10 @@ class ScopeTree(QWidget):
         layout.addWidget(self.tree)
         self._items: dict[str, QTreeWidgetItem] = {}
         self._var_items: dict[str, QTreeWidgetItem] = {}
+        self._states: Mapping[str, VarState] = {}
+        self._drawn: dict[str, tuple[str, str, str]] = {}  # path -> (value text, state, tip) on its row now
+        self.tree.verticalScrollBar().valueChanged.connect(self._draw_on_screen)
+        self.tree.itemExpanded.connect(self._draw_on_screen)
         self._emitted: tuple[str, ...] = ()
         self._quiet = False  # programmatic check changes: not the user's, nothing to emit
         self._emit_soon = qdebounced(self._emit_if_changed, timeout=0, parent=self)
@@ -97,6 +103,7 @@ class ScopeTree(QWidget):
         self.tree.clear()
         self._items.clear()
         self._var_items.clear()
+        self._drawn.clear()
         item = QTreeWidgetItem([text])
         item.setFlags(Qt.ItemFlag.NoItemFlags)
         self.tree.addTopLevelItem(item)
@@ -109,6 +116,7 @@ class ScopeTree(QWidget):
         self.tree.clear()
         self._items.clear()
         self._var_items.clear()
+        self._drawn.clear()
         self._add_children(self.tree.invisibleRootItem(), root)
         if len(self._items) <= 40:  # small models: show every variable; large ones: top scopes only
             self.tree.expandAll()
@@ -173,6 +181,7 @@ class ScopeTree(QWidget):
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt override
         if event.type() == QEvent.Type.Resize:  # the viewport: panel resized, vertical scrollbar came or went
             self._fit_name()
+            self._draw_on_screen()
         return False
 
     # -- freezing --------------------------------------------------------------------------------------
@@ -226,6 +235,7 @@ class ScopeTree(QWidget):
         items = self.tree.selectedItems()
         path = items[0].data(NAME, PATH_ROLE) if items else None
         self.variableSelected.emit(path if items and items[0].data(NAME, IS_VAR_ROLE) else None)
+        self.pathSelected.emit(path)
 
     def select_variable(self, path: str | None) -> None:
         item = self._items.get(path) if path else None
@@ -256,19 +266,52 @@ class ScopeTree(QWidget):
         root = self.tree.invisibleRootItem()
         for i in range(root.childCount()):
             visit(root.child(i), False)
+        self._draw_on_screen()
 
     # -- values ----------------------------------------------------------------------------------------
     def show_states(self, states: Mapping[str, VarState]) -> None:
-        """Draw each row's ‖ΔW‖/‖W‖ and state (rows missing from `states` show nothing)."""
-        blank = VarState(None, "")
-        for path, item in self._items.items():
-            st = states.get(path, blank)
-            text = "" if st.value is None else ("0" if st.value == 0 else f"{st.value:.2e}")
-            if item.text(UPDATE) != text:
-                item.setText(UPDATE, text)
-            if item.text(STATE) != st.state:
-                item.setText(STATE, st.state)
-                item.setForeground(STATE, QBrush(LEAK_COLOR if st.alarm else
-                                                 QUIET_COLOR if st.state == "no update" else FROZEN_COLOR))
-            if item.toolTip(STATE) != st.tip:
-                item.setToolTip(STATE, st.tip)
+        """Draw each row's ‖ΔW‖/‖W‖ and state (rows missing from `states` show nothing).
+
+        A tree of more than EAGER_ROWS rows (a model with hundreds of variables) draws only the rows on
+        screen, and the others as they come into view (scrolled to, expanded, filtered in): the cost of a
+        refresh then follows the panel's height, not the model's size (bench/wide_window.py)."""
+        self._states = states
+        if len(self._items) <= EAGER_ROWS:
+            for path, item in self._items.items():
+                self._draw(path, item)
+        else:
+            self._draw_on_screen()
+
+    def _draw_on_screen(self, *_args) -> None:
+        if len(self._items) <= EAGER_ROWS or not self._states:
+            return
+        item = self.tree.itemAt(0, 0)
+        if item is None:
+            return
+        rows = self.tree.viewport().height() // max(self.tree.visualItemRect(item).height(), 1) + 2
+        for _ in range(rows):
+            path = item.data(NAME, PATH_ROLE)
+            if path is not None:
+                self._draw(path, item)
+            item = self.tree.itemBelow(item)
+            if item is None:
+                break
+
+    def _draw(self, path: str, item: QTreeWidgetItem) -> None:
+        st = self._states.get(path) or _BLANK
+        text = "" if st.value is None else ("0" if st.value == 0 else f"{st.value:.2e}")
+        drawn = self._drawn.get(path, ("", "", ""))
+        if drawn == (text, st.state, st.tip):
+            return
+        self._drawn[path] = (text, st.state, st.tip)
+        if drawn[0] != text:
+            item.setText(UPDATE, text)
+        if drawn[1] != st.state:
+            item.setText(STATE, st.state)
+            item.setForeground(STATE, QBrush(LEAK_COLOR if st.alarm else
+                                             QUIET_COLOR if st.state == "no update" else FROZEN_COLOR))
+        if drawn[2] != st.tip:
+            item.setToolTip(STATE, st.tip)
+
+
+_BLANK = VarState(None, "")

@@ -30,7 +30,8 @@ from .losses import LossCurves, warm_up
 from .markers import MarkerLine, MarkerLines
 from .readout import HoverReadout
 from .samples import SampleBrowser
-from .updates import KIND, UpdateCurves
+from .update_view import UpdateViews
+from .updates import KIND
 from .view import PlotView
 
 DEFAULT_SMOOTHING = 0.6
@@ -71,27 +72,26 @@ class PlotsPanel(QtWidgets.QWidget):
             "left": self.loss_axis, "bottom": TidyAxis("bottom")})
         self.metrics_layout = self.graphics.addLayout(row=2, col=0)
         self.metrics_layout.setContentsMargins(0, 0, 0, 0)
-        self.update_axis = FloorLogAxis("left")
-        self.update_axis.enableAutoSIPrefix(False)
-        self.update_plot: pg.PlotItem = self.graphics.addPlot(row=3, col=0, axisItems={
-            "left": self.update_axis, "bottom": TidyAxis("bottom")})
-        self.update_legend = pg.LegendItem(colCount=4, **legend_style)  # even: kernel and bias side by side
-        self.graphics.addItem(self.update_legend, row=4, col=0)
+        # rows 3-5: update curves, update heat map, update legend (update_view.py)
+        self.update_views = UpdateViews(self.graphics, 3, legend_style)
+        self.update_views.bind(lambda: PlotView(self.runs))
+        self.update_axis, self.update_plot = self.update_views.axis, self.update_views.plot
+        self.update_legend, self.heat = self.update_views.legend, self.update_views.heat
         for legend in (self.loss_legend, self.update_legend):  # as wide as their entries, on the left
             legend.setSizePolicy(QtWidgets.QSizePolicy.Policy.Maximum, QtWidgets.QSizePolicy.Policy.Maximum)
             self.graphics.ci.layout.setAlignment(legend, QtCore.Qt.AlignmentFlag.AlignLeft)
         style_plot(self.loss_plot, "loss")
-        style_plot(self.update_plot, "‖ΔW‖ / ‖W‖")
-        self.update_plot.setXLink(self.loss_plot)
-        for plot in (self.loss_plot, self.update_plot):
+        for plot in (self.update_plot, self.update_views.heat_plot):
+            plot.setXLink(self.loss_plot)
+        for plot in (self.loss_plot, self.update_plot, self.update_views.heat_plot):
             plot.setMenuEnabled(False, enableViewBoxMenu=True)  # no log/FFT toggles that fight ours
             plot.vb.setMouseEnabled(x=True, y=False)  # the wheel zooms steps only; y fits what is in view
-        for row, stretch in ((1, 3), (2, 0), (3, 3)):
+        for row, stretch in ((1, 3), (2, 0), (3, 3), (4, 5)):
             self.graphics.ci.layout.setRowStretchFactor(row, stretch)
 
         self.losses = LossCurves(self.loss_plot, self.loss_legend, DEFAULT_SMOOTHING)
         self.metrics = MetricPlots(self.metrics_layout, self.loss_plot)
-        self.updates = UpdateCurves(self.update_plot, self.update_axis, self.update_legend)
+        self.updates = self.update_views.curves
         self.markers = MarkerLines([self.loss_plot, self.update_plot])
         self.samples = SampleBrowser()
         self.samples_view = self.samples.view
@@ -103,7 +103,7 @@ class PlotsPanel(QtWidgets.QWidget):
         self.readout_label.setSizePolicy(QtWidgets.QSizePolicy.Policy.Ignored,
                                          QtWidgets.QSizePolicy.Policy.Preferred)
         self.readout = HoverReadout(self.graphics, self.loss_plot, self.update_plot, self.losses, self.updates,
-                                    self.readout_label)
+                                    self.readout_label, self.heat)
 
         self.graphics.scene().sigMouseClicked.connect(self._clicked)
         for vb in (self.loss_plot.vb, self.update_plot.vb):
@@ -147,29 +147,18 @@ class PlotsPanel(QtWidgets.QWidget):
         self.log_loss_box.setToolTip("The loss plot on a log axis (losses that fall by decades)")
         self.log_loss_box.toggled.connect(self.set_log_losses)
 
-        self.relative_button = QtWidgets.QRadioButton("relative ‖ΔW‖/‖W‖")
-        self.absolute_button = QtWidgets.QRadioButton("absolute ‖ΔW‖")
-        self.relative_button.setChecked(True)
-        self.relative_button.setToolTip("update size relative to the weights (about 1e-3 is healthy)")
-        self.absolute_button.setToolTip("update size in weight units")
-        group = QtWidgets.QButtonGroup(self)
-        group.addButton(self.relative_button)
-        group.addButton(self.absolute_button)
-        self.relative_button.toggled.connect(lambda on: self.set_update_mode("relative" if on else "absolute"))
+        self.relative_button = self.update_views.relative_button
+        self.absolute_button = self.update_views.absolute_button
 
         loss_controls = QtWidgets.QHBoxLayout()
         loss_controls.addWidget(QtWidgets.QLabel("Loss smoothing"))
         loss_controls.addWidget(self.smoothing_slider, 1)
         loss_controls.addWidget(self.smoothing_label)
         loss_controls.addWidget(self.log_loss_box)
-        update_controls = QtWidgets.QHBoxLayout()
-        update_controls.addWidget(QtWidgets.QLabel("Updates:"))
-        update_controls.addWidget(self.relative_button)
-        update_controls.addWidget(self.absolute_button)
         controls = QtWidgets.QHBoxLayout()
         controls.addLayout(loss_controls, 3)
         controls.addSpacing(12)
-        controls.addLayout(update_controls)
+        controls.addLayout(self.update_views.controls)
         controls.addStretch(1)
 
         left = QtWidgets.QWidget()
@@ -207,7 +196,7 @@ class PlotsPanel(QtWidgets.QWidget):
             self._signature = view.signature
             self._seen = None
             axis = "time (s)" if view.by_time else "step"
-            for plot in (self.loss_plot, self.update_plot):
+            for plot in (self.loss_plot, self.update_plot, self.update_views.heat_plot):
                 plot.setLabel("bottom", axis, color=palette.FOREGROUND)
         state = (view.version, self.samples_key_now())
         if state == self._seen:
@@ -220,7 +209,7 @@ class PlotsPanel(QtWidgets.QWidget):
         self.losses.update(view)
         if self.metrics.update(view):  # health plots: smaller than the loss and update plots
             self.graphics.ci.layout.setRowStretchFactor(2, min(len(self.metrics.plots), 2))
-        self.updates.update(view)
+        self.update_views.update(view)
         self.markers.update(view)
         self._show_samples()
         # pyqtgraph's deferred y autorange, now: run first thing in the paint, it moved the range and
@@ -256,7 +245,7 @@ class PlotsPanel(QtWidgets.QWidget):
     def _clear_curves(self) -> None:
         self.losses.clear()
         self.metrics.clear()
-        self.updates.clear()
+        self.update_views.clear()
         self.markers.clear()
         self.readout.clear()
 
@@ -271,8 +260,19 @@ class PlotsPanel(QtWidgets.QWidget):
             plot.vb.enableAutoRange(axis=pg.ViewBox.YAxis)
 
     def highlight_variable(self, path: str | None) -> None:
-        """Emphasise one variable's update curve (thicker, on top) and dim the others; None: all normal."""
-        self.updates.highlight(path)
+        """Emphasise one variable's update curve (thicker, on top) and dim the others, and outline its
+        heat-map row; None: all normal."""
+        self.update_views.highlight(path)
+
+    def link_tree(self, tree) -> None:
+        """Follow a scope tree (app/panels/scope_tree.py): a click on a curve or heat-map row selects the
+        variable there; the tree's selected scope or variable gets its curves in heat-map mode."""
+        self.variableClicked.connect(tree.select_variable)
+        tree.pathSelected.connect(self.select_scope)
+
+    def select_scope(self, path: str | None) -> None:
+        """The scope tree's selection (a scope or a variable): the heat map draws the curves under it."""
+        self.update_views.select(path)
 
     @property
     def highlighted(self) -> str | None:
@@ -315,11 +315,7 @@ class PlotsPanel(QtWidgets.QWidget):
         return KIND[self.updates.mode]
 
     def set_update_mode(self, mode: str) -> None:
-        self.updates.set_mode(mode, PlotView(self.runs))
-        button = self.relative_button if mode == "relative" else self.absolute_button
-        if not button.isChecked():
-            with signals_blocked(button):
-                button.setChecked(True)
+        self.update_views.set_mode(mode)
 
     def curves(self) -> dict[str, pg.PlotDataItem]:
         """{"loss/D": raw, "loss/D/smoothed": smoothed, "update/<path>": update curve (log10 values),
@@ -357,7 +353,12 @@ class PlotsPanel(QtWidgets.QWidget):
         """A click on an update curve selects its variable. Resolved from the data (the curve nearest
         the cursor at that step, within CLICK_PX pixels), as curves have no hit shape (canvas.Stroke)."""
         vb = self.update_plot.vb
-        if event.button() != QtCore.Qt.MouseButton.LeftButton or not vb.sceneBoundingRect().contains(event.scenePos()):
+        if event.button() != QtCore.Qt.MouseButton.LeftButton:
+            return
+        row = self.update_views.clicked(event.scenePos())  # a heat-map row: its variable
+        if row is not None:
+            self.variableClicked.emit(row)
+        if row is not None or not self.update_plot.isVisible() or not vb.sceneBoundingRect().contains(event.scenePos()):
             return
         self.graphics.setFocus()  # so "A" reaches the plots
         p = vb.mapSceneToView(event.scenePos())

@@ -20,12 +20,14 @@ HINT = "hover a plot for values · drag to pan · wheel to zoom the steps · A t
 
 class HoverReadout(QtCore.QObject):
     def __init__(self, view: pg.GraphicsView, loss_plot: pg.PlotItem, update_plot: pg.PlotItem,
-                 losses: LossCurves, updates: UpdateCurves, label: QtWidgets.QLabel) -> None:
+                 losses: LossCurves, updates: UpdateCurves, label: QtWidgets.QLabel, heat=None) -> None:
         super().__init__(view)
         self.loss_plot, self.update_plot = loss_plot, update_plot
         self.losses, self.updates, self.label = losses, updates, label
+        self.heat = heat  # the heat-map view (heatmap.UpdateHeatmap): `plot` and `describe(x, y)`
+        self.plots = [loss_plot, update_plot] + ([heat.plot] if heat is not None else [])
         self.cursors = []
-        for plot in (loss_plot, update_plot):
+        for plot in self.plots:
             line = pg.InfiniteLine(angle=90, movable=False, pen=pg.mkPen(palette.FOREGROUND + "60", width=1))
             line.hide()
             line.setZValue(20)
@@ -42,8 +44,8 @@ class HoverReadout(QtCore.QObject):
 
     def _moved(self, args: tuple) -> None:
         pos: QtCore.QPointF = args[0]
-        for plot in (self.loss_plot, self.update_plot):
-            if plot.vb.sceneBoundingRect().contains(pos):
+        for plot in self.plots:
+            if plot.isVisible() and plot.vb.sceneBoundingRect().contains(pos):
                 p = plot.vb.mapSceneToView(pos)
                 self.show_at(plot, p.x(), p.y())
                 return
@@ -65,6 +67,10 @@ class HoverReadout(QtCore.QObject):
                 kind = AXIS_LABEL[self.updates.mode]
                 parts.append(f"<span style='color:{color}'><b>{html.escape(name)}</b> {kind} {reading} "
                              f"at step {s:,}</span>")
+        elif self.heat is not None and plot is self.heat.plot:
+            cell = self.heat.describe(x, y)
+            if cell is not None:
+                parts.append(f"<b>{html.escape(cell)}</b>")
         text = " · ".join(parts)
         self.label.setText(text)
         return text

@@ -67,6 +67,7 @@ class UpdateCurves:
         self.mode = "relative"
         self.vars: dict[str, _VarCurve] = {}  # by curve name (PlotView.name of the variable's path)
         self.highlighted: str | None = None  # a variable path
+        self.only: set[str] | None = None  # draw only these variables (the heat map's curves); None: all
         self._min_pos = math.inf
         self.floor = DEFAULT_FLOOR
         self.zeros = (False, False)  # (a frozen variable at 0, an unfrozen one at 0)
@@ -97,7 +98,12 @@ class UpdateCurves:
     def update(self, view: PlotView) -> None:
         """Append the new log values of every variable; redo all only if the floor had to move down."""
         kind = KIND[self.mode]
-        shown = {ly.key: [p for p in ly.data.var_paths if view.runs.shows(p)] for ly in view.layers}
+        only = self.only
+        shown = {ly.key: [p for p in ly.data.var_paths if view.runs.shows(p) and (only is None or p in only)]
+                 for ly in view.layers}
+        keep = {view.name(ly, p) for ly in view.layers for p in shown[ly.key]}
+        for name in [n for n in self.vars if n not in keep]:  # left the subset (heat-map mode's curves)
+            self.plot.removeItem(self.vars.pop(name).curve)
         looks = view.variable_looks(shown)
         for layer in view.layers:
             for path in shown[layer.key]:

@@ -263,6 +263,18 @@ class RunData:
         pv = self._phases[phase]
         return pv.steps.view(), pv.wall.view(), pv.vars[kind].view()[:, j]
 
+    def var_block(self, phase: str, kind: str = "update_ratio") -> tuple[tuple[str, ...], np.ndarray, np.ndarray,
+                                                                      np.ndarray, np.ndarray]:
+        """(paths, steps, wall_time, values, frozen) of one phase's per-variable records at once (values and
+        frozen: records × paths), for views of hundreds of variables (a column each would be a call each)."""
+        pv = self._phases[phase]
+        return pv.var_paths, pv.steps.view(), pv.wall.view(), pv.vars[kind].view(), pv.frozen.view()
+
+    @property
+    def var_phases(self) -> list[str]:
+        """The phases that have per-variable records (or were announced with variables)."""
+        return list(self._phases)
+
     def frozen_series(self, path: str) -> np.ndarray:
         phase, j = self._var_index[path]
         return self._phases[phase].frozen.view()[:, j]

@@ -69,25 +69,23 @@ class VariableStates:
             self._events_seen, self._leaks, self._reset_step = 0, {}, -1
         self._data, self._version = data, data.version
         self._collect_leaks(data)
-        known = set(data.var_paths)
+        latest = _latest(data)
         states: dict[str, VarState] = {}
         for path in self._vars:
-            states[path] = self._variable(data, path) if path in known else VarState(None, "")
+            states[path] = self._variable(path, *latest[path]) if path in latest else VarState(None, "")
         for scope, under in self._scopes.items():
             states[scope] = _scope([states[p] for p in under], under)
         self.states = states
         return True
 
-    def _variable(self, data: RunData, path: str) -> VarState:
-        value = data.latest(path, "update_ratio")
-        frozen = data.frozen_now(path)
+    def _variable(self, path: str, value: float | None, norm: float | None, frozen: bool) -> VarState:
         leak = self._leaks.get(path) if frozen else None
         if leak is None:
             if not frozen and value == 0:
                 return VarState(value, "no update", "not frozen, but its latest update was exactly 0: converged "
                                                     "below float32 resolution, or a zero gradient")
             return VarState(value, "frozen" if frozen else "")
-        moving = (data.latest(path, "update_norm") or 0.0) > 0
+        moving = (norm or 0.0) > 0
         tip = (f"frozen, but moved at step {leak.at_step} (||ΔW|| = {leak.update_norm:.3g}) with the "
                f"{leak.method} method: optimizer momentum {'still moves it' if moving else 'moved it for a while'}")
         return VarState(value, "LEAK" if moving else "leaked", tip)
@@ -102,6 +100,23 @@ class VariableStates:
             elif isinstance(e, (E.Freeze, E.Method)):
                 self._leaks, self._reset_step = {}, e.step
         self._events_seen = len(events)
+
+
+def _latest(data: RunData) -> dict[str, tuple[float | None, float | None, bool]]:
+    """path -> (latest ‖ΔW‖/‖W‖, latest ‖ΔW‖, frozen now) of every variable, read a phase at a time (a
+    call per variable took 2.7 ms a refresh at 500 variables)."""
+    out: dict[str, tuple[float | None, float | None, bool]] = {}
+    for phase in data.var_phases:
+        paths, steps, _, ratio, frozen = data.var_block(phase, "update_ratio")
+        if not len(steps):
+            row: list = [(None, None, False)] * len(paths)
+        else:
+            norm = data.var_block(phase, "update_norm")[3][-1].tolist()
+            row = list(zip(ratio[-1].tolist(), norm, frozen[-1].tolist()))
+        for p, r in zip(paths, row):
+            if data.phase_of(p) == phase:
+                out[p] = r
+    return out
 
 
 def _scope(under: list[VarState], paths: list[str]) -> VarState:

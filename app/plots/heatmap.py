@@ -1,0 +1,241 @@
+"""The heat-map update view: a row per variable, a column per bin of steps, colour = log ‖ΔW‖/‖W‖ (or
+log ‖ΔW‖ in absolute mode). For models with hundreds of variables, where curves are a tangle.
+
+The numbers come from `HeatGrid` (training_core/runs/heat.py): rows grouped by scope (each model a
+block, with a separator line and its name at the block's left edge), each column the geometric mean of
+the records in it that are not exactly 0. Cells whose records are all exactly 0 are painted apart from
+the colour scale, by a second image over the first: grey "0 (frozen)" (the core reported the variable
+frozen), magenta "0 (no update)" (it trains but did not move), the curves' two floors. A column with
+no record of a variable stays blank.
+
+Live and cheap: each refresh adds only the records that arrived since the last one into the grid's
+sums (nothing dropped; bins merge pairwise when they become too many), and the image is set once
+per refresh that brought data. Painting it is one scaled `drawImage`.
+"""
+from __future__ import annotations
+
+import html
+import math
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6 import QtCore, QtGui, QtWidgets
+
+from training_core.runs.heat import (ZERO_FREE, ZERO_FROZEN, HeatGrid, cell_records, record_spacing,
+                                     scope_order)
+
+from . import palette
+from .updates import AXIS_LABEL, zero_reading
+from .view import Layer, PlotView
+
+COLORMAP = "viridis"
+FROZEN_RGBA = (200, 200, 200, 255)   # light grey: frozen (the curves draw frozen variables grey too)
+NO_UPDATE_RGBA = (231, 41, 138, 255)  # magenta: trains but its update is exactly 0 (not in viridis)
+LABEL_MIN_PX = 14  # a block label needs this much height
+LOW_PERCENTILE = 1.0  # the colour scale starts at this percentile of the cells (lower ones: its lowest colour)
+
+
+def _hex(rgba: tuple) -> str:
+    return "#" + "".join(f"{c:02x}" for c in rgba[:3])
+
+
+class UpdateHeatmap:
+    """Draws the shown variables of the shown runs into `plot` (its own PlotItem, x linked to the others)."""
+
+    def __init__(self, plot: pg.PlotItem) -> None:
+        self.plot = plot
+        self.image = pg.ImageItem(axisOrder="row-major")
+        self.zero_image = pg.ImageItem(axisOrder="row-major")
+        for z, item in enumerate((self.image, self.zero_image)):
+            item.setZValue(z - 10)
+            plot.addItem(item)
+        self.bar = pg.ColorBarItem(values=(-4.0, -1.0), colorMap=pg.colormap.get(COLORMAP), interactive=False,
+                                   orientation="horizontal", width=9, pen=palette.FOREGROUND)
+        self.bar.setImageItem(self.image, insert_in=plot)
+        self.bar.axis.setLogMode(True)  # the levels are log10: ticks read 0.001, 1e-05
+        self.bar.axis.setTextPen(pg.mkPen(palette.FOREGROUND))
+        self.highlight_band = pg.LinearRegionItem(orientation="horizontal", movable=False,
+                                                  brush=pg.mkBrush(0, 0, 0, 0), pen=pg.mkPen("#d62728", width=1.5))
+        self.highlight_band.setZValue(5)
+        plot.addItem(self.highlight_band, ignoreBounds=True)
+        self.highlight_band.hide()
+        plot.vb.invertY(True)  # the first row (the first model's first layer) at the top
+        plot.vb.setMouseEnabled(x=True, y=False)
+        plot.vb.disableAutoRange(axis=pg.ViewBox.YAxis)
+        plot.getAxis("left").setTicks([[]])
+        plot.vb.sigResized.connect(self._place_labels)
+        self.mode = "relative"
+        self.rows: list[tuple[Layer, str]] = []
+        self.grid: HeatGrid | None = None
+        self.highlighted: str | None = None
+        self.levels = (-4.0, -1.0)
+        self._key: tuple | None = None
+        self._consumed: dict[tuple[str, str], int] = {}
+        self._view: PlotView | None = None
+        self._blocks: list[tuple[str, int, int]] = []
+        self._lines: list[pg.InfiniteLine] = []
+        self._labels: list[QtWidgets.QGraphicsTextItem] = []
+        self._set_title()
+
+    def _set_title(self) -> None:
+        def box(rgba: tuple) -> str:
+            return f"<span style='color:{_hex(rgba)}'>■</span>"
+        self.plot.setTitle(f"{AXIS_LABEL[self.mode]} per variable, log colour; a column is the geometric mean of "
+                           f"its records &nbsp; {box(FROZEN_RGBA)} 0 (frozen) &nbsp; {box(NO_UPDATE_RGBA)} 0 (no update)",
+                           size="8pt", color=palette.FOREGROUND)
+
+    # -- data ------------------------------------------------------------------------------------------
+    def update(self, view: PlotView, mode: str) -> bool:
+        """Take in what the shown runs recorded since the last call; True if the image changed."""
+        kind = "update_ratio" if mode == "relative" else "update_norm"
+        key = (view.signature, mode, tuple(len(ly.data.var_paths) for ly in view.layers))
+        if key != self._key:  # what is shown changed (variables are only ever added to a run)
+            rows = [(ly, p) for ly in view.layers
+                    for p in scope_order(p for p in ly.data.var_paths if view.runs.shows(p))]
+            self._rebuild(view, mode, rows, key)
+        rows = self.rows
+        self._view = view
+        row_of = {(ly.key, p): i for i, (ly, p) in enumerate(rows)}
+        grown = False
+        for ly in view.layers:
+            data = ly.data
+            for phase in data.var_phases:
+                paths, steps, wall, values, frozen = data.var_block(phase, kind)
+                done = self._consumed.get((ly.key, phase), 0)
+                if len(steps) < done:  # the run went back (a rollback): start over
+                    self._key = None
+                    return self.update(view, mode)
+                if len(steps) == done:
+                    continue
+                cols = [j for j, p in enumerate(paths) if (ly.key, p) in row_of and data.phase_of(p) == phase]
+                if cols:
+                    self.grid.widen_to(record_spacing(view.x(ly, steps[-16:], wall[-16:])))
+                    self.grid.add(np.array([row_of[(ly.key, paths[j])] for j in cols]),
+                                  view.x(ly, steps[done:], wall[done:]), values[done:, cols], frozen[done:, cols])
+                    grown = True
+                self._consumed[(ly.key, phase)] = len(steps)
+        if grown:
+            self._render()
+        return grown
+
+    def _rebuild(self, view: PlotView, mode: str, rows: list[tuple[Layer, str]], key: tuple) -> None:
+        self._key, self.rows, self._consumed = key, rows, {}
+        if mode != self.mode:
+            self.mode = mode
+            self._set_title()
+        self.grid = HeatGrid(len(rows), width=1.0 / 64 if view.by_time else 1.0)
+        self.image.clear()
+        self.zero_image.clear()
+        self._blocks = []
+        for i, (ly, p) in enumerate(rows):  # a block per run and top-level scope (model)
+            name = (f"{ly.label}: " if view.multi else "") + p.split("/")[0]
+            if self._blocks and self._blocks[-1][0] == name:
+                self._blocks[-1] = (name, self._blocks[-1][1], i + 1)
+            else:
+                self._blocks.append((name, i, i + 1))
+        for line in self._lines:
+            self.plot.removeItem(line)
+        for label in self._labels:
+            if label.scene() is not None:
+                label.scene().removeItem(label)
+        self._lines = [pg.InfiniteLine(pos=start, angle=0, movable=False, pen=pg.mkPen("#ffffff", width=2))
+                       for _, start, _ in self._blocks[1:]]
+        for line in self._lines:
+            self.plot.addItem(line, ignoreBounds=True)
+        self._labels = []
+        for name, _, _ in self._blocks:
+            label = QtWidgets.QGraphicsTextItem(self.plot.vb)
+            label.document().setDocumentMargin(1)
+            label.setHtml(f'<span style="background-color: rgba(255,255,255,215); color:{palette.FOREGROUND}">'
+                          f'{html.escape(name)}</span>')
+            label.setZValue(20)
+            self._labels.append(label)
+        self.plot.setLabel("left", f"{len(rows)} variables", color=palette.FOREGROUND)
+        self.plot.vb.setYRange(0, max(len(rows), 1), padding=0)
+        self._place_labels()
+        self.highlight(self.highlighted)
+
+    def _render(self) -> None:
+        g = self.grid
+        means = g.log_means()
+        finite = means[np.isfinite(means)]
+        if len(finite):
+            # whole decades from the 1st percentile (a few stray tiny updates would leave one colour for the
+            # rest) to the largest; float32 records: log10 of 1e-3 reads -2.9999999, still the -3 decade
+            low = float(np.percentile(finite, LOW_PERCENTILE))
+            lo, hi = math.floor(low + 1e-5), math.ceil(float(finite.max()) - 1e-5)
+            self.levels = (float(lo), float(max(hi, lo + 1)))
+        zeros = g.zero_state()
+        overlay = np.zeros(zeros.shape + (4,), dtype=np.uint8)
+        overlay[zeros == ZERO_FROZEN] = FROZEN_RGBA
+        overlay[zeros == ZERO_FREE] = NO_UPDATE_RGBA
+        rect = QtCore.QRectF(g.c0 * g.width, 0, g.n_columns * g.width, g.n_rows)
+        self.image.setImage(means.astype(np.float32), levels=self.levels, autoLevels=False, rect=rect)
+        self.zero_image.setImage(overlay, autoLevels=False, levels=(0, 255), rect=rect)
+        self.bar.setLevels(self.levels)
+
+    # -- look ------------------------------------------------------------------------------------------
+    def _place_labels(self, *_args) -> None:
+        vb = self.plot.vb
+        for label, (_, start, end) in zip(self._labels, self._blocks):
+            top = vb.mapFromView(QtCore.QPointF(0, start)).y()
+            bottom = vb.mapFromView(QtCore.QPointF(0, end)).y()
+            label.setVisible(abs(bottom - top) >= LABEL_MIN_PX)
+            label.setPos(2, min(top, bottom))
+
+    def highlight(self, path: str | None) -> None:
+        """Outline the row(s) of `path` (the variable selected in the tree); None: none."""
+        self.highlighted = path
+        rows = [i for i, (_, p) in enumerate(self.rows) if p == path]
+        self.highlight_band.setVisible(bool(rows))
+        if rows:
+            self.highlight_band.setRegion((rows[0], rows[-1] + 1))
+
+    def set_visible(self, on: bool) -> None:
+        self.plot.setVisible(on)
+        self.plot.setMaximumHeight(1e6 if on else 0)
+
+    # -- reading ---------------------------------------------------------------------------------------
+    def row_at(self, y: float) -> tuple[Layer, str] | None:
+        i = math.floor(y)
+        return self.rows[i] if 0 <= i < len(self.rows) else None
+
+    def path_at(self, y: float) -> str | None:
+        row = self.row_at(y)
+        return None if row is None else row[1]
+
+    def describe(self, x: float, y: float) -> str | None:
+        """What the cell under view point (x, y) holds: variable, step range, value (plain text)."""
+        row, col = self.row_at(y), None if self.grid is None else self.grid.column_at(x)
+        if row is None or col is None or self._view is None:
+            return None
+        ly, path = row
+        lo, hi = self.grid.column_span(col)
+        steps, wall, _ = ly.data.var_series(path)
+        values, frozen = cell_records(ly.data, path, "update_ratio" if self.mode == "relative" else "update_norm",
+                                      np.asarray(self._view.x(ly, steps, wall), dtype=np.float64), lo, hi)
+        name = (f"{ly.label}: " if self._view.multi else "") + path
+        span = (f"steps {math.ceil(lo):,}–{math.ceil(hi) - 1:,}" if not self._view.by_time
+                else f"{lo:,.1f}–{hi:,.1f} s")
+        kind = AXIS_LABEL[self.mode]
+        if not len(values):
+            return f"{name} · {span} · no record"
+        pos = values[(values > 0) & np.isfinite(values)]
+        zero = values == 0
+        if not len(pos):
+            if zero.any():
+                n = len(values)
+                return f"{name} · {span} · {kind} {zero_reading(bool(frozen[zero].any()))} ({n} record{'s' * (n > 1)})"
+            return f"{name} · {span} · {kind} not finite"
+        mean = 10.0 ** float(np.log10(pos).mean())
+        text = f"{name} · {span} · {kind} {mean:.3g}"
+        text += (f" (geometric mean of {len(pos)} records, {pos.min():.3g}–{pos.max():.3g})" if len(pos) > 1
+                 else " (1 record)")
+        if zero.any():
+            text += f"; {int(zero.sum())} of {len(values)} records {zero_reading(bool(frozen[zero].any()))}"
+        return text
+
+    def clear(self) -> None:
+        self._key, self.rows, self.grid, self._consumed = None, [], None, {}
+        self.image.clear()
+        self.zero_image.clear()

@@ -1,0 +1,193 @@
+"""Update magnitudes of many variables as a grid (variables × bins of steps), and the variables that
+move most: the numbers behind the window's heat-map update view, without Qt.
+
+Why a grid: a GAN has hundreds of variables, and hundreds of curves on one log axis are a tangle.
+Each variable is a row, rows ordered by scope (`scope_order`: every model and layer one block, in the
+order the model built them), and the steps are binned into columns. A column holds the geometric mean
+of its records (the mean of log10 ‖ΔW‖/‖W‖, or of ‖ΔW‖) over those that are not exactly 0; a column
+whose records are all exactly 0 is a zero cell, "frozen" if the core reported the variable frozen at
+any of them, else "no update" (as the curves' "0 (frozen)" and "0 (no update)" floors). Nothing is
+dropped to stay cheap: every record lands in its column's sums, added once as it arrives; when the
+columns exceed `max_columns`, pairs of them are merged (sums add up, so merging is exact) and the
+bins become twice as wide.
+"""
+from __future__ import annotations
+
+import math
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from .data import RunData
+
+MAX_COLUMNS = 512
+RECENT_ROWS = 20  # top movers: the mean of each variable's last this many records
+ZERO_FROZEN, ZERO_FREE = 1, 2  # `HeatGrid.zero_state` codes (0: not a zero cell)
+
+
+def scope_order(paths: Iterable[str]) -> list[str]:
+    """`paths` grouped by scope, each scope where its first variable appeared: a model's layers stay in
+    build order (dense_2 before dense_10) and every scope's variables are one contiguous block."""
+    tree: dict = {}
+    for p in paths:
+        node = tree
+        for part in p.split("/")[:-1]:
+            node = node.setdefault(part + "/", {})
+        node[p] = None
+    out: list[str] = []
+
+    def walk(node: dict) -> None:
+        for key, child in node.items():
+            if child is None:
+                out.append(key)
+            else:
+                walk(child)
+
+    walk(tree)
+    return out
+
+
+def scope_blocks(rows: Sequence[str], depth: int = 1) -> list[tuple[str, int, int]]:
+    """(scope, first row, end row) of each run of consecutive `rows` sharing their first `depth` path
+    parts (rows as `scope_order` gives them)."""
+    out: list[tuple[str, int, int]] = []
+    for i, p in enumerate(rows):
+        scope = "/".join(p.split("/")[:depth])
+        if out and out[-1][0] == scope:
+            out[-1] = (scope, out[-1][1], i + 1)
+        else:
+            out.append((scope, i, i + 1))
+    return out
+
+
+class HeatGrid:
+    """Sums per (row, column) of the records added so far; columns are bins of `width` x units (steps, or
+    seconds), absolute column c covering [c·width, (c+1)·width), stored from column `c0` on."""
+
+    def __init__(self, n_rows: int, width: float = 1.0, max_columns: int = MAX_COLUMNS) -> None:
+        self.n_rows, self.width, self.max_columns = n_rows, float(width), max_columns
+        self.c0 = 0
+        self._sums = np.zeros((4, n_rows, 0))  # sum of log10, count > 0, zeros frozen, zeros not frozen
+
+    @property
+    def n_columns(self) -> int:
+        return self._sums.shape[2]
+
+    def add(self, rows: np.ndarray, x: np.ndarray, values: np.ndarray, frozen: np.ndarray) -> None:
+        """Records at x-positions `x` (n,) for grid rows `rows` (v,): `values`, `frozen` are (n, v)."""
+        x = np.asarray(x, dtype=np.float64)
+        if not len(x) or not len(rows):
+            return
+        v = np.asarray(values, dtype=np.float64)
+        cols = np.floor(x / self.width).astype(np.int64)
+        self._cover(int(cols.min()), int(cols.max()))
+        cols = (np.floor(x / self.width).astype(np.int64) - self.c0)[:, None]
+        flat = (np.asarray(rows, dtype=np.int64)[None, :] * self.n_columns + cols).ravel()
+        pos = (v > 0) & np.isfinite(v)
+        zero = v == 0
+        f = np.asarray(frozen, dtype=bool)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            logs = np.where(pos, np.log10(np.where(pos, v, 1.0)), 0.0)
+        size = self.n_rows * self.n_columns
+        for i, w in enumerate((logs, pos, zero & f, zero & ~f)):
+            self._sums[i] += np.bincount(flat, weights=w.ravel().astype(np.float64),
+                                         minlength=size).reshape(self.n_rows, self.n_columns)
+
+    def _cover(self, lo: int, hi: int) -> None:
+        """Make room for absolute columns lo..hi, halving the resolution while there are too many."""
+        while True:
+            first = min(self.c0, lo) if self.n_columns else lo
+            last = max(self.c0 + self.n_columns - 1, hi) if self.n_columns else hi
+            if last - first + 1 <= self.max_columns:
+                break
+            self._coarsen()
+            lo, hi = lo // 2, hi // 2
+        if not self.n_columns:
+            self.c0, self._sums = first, np.zeros((4, self.n_rows, last - first + 1))
+            return
+        left, right = self.c0 - first, last - (self.c0 + self.n_columns - 1)
+        if left or right:
+            self._sums = np.pad(self._sums, ((0, 0), (0, 0), (left, right)))
+            self.c0 = first
+
+    def _coarsen(self) -> None:
+        """Twice as wide bins: column c goes to c // 2 (exact: the sums add up)."""
+        new_c0 = self.c0 // 2
+        target = (self.c0 + np.arange(self.n_columns)) // 2 - new_c0
+        merged = np.zeros((4, self.n_rows, int(target[-1]) + 1 if len(target) else 0))
+        np.add.at(merged, (slice(None), slice(None), target), self._sums)
+        self._sums, self.c0, self.width = merged, new_c0, self.width * 2
+
+    def widen_to(self, spacing: float) -> None:
+        """Bins at least `spacing` wide (the records' spacing), so no column between two records is empty."""
+        while self.width < spacing:
+            if self.n_columns:
+                self._coarsen()
+            else:
+                self.width *= 2
+
+    def log_means(self) -> np.ndarray:
+        """(rows, columns) mean of log10 over the records > 0; NaN where there are none."""
+        s, n = self._sums[0], self._sums[1]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(n > 0, s / np.where(n > 0, n, 1), np.nan)
+
+    def zero_state(self) -> np.ndarray:
+        """(rows, columns): ZERO_FROZEN or ZERO_FREE where every record was exactly 0, else 0."""
+        n, zf, zn = self._sums[1], self._sums[2], self._sums[3]
+        out = np.zeros(n.shape, dtype=np.int8)
+        zero = (n == 0) & (zf + zn > 0)
+        out[zero & (zf > 0)] = ZERO_FROZEN
+        out[zero & (zf == 0)] = ZERO_FREE
+        return out
+
+    def column_span(self, col: int) -> tuple[float, float]:
+        """[start, end) in x units of stored column `col`."""
+        return ((self.c0 + col) * self.width, (self.c0 + col + 1) * self.width)
+
+    def column_at(self, x: float) -> int | None:
+        c = math.floor(x / self.width) - self.c0
+        return c if 0 <= c < self.n_columns else None
+
+
+def record_spacing(x: np.ndarray, tail: int = 16) -> float:
+    """The usual distance between a phase's recent records (0 with fewer than two)."""
+    recent = np.asarray(x[-tail:], dtype=np.float64)
+    return float(np.median(np.diff(recent))) if len(recent) > 1 else 0.0
+
+
+def top_movers(runs: Sequence[RunData], paths: Sequence[str], kind: str = "update_ratio", k: int = 8,
+               recent: int = RECENT_ROWS, keep: Sequence[str] = ()) -> list[str]:
+    """The `k` variables of `paths` with the largest mean `kind` over their last `recent` records (the
+    largest over `runs`), largest first; variables that did not move at all are never among them.
+
+    `keep`: the movers shown so far; one stays while it is still among the top 2·k, so that two variables
+    of about the same size do not swap curves at every refresh."""
+    wanted = set(paths)
+    scores: dict[str, float] = {}
+    for data in runs:
+        for phase in data.var_phases:
+            names, _, _, values, _ = data.var_block(phase, kind)
+            tail = np.asarray(values[-recent:], dtype=np.float64)
+            if not len(tail):
+                continue
+            with np.errstate(invalid="ignore"):
+                means = np.nanmean(np.where(np.isfinite(tail), tail, np.nan), axis=0)
+            for p, m in zip(names, means.tolist()):
+                if p in wanted and m > 0 and data.phase_of(p) == phase:
+                    scores[p] = max(scores.get(p, 0.0), m)
+    order = {p: i for i, p in enumerate(paths)}
+    ranked = sorted(scores, key=lambda p: (-scores[p], order[p]))
+    held = [p for p in keep if p in ranked[:2 * k]][:k]
+    chosen = held + [p for p in ranked if p not in held][:k - len(held)]
+    return sorted(chosen, key=lambda p: (-scores[p], order[p]))
+
+
+def cell_records(data: RunData, path: str, kind: str, x: np.ndarray, lo: float, hi: float
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """(values, frozen) of `path`'s records whose x (one per record, as `x`) lies in [lo, hi)."""
+    _, _, v = data.var_series(path, kind)
+    f = data.frozen_series(path)
+    n = min(len(x), len(v), len(f))
+    keep = (x[:n] >= lo) & (x[:n] < hi)
+    return np.asarray(v[:n][keep], dtype=np.float64), np.asarray(f[:n][keep], dtype=bool)
