@@ -13,12 +13,9 @@ calls `two_devices()` right after importing TensorFlow (bench/throughput.py).
 """
 from __future__ import annotations
 
-import tempfile
-import threading
-from pathlib import Path
 
 from .ring_models import ring_parts
-from .variants import StepDriver
+from .variants import Driven
 
 
 def two_devices() -> list[str]:
@@ -83,45 +80,11 @@ class BareMirrored:
     def close(self) -> None: ...
 
 
-class _Driven:
-    """Freezeframe's Trainer on its own thread, paused, stepped by Step(n)."""
-
-    name = ""
-    overrides: dict = {}
-
-    def __init__(self) -> None:
-        from training_core import Observer, Pause, RunConfig, Stop, Trainer
-        paused = threading.Event()
-
-        class Obs(Observer):
-            def on_event(self, e):
-                if e.kind == "pause":
-                    paused.set()
-
-        self.dir = Path(tempfile.mkdtemp(prefix=f"ff-bench-{self.name}-")) / "run"
-        self.trainer = Trainer(RunConfig(example="ring", run_dir=str(self.dir), **self.overrides), Obs())
-        self.trainer.prepare()
-        self.trainer.send(Pause())
-        self.thread = threading.Thread(target=self.trainer.run, daemon=True)
-        self.thread.start()
-        paused.wait(120)
-        self.driver = StepDriver(self.trainer.send, paused)
-        self._stop = Stop
-        self.run(20)
-
-    def run(self, n: int) -> None:
-        self.driver.run(n)
-
-    def close(self) -> None:
-        self.trainer.send(self._stop())
-        self.thread.join(60)
-
-
-class Mirrored(_Driven):
+class Mirrored(Driven):
     name = "mirrored2"
     overrides = {"strategy": "mirrored", "replicas": 2}
 
 
-class HeadlessJit(_Driven):
+class HeadlessJit(Driven):
     name = "headless_jit"
     overrides = {"jit": True}

@@ -124,12 +124,15 @@ class StepDriver:
             raise RuntimeError("trainer did not pause after Step(n)")
 
 
-class Headless:
-    name = "headless"
-    command_file = True
+class Driven:
+    """Freezeframe's Trainer on its own thread (the ring, `overrides` on its RunConfig), paused, stepped by
+    Step(n) commands: the CLI's loop with full monitoring and the run record."""
+
+    name = ""
+    overrides: dict = {}
 
     def __init__(self) -> None:
-        from training_core import Observer, Pause, RunConfig, SetFreezeMethod, Stop, Trainer, append_command
+        from training_core import Observer, Pause, RunConfig, Stop, Trainer
         paused = threading.Event()
 
         class Obs(Observer):
@@ -137,18 +140,21 @@ class Headless:
                 if e.kind == "pause":
                     paused.set()
 
-        self.dir = Path(tempfile.mkdtemp(prefix="ff-bench-headless-")) / "run"
-        self.trainer = Trainer(RunConfig(example="ring", run_dir=str(self.dir), command_file=self.command_file), Obs())
+        self.dir = Path(tempfile.mkdtemp(prefix=f"ff-bench-{self.name}-")) / "run"
+        self.trainer = Trainer(RunConfig(example="ring", run_dir=str(self.dir), **self.overrides), Obs())
         self.trainer.prepare()
         self.trainer.send(Pause())
         self.thread = threading.Thread(target=self.trainer.run, daemon=True)
         self.thread.start()
-        paused.wait(60)
-        if self.command_file:
-            append_command(self.dir, SetFreezeMethod(method="exact"), "bench")
+        if not paused.wait(120):
+            raise RuntimeError(f"{self.name}: the trainer did not start")
+        self.started()
         self.driver = StepDriver(self.trainer.send, paused)
         self._stop = Stop
         self.run(20)
+
+    def started(self) -> None:
+        """Called once the trainer waits paused at step 0."""
 
     def run(self, n: int) -> None:
         self.driver.run(n)
@@ -158,6 +164,16 @@ class Headless:
         self.thread.join(60)
 
 
+class Headless(Driven):
+    name = "headless"
+    overrides = {"command_file": True}
+
+    def started(self) -> None:
+        if self.overrides["command_file"]:
+            from training_core import SetFreezeMethod, append_command
+            append_command(self.dir, SetFreezeMethod(method="exact"), "bench")
+
+
 class HeadlessNoCommandFile(Headless):
     name = "headless_nocmd"
-    command_file = False
+    overrides = {"command_file": False}

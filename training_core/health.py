@@ -36,18 +36,11 @@ def compute_metrics(prepared: Any, step: int) -> dict[str, float] | None:
     experiment's code raises, and `TypeError` for a result that is not a dict of finite-or-NaN numbers."""
     import numpy as np
 
-    from .experiment import SampleContext
+    from .sampling import sample_context
     exp = prepared.experiment
     if exp.metrics is None:
         return None
-    data = None if prepared.data is None else prepared.data.read_value()
-    batch = None
-    if data is not None:
-        idx = np.random.default_rng(step).integers(0, int(data.shape[0]), METRIC_SAMPLES)
-        batch = np.asarray(data)[idx]
-    ctx = SampleContext(exp.models, prepared.sample_rng, batch, data, METRIC_SAMPLES)
-    for k, v in exp.extra.items():
-        setattr(ctx, k, v)
+    ctx = sample_context(prepared, step, METRIC_SAMPLES)
     got = exp.metrics(ctx)
     if not isinstance(got, dict):
         raise TypeError(f"metrics() must return a dict of name -> number, got {type(got).__name__}")

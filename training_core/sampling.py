@@ -16,13 +16,11 @@ import numpy as np
 N_IMAGES, N_POINTS = 64, 512
 
 
-def draw_samples(prepared: Any, step: int) -> dict[str, Any] | None:
-    """`{"kind": ..., "step": ..., **sample(ctx)}`, or None when the experiment has no sample view."""
+def sample_context(prepared: Any, step: int, n: int) -> Any:
+    """The `SampleContext` for `sample(ctx)` and `metrics(ctx)` at `step`: `n` real rows (the same rows for
+    the same step), all of the data, the sample generator and the experiment's extra attributes."""
     from .experiment import SampleContext
     exp = prepared.experiment
-    if exp.sample is None or exp.sample_kind == "none":
-        return None
-    n = N_IMAGES if exp.sample_kind == "images" else N_POINTS
     data = None if prepared.data is None else prepared.data.read_value()
     batch = None
     if data is not None:
@@ -31,4 +29,13 @@ def draw_samples(prepared: Any, step: int) -> dict[str, Any] | None:
     ctx = SampleContext(exp.models, prepared.sample_rng, batch, data, n)
     for k, v in exp.extra.items():
         setattr(ctx, k, v)
+    return ctx
+
+
+def draw_samples(prepared: Any, step: int) -> dict[str, Any] | None:
+    """`{"kind": ..., "step": ..., **sample(ctx)}`, or None when the experiment has no sample view."""
+    exp = prepared.experiment
+    if exp.sample is None or exp.sample_kind == "none":
+        return None
+    ctx = sample_context(prepared, step, N_IMAGES if exp.sample_kind == "images" else N_POINTS)
     return {"kind": exp.sample_kind, "step": step, **exp.sample(ctx)}
