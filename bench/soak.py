@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         now = time.perf_counter()
         if w.running and now >= next_change:
             label, make = CHANGES[changes % len(CHANGES)]
-            w._send_live(make())
+            w.controller.send(make())
             changes += 1
             next_change = now + a.every
         if now >= next_report:
