@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     from training_core.tf_quiet import import_tensorflow
     import_tensorflow(gui_intra_op_threads())  # the rest measures the window: configure as its process
     from bench.control import measure_control
-    from bench.disk import measure_disk
+    from bench.disk import measure_disk, measure_wide_disk
     from bench.paint_bench import measure_gil_free_painting
     from bench.steering import measure_command_file
     from bench.throughput import in_child
@@ -96,6 +96,13 @@ def main(argv: list[str] | None = None) -> int:
     disk = measure_disk(2_000 if q else 20_000)
     rows.append(("run directory size", f"{disk['MB_per_1e6_steps']:.0f} MB per 10^6 steps "
                  f"(from {disk['steps']:,} steps)", "< 200 MB, reported"))
+    # --quick: 17 layers per model (68 variables, still above TensorBoard's per-variable limit), 300 steps
+    wd = measure_wide_disk(17 if q else 125, 300 if q else 3_000)
+    rows.append((f"run directory size, {wd['variables']} variables (bench/wide_gan.py)",
+                 f"{wd['MB_per_1e6_steps']:.0f} MB per 10^6 steps (from {wd['steps']:,} steps at "
+                 f"{wd['steps_per_s']:.0f} steps/s): " + ", ".join(
+                     f"{k} {wd[k + '_MB']:.0f}" for k in ("variables", "scalars_csv", "tb", "samples", "checkpoints",
+                                                          "models", "events")), "< 500 MB (500 variables)"))
     wide = measure_wide_startup(16 if q else 125)
     st_ = wide["stages"]
     traces = sum(v for k, v in st_.items() if k.startswith("trace"))
