@@ -1,4 +1,5 @@
-"""The compiled step of one phase, in two variants, both traced at warm-up.
+"""The compiled step of one phase, in two variants, each traced once: the one the first step needs while
+preparing, the other on a thread after the first step (warmup.py).
 
 `fast`: nothing of this phase is frozen, so the optimizer updates every phase variable
 (`optimizer.apply`), exactly as a bare Keras loop would.
@@ -99,10 +100,10 @@ class PhaseStep:
     def _compile_part(self, fn: Callable, jit: bool) -> Any:
         return tf.function(fn, autograph=False)  # inside a variant, which XLA compiles whole with --jit
 
-    def warm_up(self, clock: Any = None) -> None:
-        """Trace both variants now, so that the first freeze during the run costs no trace (`clock.lap`
-        times each trace when given)."""
-        for variant in ("fast", "masked"):
+    def warm_up(self, clock: Any = None, variants: Sequence[str] = ("fast", "masked")) -> None:
+        """Trace `variants` now (`clock.lap` times each trace when given); on one device `prepare` traces the
+        one the first step needs and `warmup.WarmUp` the other, before any freeze needs it."""
+        for variant in variants:
             getattr(self, variant).get_concrete_function()
             if clock is not None:
                 clock.lap(f"trace {self.phase.name} {variant}")
