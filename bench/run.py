@@ -105,11 +105,12 @@ def main(argv: list[str] | None = None) -> int:
                                                           "models", "events")), "< 500 MB (500 variables)"))
     wide = measure_wide_startup(16 if q else 125)
     st_ = wide["stages"]
-    traces = sum(v for k, v in st_.items() if k.startswith("trace"))
+    traced = ", ".join(f"{k} {v:.1f}" for k, v in st_.items() if k.startswith(("trace", "check")))
     rows.append((f"wide start-up ({wide['variables']} variables)", f"first step {wide['first_step_s']:.1f} s after "
                  f"preparing began (import {st_['import']:.1f}, build {st_['build']:.1f}, optimizers "
-                 f"{st_['optimizers']:.1f}, 4 traces {traces:.1f}, run directory and step-0 checkpoint {wide['run_setup_s']:.1f}, "
-                 f"first call {wide['first_call_s']:.1f}); a plain "
+                 f"{st_['optimizers']:.1f}, {traced}, run directory and step-0 checkpoint {wide['run_setup_s']:.1f}, "
+                 f"first call {wide['first_call_s']:.1f}); every phase stepped {wide['every_phase_s']:.1f} s; "
+                 f"{wide['traces']} traces, {wide['retraces']} retraces; a plain "
                  f"tf.function loop of one phase: build {wide['bare']['build_s']:.1f}, trace {wide['bare']['trace_s']:.1f}, "
                  f"first call {wide['bare']['first_call_s']:.1f}", "< 10 s (500 variables)"))
     st = startup(1 if q else 3)

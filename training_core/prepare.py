@@ -53,7 +53,9 @@ class Prepared:
     #: seconds per stage of preparing: import, placement, load, build, optimizers, steps, trace <phase> <variant>
     timings: dict[str, float] = field(default_factory=dict)
     source: Path | None = None  # the experiment's file (where a failure's line number points)
-    #: (phase index, variant) left for `warmup.WarmUp` to trace once the first step ran
+    #: (phase index, variant) left for `warmup.WarmUp` to trace: phases' starting variants while the first step
+    #: runs (their losses checked already), the other variants once it ran
+    at_start: list[tuple[int, str]] = field(default_factory=list)
     deferred: list[tuple[int, str]] = field(default_factory=list)
 
 
@@ -176,17 +178,21 @@ def prepare(config: RunConfig, on_trace: Callable[[str, str], None]) -> Prepared
                  for p, opt, vs in zip(exp.phases, optimizers, phase_vars)]
         clock.lap("steps")
     warnings = []
+    # One device (warmup.py): the first phase's starting variant is traced now; the other phases' losses are
+    # checked now (their forward and backward pass traced: where user code fails, so it fails here) and their
+    # starting variants traced on a thread while the first step runs; every other variant after the first
+    # step. With replicas, everything now.
+    single = placement.strategy is None
     first = _first_variants(config, freeze, phase_vars, stats)
-    # one device: the variant each phase's first step needs now, the other later (warmup.py); with replicas both
-    deferred = [(i, v) for i, f in enumerate(first) for v in ("fast", "masked") if v != f]
-    if placement.strategy is not None:
-        deferred = []
+    at_start = [(i, f) for i, f in enumerate(first) if single and i > 0]
+    deferred = [(i, v) for i, f in enumerate(first) for v in ("fast", "masked") if single and v != f]
     with tf.device(device):  # traced where the loop calls them (a strategy's scope would be another trace)
         for i, st in enumerate(steps):
-            now = [v for v in ("fast", "masked") if (i, v) not in deferred]
+            now = [v for v in ("fast", "masked") if (i, v) not in deferred + at_start]
             with user_code(f"the loss of phase {st.phase.name!r} in {source.name}", source):
                 st.warm_up(clock, now)
-            ops = escaping_random_ops([getattr(st, v).get_concrete_function() for v in now], [rng])
+                traced = [getattr(st, v).get_concrete_function() for v in now] or [st.check_loss(clock)]
+            ops = escaping_random_ops(traced, [rng])
             if ops:
                 warnings.append(f"phase {st.phase.name}'s loss draws from tf.random ({', '.join(ops)}), whose state the "
                                 f"run's checkpoints do not save; use ctx.normal/ctx.uniform")
@@ -210,7 +216,8 @@ def prepare(config: RunConfig, on_trace: Callable[[str, str], None]) -> Prepared
     return Prepared(resolved, exp, device, placement.description, variables, infos, build_scope_tree(infos), names,
                     [tuple(v.path for v in vs) for vs in phase_vars], optimizers, steps,
                     tuple(v.path for v in stats), policy, freeze, rng, sample_rng, data, warnings=warnings,
-                    placement=placement, sync=sync, timings=clock.stages, source=source, deferred=deferred)
+                    placement=placement, sync=sync, timings=clock.stages, source=source, at_start=at_start,
+                    deferred=deferred)
 
 
 def _first_variants(config: RunConfig, freeze: tuple[str, ...], phase_vars: list, stats: list) -> list[str]:

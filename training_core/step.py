@@ -108,6 +108,14 @@ class PhaseStep:
             if clock is not None:
                 clock.lap(f"trace {self.phase.name} {variant}")
 
+    def check_loss(self, clock: Any = None) -> Any:
+        """Trace the forward and backward pass alone (the user's code in a step; the variants then reuse it) and
+        return it: a loss that fails fails here, while preparing, even if the variants are traced later."""
+        fn = self._grads_fn.get_concrete_function()
+        if clock is not None:
+            clock.lap(f"check {self.phase.name} loss")
+        return fn
+
     # -- graph bodies -------------------------------------------------------------------------------------
     def _context(self) -> StepContext:
         data, b = self.data, self.batch_size

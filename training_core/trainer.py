@@ -315,7 +315,8 @@ class Trainer:
             st.frozen.assign(mask)
             st.restore_stats.assign(restore)
             self._use_masked.append(bool(mask.any() or restore.any()))
-            self.warm.ensure(st, "masked" if self._use_masked[-1] else "fast")  # traced, or waited for: exact
+            if self._use_masked[-1]:
+                self.warm.ensure(st, "masked")  # traced by now, or waited for: the change stays exact
             self._frozen_rows.append(mask)
             self._runnable.append(not mask.all())
             if mask.all():

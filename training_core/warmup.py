@@ -1,24 +1,29 @@
 """Which step variants are traced when, and the honest count of traces.
 
 Why: tracing is Python building a graph one op at a time, seconds for a wide model (README, Performance),
-and the first step needs only one variant per phase: `fast` when nothing of the phase is frozen at the
-start, `masked` when something is. So `prepare` traces just those (a loss that fails to trace still
-fails there, before the run directory exists), and `WarmUp` traces the others on a thread of its own,
-started once the first step's metrics are in: while the loop runs (on a wide model, mostly the C++ of
-the other phase's first call), not before the first step.
+and the first step needs only one variant of one phase. So `prepare` traces the first phase's starting
+variant (`fast`, or `masked` when the start's freeze set touches the phase) and, of every other phase,
+only its forward and backward pass (`PhaseStep.check_loss`): that is where user code fails, so a loss
+that cannot be traced still fails there, before the run directory exists. `WarmUp` traces the rest on a
+thread of its own once the first step's metrics are in: first the other phases' starting variants (the
+loop needs them next and waits for them), then, once every phase has stepped, every other variant.
+Measured on the 2-core machine: tracing during the first call (TensorFlow's C++ optimising the graph,
+which releases the GIL) made that call 2-3x slower, as the machine has no core to spare; tracing the
+masked variants while steps run costs those steps a few seconds of Python, not the first step.
 
-Exactness does not depend on timing: a variant is called only once it is traced, whoever traced it.
-A freeze that needs a masked variant not traced yet (`ensure`, from `Trainer.set_freeze`) waits for the
-thread tracing it, or traces it on the spot if no thread has begun it, then applies at the same step
-boundary as always. Each variant is traced exactly once (one lock each); the thread only ever traces a
-variant nobody has traced yet.
+Exactness does not depend on timing: a variant is only ever called traced, whoever traced it. The loop
+calls the step functions directly; `tf.function` traces on a first call and a call waits, on the
+function's lock, for a trace under way on another thread, then uses it. A freeze that needs a masked
+variant (`ensure`, from `Trainer.set_freeze`) waits for it explicitly, so its trace is reported before
+the `freeze` event, and applies at the same step boundary as always. Each variant is traced once.
 
-Counts: a variant's first trace, at preparing or later on the thread, is a warm-up `trace` event; any
-further trace of it would be a `retrace` (the thing "traces after warm-up: 0" counts). Events are
-emitted on the training thread only: a trace made on the thread is reported at the next metrics batch
-(or when the training thread waits for it), stamped with the step reached by then. At the end of the
-run the thread is joined, so a finished run has traced every variant once (4 for two phases).
+Counts: a variant's first trace, while preparing, on the training thread or on this thread, is a warm-up
+`trace` event; any further trace of it would be a `retrace` (what "traces after warm-up: 0" counts).
+Events are emitted on the training thread only: a trace made on the thread is reported at the next
+metrics batch (or when the training thread waits for it), stamped with the step reached by then. At the
+end of a run that stepped the thread is finished, so it has traced every variant once (4 for two phases).
 """
+
 from __future__ import annotations
 
 import threading
@@ -43,9 +48,12 @@ class WarmUp(Observer):
         self._guard = threading.Lock()  # _seen, _queued, _locks
         self._locks: dict[tuple[int, str], threading.Lock] = {}
         self._thread: threading.Thread | None = None
-        self._deferred: list[tuple[Any, str]] = []  # (step, variant) the thread traces, in order
+        self._at_start: list[tuple[Any, str]] = []  # (step, variant) the thread traces after the first step
+        self._deferred: list[tuple[Any, str]] = []  # and once every phase stepped
+        self._all_stepped = threading.Event()
+        self._began = False
+        self._trainer: "Trainer | None" = None
         self._device = ""
-        self._ended = False
         #: what a trace on the thread raised; a variant it left untraced is traced by `ensure` when needed,
         #: where the error then surfaces as any failure of the run does
         self.error: BaseException | None = None
@@ -63,7 +71,10 @@ class WarmUp(Observer):
     # -- the training thread ------------------------------------------------------------------------------
     def ensure(self, step: Any, variant: str) -> None:
         """Return once `step`'s `variant` is traced: at once if it is, after the thread finishes it if the
-        thread is tracing it, else after tracing it here."""
+        thread is tracing it, else after tracing it here. Before the run begins (a resume restoring its freeze
+        set), nothing: the loop's first call traces it."""
+        if not self._began:
+            return
         self._trace(step, variant)
         self.drain()
 
@@ -75,20 +86,26 @@ class WarmUp(Observer):
             self._emit(phase, variant, retrace)
 
     def on_prepared(self, trainer: "Trainer") -> None:
-        p = trainer.prepared
+        self._trainer, p = trainer, trainer.prepared
         self._device = p.device
-        self._deferred = [(p.steps[i], v) for i, v in getattr(p, "deferred", [])]
+        self._at_start = [(p.steps[i], v) for i, v in p.at_start]
+        self._deferred = [(p.steps[i], v) for i, v in p.deferred]
+
+    def on_run_begin(self, trainer: "Trainer") -> None:
+        self._began = True
 
     def on_metrics(self, batch: Any) -> None:
-        if self._thread is None and self._deferred and not self._ended:
+        if self._thread is None and (self._at_start or self._deferred):
             self._thread = threading.Thread(target=self._run, name="freezeframe-warm-up", daemon=True)
             self._thread.start()
-        elif self._queued:
+        if not self._all_stepped.is_set() and all(self._trainer.phase_counts):
+            self._all_stepped.set()
+        if self._queued:
             self.drain()
 
     def on_run_end(self, trainer: "Trainer", reason: str) -> None:
-        """Every variant traced by the end (the counts of a finished run do not depend on its speed)."""
-        self._ended = True
+        """Every variant traced by the end of a run that stepped (its counts do not depend on its speed)."""
+        self._all_stepped.set()
         if self._thread is not None:
             self._thread.join()
         self.drain()
@@ -110,6 +127,9 @@ class WarmUp(Observer):
 
     def _run(self) -> None:
         try:
+            for step, variant in self._at_start:
+                self._trace(step, variant)
+            self._all_stepped.wait()
             for step, variant in self._deferred:
                 self._trace(step, variant)
         except BaseException as e:  # noqa: BLE001 - the training thread traces it again if it needs it

@@ -1,12 +1,14 @@
-"""Lazy warm-up (training_core/warmup.py): the first step needs one traced variant per phase, the others
-are traced on a thread after it; a freeze that comes before its masked variant is ready waits for it and
-stays exact bit for bit; each variant is traced once, and only a second trace of one counts as a retrace."""
+"""Lazy warm-up (training_core/warmup.py): before the run only the first phase's starting variant is traced
+and the other phases' losses checked; the other phases' starting variants are traced on a thread from the
+run's start, every masked variant after the first step; a loss that fails still fails while preparing; a
+freeze that comes before its masked variant is ready waits for it and stays exact bit for bit; each variant
+is traced once, and only a second trace of one counts as a retrace."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from training_core import SetFreeze, Trainer, read_events, read_scalars
+from training_core import SetFreeze, Trainer, UserError, read_events, read_scalars
 
 from . import test_exactness as ex
 from .helpers import Script, assert_bitwise_equal, config, snapshot, tiny_gan, write_file
@@ -31,9 +33,11 @@ def test_first_step_runs_before_the_masked_variants_are_traced(tmp_path, run_dir
     trainer = Trainer(config(tiny_gan(tmp_path), run_dir, steps=30))
     seen = _traced_at(trainer)
     trainer.prepare()
-    assert [(p, v) for p, v, _ in seen] == [("D", "fast"), ("G", "fast")]  # nothing frozen: fast only
-    assert trainer.prepared.deferred == [(0, "masked"), (1, "masked")]
-    assert all(st.masked.experimental_get_tracing_count() == 0 for st in trainer.prepared.steps)
+    assert [(p, v) for p, v, _ in seen] == [("D", "fast")]  # nothing frozen: the first phase's fast variant
+    assert trainer.prepared.at_start == [(1, "fast")] and trainer.prepared.deferred == [(0, "masked"), (1, "masked")]
+    d, g = trainer.prepared.steps
+    assert g._grads_fn.experimental_get_tracing_count() == 1  # G's loss checked, its variants not traced
+    assert g.fast.experimental_get_tracing_count() == d.masked.experimental_get_tracing_count() == 0
     trainer.run()
     assert sorted((p, v) for p, v, _ in seen) == ALL  # the run's end waits for the thread
     assert all(step >= 1 for p, v, step in seen if v == "masked")
@@ -43,6 +47,8 @@ def test_first_step_runs_before_the_masked_variants_are_traced(tmp_path, run_dir
     assert all(e.step >= 1 for e in events if e.variant == "masked")
     assert all(st.fast.experimental_get_tracing_count() == st.masked.experimental_get_tracing_count() == 1
                for st in trainer.prepared.steps)
+    # the variants reuse the forward and backward pass traced to check the loss: traced once per phase
+    assert d._grads_fn.experimental_get_tracing_count() == g._grads_fn.experimental_get_tracing_count() == 1
 
 
 def test_a_short_run_still_traces_every_variant_once(tmp_path, run_dir):
@@ -56,10 +62,21 @@ def test_a_freeze_at_the_start_traces_that_phases_masked_variant_first(tmp_path,
     trainer = Trainer(config(tiny_gan(tmp_path), run_dir, steps=6, freeze=["generator/dense_1"]))
     seen = _traced_at(trainer)
     trainer.prepare()
-    assert [(p, v) for p, v, _ in seen] == [("D", "fast"), ("G", "masked")]
-    assert trainer.prepared.deferred == [(0, "masked"), (1, "fast")]
+    assert [(p, v) for p, v, _ in seen] == [("D", "fast")]
+    assert trainer.prepared.at_start == [(1, "masked")] and trainer.prepared.deferred == [(0, "masked"), (1, "fast")]
     trainer.run()
     assert sorted((p, v) for p, v, _ in seen) == ALL and trainer.retraces == 0
+
+
+def test_a_later_phase_whose_loss_fails_fails_while_preparing(tmp_path, run_dir):
+    """Its variants are traced during the run, but its loss is traced before it: one line, no run directory."""
+    src = ex._DEEP.format(opt=ex.OPTIMIZERS["adam"]).replace(
+        'Phase("B", loss,', 'Phase("B", lambda ctx: ctx.models.nosuch(ctx.data),')
+    path = write_file(tmp_path, "b_fails.py", src)
+    with pytest.raises(UserError) as info:
+        Trainer(config(path, run_dir, steps=4)).run()
+    assert str(info.value).startswith("the loss of phase 'B' in b_fails.py raised AttributeError: no model named")
+    assert not run_dir.exists()
 
 
 @pytest.mark.parametrize("opt", ["adam_global", "sgdm"])
