@@ -53,6 +53,7 @@ class WarmUp(Observer):
         self._all_stepped = threading.Event()
         self._began = False
         self._trainer: "Trainer | None" = None
+        self._keras_state: dict = {}
         self._device = ""
         #: what a trace on the thread raised; a variant it left untraced is traced by `ensure` when needed,
         #: where the error then surfaces as any failure of the run does
@@ -87,6 +88,7 @@ class WarmUp(Observer):
 
     def on_prepared(self, trainer: "Trainer") -> None:
         self._trainer, p = trainer, trainer.prepared
+        self._keras_state = _keras_state()
         self._device = p.device
         self._at_start = [(p.steps[i], v) for i, v in p.at_start]
         self._deferred = [(p.steps[i], v) for i, v in p.deferred]
@@ -126,6 +128,7 @@ class WarmUp(Observer):
                     fn.get_concrete_function()
 
     def _run(self) -> None:
+        _keras_state(self._keras_state)
         try:
             for step, variant in self._at_start:
                 self._trace(step, variant)
@@ -134,3 +137,17 @@ class WarmUp(Observer):
                 self._trace(step, variant)
         except BaseException as e:  # noqa: BLE001 - the training thread traces it again if it needs it
             self.error = e
+
+
+def _keras_state(restore: dict | None = None) -> dict:
+    """Keras keeps its global state per thread (the global seed generator of unseeded `keras.random` draws,
+    `keras.config` switches such as flash attention): the thread traces with the training thread's, as if it
+    had traced there. (The losses themselves are traced on the training thread, in `check_loss` or the first
+    variant, and reused; what the thread traces is the optimizer update, the snapshots, mask and norms.)
+    Read (no argument) on the training thread between steps, where no call's scope is open."""
+    from keras.src.backend.common import global_state
+    if restore is None:
+        return dict(vars(global_state.GLOBAL_STATE_TRACKER))
+    for name, value in restore.items():
+        global_state.set_global_attribute(name, value)
+    return restore
