@@ -89,7 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     rows.append(("control change -> effect", f"applied {max(ctl['steps_from_send_to_apply'])} step(s) after sending; "
                  f"first zero update at step {ctl['first_zero_update_step']} (freeze at {ctl['freeze_event_step']})",
                  "next step boundary"))
-    rows.append(("traces after warm-up", f"{ctl['traces_after_warm_up']} (warm-up: {ctl['traces_at_warm_up']})", "0"))
+    rows.append(("traces after warm-up", f"{ctl['traces_after_warm_up']} (warm-up: {ctl['traces_at_warm_up']}, "
+                 f"{ctl['traces_before_first_step']} of them before the first step)", "0"))
     mem = measure_memory(20_000 if q else 1_000_000)
     rows.append(("window RSS growth", f"{mem['growth_MB']:.0f} MB over {mem['steps']:,} steps "
                  f"(peak {mem['peak_MB']:.0f} MB)", "< 200 MB per 10^6 steps"))
