@@ -53,8 +53,8 @@ class Prepared:
     #: seconds per stage of preparing: import, placement, load, build, optimizers, steps, trace <phase> <variant>
     timings: dict[str, float] = field(default_factory=dict)
     source: Path | None = None  # the experiment's file (where a failure's line number points)
-    #: (phase index, variant) left for `warmup.WarmUp` to trace: phases' starting variants while the first step
-    #: runs (their losses checked already), the other variants once it ran
+    #: (phase index, variant) left for `warmup.WarmUp` to trace: other phases' starting variants after the first
+    #: step (their losses checked already), the other variants once every phase stepped
     at_start: list[tuple[int, str]] = field(default_factory=list)
     deferred: list[tuple[int, str]] = field(default_factory=list)
 
@@ -179,9 +179,9 @@ def prepare(config: RunConfig, on_trace: Callable[[str, str], None]) -> Prepared
         clock.lap("steps")
     warnings = []
     # One device (warmup.py): the first phase's starting variant is traced now; the other phases' losses are
-    # checked now (their forward and backward pass traced: where user code fails, so it fails here) and their
-    # starting variants traced on a thread while the first step runs; every other variant after the first
-    # step. With replicas, everything now.
+    # checked now (their forward and backward pass traced: where user code fails, so it fails here), their
+    # starting variants traced on a thread after the first step, every other variant once every phase
+    # stepped. With replicas, everything now.
     single = placement.strategy is None
     first = _first_variants(config, freeze, phase_vars, stats)
     at_start = [(i, f) for i, f in enumerate(first) if single and i > 0]

@@ -1,5 +1,5 @@
-"""The compiled step of one phase, in two variants, each traced once: the one the first step needs while
-preparing, the other on a thread after the first step (warmup.py).
+"""The compiled step of one phase, in two variants, each traced once: on one device only the first
+phase's starting variant while preparing (the others' losses checked), the rest during the run (warmup.py).
 
 `fast`: nothing of this phase is frozen, so the optimizer updates every phase variable
 (`optimizer.apply`), exactly as a bare Keras loop would.
@@ -101,8 +101,8 @@ class PhaseStep:
         return tf.function(fn, autograph=False)  # inside a variant, which XLA compiles whole with --jit
 
     def warm_up(self, clock: Any = None, variants: Sequence[str] = ("fast", "masked")) -> None:
-        """Trace `variants` now (`clock.lap` times each trace when given); on one device `prepare` traces the
-        one the first step needs and `warmup.WarmUp` the other, before any freeze needs it."""
+        """Trace `variants` now (`clock.lap` times each trace when given); on one device `prepare` traces only
+        what the first step needs and `warmup.WarmUp` the rest during the run."""
         for variant in variants:
             getattr(self, variant).get_concrete_function()
             if clock is not None:
