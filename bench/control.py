@@ -16,7 +16,7 @@ def measure_control(steps: int = 600) -> dict:
     run_dir = Path(tempfile.mkdtemp(prefix="ff-bench-control-")) / "run"
     trainer = Trainer(RunConfig(example="ring", steps=steps, run_dir=str(run_dir), var_every=1), Observer())
     trainer.prepare()
-    warm_traces = trainer.traces
+    before_first_step = trainer.traces  # the rest of the warm-up traces come during the run (warmup.py)
     thread = threading.Thread(target=trainer.run)
     thread.start()
     plan = [SetFreeze(scopes=("discriminator/dense_1",)), SetSchedule(policy={"policy": "fixed", "ratio": [5, 1]}),
@@ -41,4 +41,5 @@ def measure_control(steps: int = 600) -> dict:
     nonzero_after = int(np.count_nonzero(un.values[(un.steps > first_freeze) & (un.steps <= applied[3].step)]))
     return {"steps_from_send_to_apply": lags, "freeze_event_step": first_freeze, "first_zero_update_step": zero_from,
             "first_D_step_after_freeze": next_d, "nonzero_updates_while_frozen": nonzero_after,
-            "traces_at_warm_up": warm_traces, "traces_after_warm_up": trainer.retraces}
+            "traces_at_warm_up": trainer.traces - trainer.retraces, "traces_before_first_step": before_first_step,
+            "traces_after_warm_up": trainer.retraces}

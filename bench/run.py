@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     from training_core.tf_quiet import import_tensorflow
     import_tensorflow(gui_intra_op_threads())  # the rest measures the window: configure as its process
     from bench.control import measure_control
-    from bench.disk import measure_disk
+    from bench.disk import measure_disk, measure_wide_disk
     from bench.paint_bench import measure_gil_free_painting
     from bench.steering import measure_command_file
     from bench.throughput import in_child
@@ -90,20 +90,29 @@ def main(argv: list[str] | None = None) -> int:
     rows.append(("control change -> effect", f"applied {max(ctl['steps_from_send_to_apply'])} step(s) after sending; "
                  f"first zero update at step {ctl['first_zero_update_step']} (freeze at {ctl['freeze_event_step']})",
                  "next step boundary"))
-    rows.append(("traces after warm-up", f"{ctl['traces_after_warm_up']} (warm-up: {ctl['traces_at_warm_up']})", "0"))
+    rows.append(("traces after warm-up", f"{ctl['traces_after_warm_up']} (warm-up: {ctl['traces_at_warm_up']}, "
+                 f"{ctl['traces_before_first_step']} of them before the first step)", "0"))
     mem = measure_memory(20_000 if q else 1_000_000)
     rows.append(("window RSS growth", f"{mem['growth_MB']:.0f} MB over {mem['steps']:,} steps "
                  f"(peak {mem['peak_MB']:.0f} MB)", "< 200 MB per 10^6 steps"))
     disk = measure_disk(2_000 if q else 20_000)
     rows.append(("run directory size", f"{disk['MB_per_1e6_steps']:.0f} MB per 10^6 steps "
                  f"(from {disk['steps']:,} steps)", "< 200 MB, reported"))
+    # --quick: 17 layers per model (68 variables, still above TensorBoard's per-variable limit), 300 steps
+    wd = measure_wide_disk(17 if q else 125, 300 if q else 3_000)
+    rows.append((f"run directory size, {wd['variables']} variables (bench/wide_gan.py)",
+                 f"{wd['MB_per_1e6_steps']:.0f} MB per 10^6 steps (from {wd['steps']:,} steps at "
+                 f"{wd['steps_per_s']:.0f} steps/s): " + ", ".join(
+                     f"{k} {wd[k + '_MB']:.0f}" for k in ("variables", "scalars_csv", "tb", "samples", "checkpoints",
+                                                          "models", "events")), "< 500 MB (500 variables)"))
     wide = measure_wide_startup(16 if q else 125)
     st_ = wide["stages"]
-    traces = sum(v for k, v in st_.items() if k.startswith("trace"))
+    traced = ", ".join(f"{k} {v:.1f}" for k, v in st_.items() if k.startswith(("trace", "check")))
     rows.append((f"wide start-up ({wide['variables']} variables)", f"first step {wide['first_step_s']:.1f} s after "
                  f"preparing began (import {st_['import']:.1f}, build {st_['build']:.1f}, optimizers "
-                 f"{st_['optimizers']:.1f}, 4 traces {traces:.1f}, run directory and step-0 checkpoint {wide['run_setup_s']:.1f}, "
-                 f"first call {wide['first_call_s']:.1f}); a plain "
+                 f"{st_['optimizers']:.1f}, {traced}, run directory and step-0 checkpoint {wide['run_setup_s']:.1f}, "
+                 f"first call {wide['first_call_s']:.1f}); every phase stepped {wide['every_phase_s']:.1f} s; "
+                 f"{wide['traces']} traces, {wide['retraces']} retraces; a plain "
                  f"tf.function loop of one phase: build {wide['bare']['build_s']:.1f}, trace {wide['bare']['trace_s']:.1f}, "
                  f"first call {wide['bare']['first_call_s']:.1f}", "< 10 s (500 variables)"))
     ww = measure_wide_window(5 if q else 30)

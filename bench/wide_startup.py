@@ -1,6 +1,7 @@
 """Start-up of a wide model (bench/wide_gan.py: 500 variables), in a fresh process so that importing
 TensorFlow counts: seconds from the start of preparing to the first step's metrics, by stage (import,
-build, optimizers, each trace, the first calls), and, for scale, the same model's plain tf.function loop
+build, optimizers, each trace or loss check made while preparing, the first call), and to the first
+metrics after every phase stepped once (the other phase's trace and first call come in between), and, for scale, the same model's plain tf.function loop
 measured after it in the same process (build, trace, first call of one phase's step).
 
 `python -m bench.wide_startup LAYERS` prints one JSON line.
@@ -31,12 +32,18 @@ def _child() -> None:
     sys.path.insert(0, str(ROOT))
     from training_core import Observer, RunConfig, Trainer
     first: list[float] = []
+    every: list[float] = []  # the first metrics after every phase stepped once
     begun: list[float] = []
 
     class FirstStep(Observer):
+        def on_prepared(self, trainer):
+            self.trainer = trainer
+
         def on_metrics(self, batch):
             if not first:
                 first.append(time.perf_counter())
+            if not every and all(self.trainer.phase_counts):
+                every.append(time.perf_counter())
 
         def on_run_begin(self, trainer):  # after the run directory and the step-0 checkpoint
             begun.append(time.perf_counter())
@@ -50,6 +57,7 @@ def _child() -> None:
     trainer.run()
     stages = dict(trainer.prepared.timings)
     result = {"variables": len(trainer.prepared.variables), "prepare_s": prepared, "first_step_s": first[0] - t0,
+              "every_phase_s": every[0] - t0, "traces": trainer.traces, "retraces": trainer.retraces,
               "stages": stages, "run_setup_s": begun[0] - t0 - prepared, "first_call_s": first[0] - begun[0],
               "bare": _bare()}
     print(json.dumps(result), flush=True)

@@ -56,7 +56,8 @@ class ControlEvent(Event):
 # -- lifecycle ------------------------------------------------------------------------------------------
 @dataclass(frozen=True, kw_only=True)
 class Trace(Event):
-    """A compiled step was traced (at warm-up; `retrace` after it: a retrace mid-run costs seconds)."""
+    """A compiled step variant was traced for the first time (warm-up: before the first step, or during the run
+    on the warm-up thread, warmup.py); `retrace`: traced again, which costs seconds mid-run and should not happen."""
 
     kind: ClassVar[str] = "trace"
     phase: str = ""

@@ -23,7 +23,7 @@ from .experiment import Experiment, Models
 from .loading import build_experiment, example_path, file_sha256, load_module, require_file
 from .randomness import escaping_random_ops
 from .schedule import Policy, policy_from_dict
-from .scopes import ScopeNode, VarInfo, build_scope_tree, in_scope, resolve_scopes
+from .scopes import ScopeNode, VarInfo, build_scope_tree, frozen_mask, in_scope, resolve_scopes
 from .usercode import user_code
 
 
@@ -53,6 +53,10 @@ class Prepared:
     #: seconds per stage of preparing: import, placement, load, build, optimizers, steps, trace <phase> <variant>
     timings: dict[str, float] = field(default_factory=dict)
     source: Path | None = None  # the experiment's file (where a failure's line number points)
+    #: (phase index, variant) left for `warmup.WarmUp` to trace: other phases' starting variants after the first
+    #: step (their losses checked already), the other variants once every phase stepped
+    at_start: list[tuple[int, str]] = field(default_factory=list)
+    deferred: list[tuple[int, str]] = field(default_factory=list)
 
 
 def _experiment_source(config: RunConfig) -> Path:
@@ -174,12 +178,21 @@ def prepare(config: RunConfig, on_trace: Callable[[str, str], None]) -> Prepared
                  for p, opt, vs in zip(exp.phases, optimizers, phase_vars)]
         clock.lap("steps")
     warnings = []
+    # One device (warmup.py): the first phase's starting variant is traced now; the other phases' losses are
+    # checked now (their forward and backward pass traced: where user code fails, so it fails here), their
+    # starting variants traced on a thread after the first step, every other variant once every phase
+    # stepped. With replicas, everything now.
+    single = placement.strategy is None
+    first = _first_variants(config, freeze, phase_vars, stats)
+    at_start = [(i, f) for i, f in enumerate(first) if single and i > 0]
+    deferred = [(i, v) for i, f in enumerate(first) for v in ("fast", "masked") if single and v != f]
     with tf.device(device):  # traced where the loop calls them (a strategy's scope would be another trace)
-        for st in steps:
+        for i, st in enumerate(steps):
+            now = [v for v in ("fast", "masked") if (i, v) not in deferred + at_start]
             with user_code(f"the loss of phase {st.phase.name!r} in {source.name}", source):
-                st.warm_up(clock)
-            ops = escaping_random_ops([st.fast.get_concrete_function(), st.masked.get_concrete_function()],
-                                      [rng])
+                st.warm_up(clock, now)
+                traced = [getattr(st, v).get_concrete_function() for v in now] or [st.check_loss(clock)]
+            ops = escaping_random_ops(traced, [rng])
             if ops:
                 warnings.append(f"phase {st.phase.name}'s loss draws from tf.random ({', '.join(ops)}), whose state the "
                                 f"run's checkpoints do not save; use ctx.normal/ctx.uniform")
@@ -203,7 +216,15 @@ def prepare(config: RunConfig, on_trace: Callable[[str, str], None]) -> Prepared
     return Prepared(resolved, exp, device, placement.description, variables, infos, build_scope_tree(infos), names,
                     [tuple(v.path for v in vs) for vs in phase_vars], optimizers, steps,
                     tuple(v.path for v in stats), policy, freeze, rng, sample_rng, data, warnings=warnings,
-                    placement=placement, sync=sync, timings=clock.stages, source=source)
+                    placement=placement, sync=sync, timings=clock.stages, source=source, at_start=at_start,
+                    deferred=deferred)
+
+
+def _first_variants(config: RunConfig, freeze: tuple[str, ...], phase_vars: list, stats: list) -> list[str]:
+    """Each phase's variant at its first step, as `Trainer.set_freeze` will choose it: masked if the freeze set
+    at the start touches the phase's variables, or statistics it must put back."""
+    restore = any(frozen_mask([v.path for v in stats], freeze)) and not config.update_frozen_stats
+    return ["masked" if restore or any(frozen_mask([v.path for v in vs], freeze)) else "fast" for vs in phase_vars]
 
 
 def _make_step(placement: Any, phase: Any, exp: Experiment, opt: Any, vs: list, stats: list, rng: Any, data: Any,

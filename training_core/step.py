@@ -1,4 +1,5 @@
-"""The compiled step of one phase, in two variants, both traced at warm-up.
+"""The compiled step of one phase, in two variants, each traced once: on one device only the first
+phase's starting variant while preparing (the others' losses checked), the rest during the run (warmup.py).
 
 `fast`: nothing of this phase is frozen, so the optimizer updates every phase variable
 (`optimizer.apply`), exactly as a bare Keras loop would.
@@ -99,13 +100,21 @@ class PhaseStep:
     def _compile_part(self, fn: Callable, jit: bool) -> Any:
         return tf.function(fn, autograph=False)  # inside a variant, which XLA compiles whole with --jit
 
-    def warm_up(self, clock: Any = None) -> None:
-        """Trace both variants now, so that the first freeze during the run costs no trace (`clock.lap`
-        times each trace when given)."""
-        for variant in ("fast", "masked"):
+    def warm_up(self, clock: Any = None, variants: Sequence[str] = ("fast", "masked")) -> None:
+        """Trace `variants` now (`clock.lap` times each trace when given); on one device `prepare` traces only
+        what the first step needs and `warmup.WarmUp` the rest during the run."""
+        for variant in variants:
             getattr(self, variant).get_concrete_function()
             if clock is not None:
                 clock.lap(f"trace {self.phase.name} {variant}")
+
+    def check_loss(self, clock: Any = None) -> Any:
+        """Trace the forward and backward pass alone (the user's code in a step; the variants then reuse it) and
+        return it: a loss that fails fails here, while preparing, even if the variants are traced later."""
+        fn = self._grads_fn.get_concrete_function()
+        if clock is not None:
+            clock.lap(f"check {self.phase.name} loss")
+        return fn
 
     # -- graph bodies -------------------------------------------------------------------------------------
     def _context(self) -> StepContext:

@@ -34,6 +34,7 @@ from .remote import CommandFileReader
 from .sample_record import SampleRecord
 from .scopes import frozen_mask
 from .usercode import failure_line
+from .warmup import WarmUp
 
 IDLE_POLL_S = 0.25  # while paused: how often observers (a command file reader) get a look
 
@@ -60,7 +61,8 @@ class Trainer:
         self.config = config.validate()
         self.resume = resume
         extra = [] if observers is None else [observers] if isinstance(observers, Observer) else list(observers)
-        self.observers: list[Observer] = default_observers(self.config) + extra
+        self.warm = WarmUp(self._on_trace)  # which variants are traced when (warmup.py)
+        self.observers: list[Observer] = [self.warm, *default_observers(self.config), *extra]
         self._step_observers = [o for o in self.observers if overrides(o, "on_step_end")]
         self.commands = C.CommandQueue()
         self.prepared: Any = None  # prepare.Prepared, after prepare()
@@ -72,7 +74,6 @@ class Trainer:
         self.checkpoints: Any = None  # checkpoints.CheckpointStore, while running
         self.method = self.config.freeze_method
         self.freeze: tuple[str, ...] = ()
-        self._warm = False
         self._running = False
         self._paused = False
         self._stop = False
@@ -129,11 +130,10 @@ class Trainer:
             import_tensorflow(self.config.intra_op_threads).config.experimental.enable_op_determinism()
         run_dir = self.config.run_dir
         # a resumed run's directory is not empty, by definition: only a new run's is checked
-        self.prepared = prepare(replace(self.config, run_dir=None) if self.resume else self.config, self._on_trace)
+        self.prepared = prepare(replace(self.config, run_dir=None) if self.resume else self.config, self.warm.on_trace)
         self.config = self.prepared.config
         if self.resume:
             self.config.run_dir = run_dir
-        self._warm = True
         self.phase_counts = [0] * len(self.prepared.steps)
         self.set_freeze(self.prepared.freeze, self.config.update_frozen_stats)
         self.set_method(self.config.freeze_method)
@@ -142,12 +142,10 @@ class Trainer:
         for o in self.observers:
             o.on_prepared(self)
 
-    def _on_trace(self, phase: str, variant: str) -> None:
+    def _on_trace(self, phase: str, variant: str, retrace: bool) -> None:
         self.traces += 1
-        if self._warm:
-            self.retraces += 1
-        cls = E.Retrace if self._warm else E.Trace
-        self.emit(cls(phase=phase, variant=variant, traces=self.traces))
+        self.retraces += retrace  # a variant's first trace is warm-up (at preparing or on the warm-up thread)
+        self.emit((E.Retrace if retrace else E.Trace)(phase=phase, variant=variant, traces=self.traces))
 
     # -- the loop -------------------------------------------------------------------------------------------
     def run(self) -> Status:
@@ -317,6 +315,8 @@ class Trainer:
             st.frozen.assign(mask)
             st.restore_stats.assign(restore)
             self._use_masked.append(bool(mask.any() or restore.any()))
+            if self._use_masked[-1]:
+                self.warm.ensure(st, "masked")  # traced by now, or waited for: the change stays exact
             self._frozen_rows.append(mask)
             self._runnable.append(not mask.all())
             if mask.all():

@@ -130,6 +130,18 @@ def _reference(path, initial: dict, method: str) -> tuple[dict, dict, list[float
     return weights, slots, losses
 
 
+def assert_equals_reference(trainer, run_dir, path, initial: dict, method: str) -> None:
+    """Weights, optimizer slots and every recorded loss of `trainer`'s run equal the plain loop's bit for bit."""
+    weights, slots, losses = _reference(path, initial, method)
+    assert_bitwise_equal(snapshot(trainer), weights, "model variables")
+    for name, opt_t in zip(trainer.prepared.phase_names, trainer.prepared.optimizers):
+        assert_bitwise_equal({v.path.split("/", 1)[1]: v.numpy() for v in opt_t.variables}, slots[name],
+                             f"optimizer of phase {name}")
+    sc = read_scalars(run_dir)
+    recorded = sorted([(s, v) for tag in ("loss/A", "loss/B") for s, v in zip(sc[tag].steps, sc[tag].values)])
+    np.testing.assert_array_equal(np.array([v for _, v in recorded], dtype=np.float32), np.float32(losses))
+
+
 #: exact with every optimizer setting; gate (whose arithmetic is the plain loop's with zeroed gradients) with
 #: one of each family, clipping included: its cases took as long as exact's and found nothing exact's did not
 CASES = [(opt, "exact") for opt in OPTIMIZERS] + [(opt, "gate") for opt in ("sgdm", "adam_clipnorm", "adamw_global")]
@@ -145,14 +157,7 @@ def test_wide_phases_equal_a_plain_keras_loop_bit_for_bit(tmp_path, run_dir, opt
     assert len(trainer.prepared.phase_paths[0]) == len(trainer.prepared.phase_paths[1]) == 12
     assert trainer.retraces == 0
 
-    weights, slots, losses = _reference(path, initial, method)
-    assert_bitwise_equal(snapshot(trainer), weights, "model variables")
-    for name, opt_t in zip(trainer.prepared.phase_names, trainer.prepared.optimizers):
-        assert_bitwise_equal({v.path.split("/", 1)[1]: v.numpy() for v in opt_t.variables}, slots[name],
-                             f"optimizer of phase {name}")
-    sc = read_scalars(run_dir)
-    recorded = sorted([(s, v) for tag in ("loss/A", "loss/B") for s, v in zip(sc[tag].steps, sc[tag].values)])
-    np.testing.assert_array_equal(np.array([v for _, v in recorded], dtype=np.float32), np.float32(losses))
+    assert_equals_reference(trainer, run_dir, path, initial, method)
     if method == "gate" and "sgdm" not in opt:  # momentum and decay move gated variables: the leak is real
         assert [e for e in script.events if e.kind == "leak"]
 

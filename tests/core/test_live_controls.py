@@ -119,8 +119,15 @@ def test_returning_to_an_earlier_configuration_does_not_retrace(tmp_path, run_di
     assert bg.trainer.traces == 4 and bg.trainer.retraces == 0
     events = read_events(run_dir)
     assert not [e for e in events if e.kind == "retrace"]
-    assert [e.kind for e in events if e.kind == "trace"] == ["trace"] * 4
-    assert all(e.step == 0 for e in events if e.kind == "trace")
+    traces = [e for e in events if e.kind == "trace"]
+    assert sorted((e.phase, e.variant) for e in traces) == [("D", "fast"), ("D", "masked"), ("G", "fast"),
+                                                            ("G", "masked")]
+    # D's fast variant before the run, G's during it, the masked ones after the first step: all reported by the
+    # first freeze (warmup.py)
+    first_freeze = next(e.step for e in events if e.kind == "freeze")
+    assert [(e.phase, e.variant, e.step) for e in traces][0] == ("D", "fast", 0)
+    assert all(1 <= e.step <= first_freeze for e in traces if e.variant == "masked")
+    assert all(e.step <= first_freeze for e in traces)
 
 
 def test_pause_step_resume_from_another_thread(tmp_path, run_dir):
