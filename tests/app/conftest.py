@@ -38,7 +38,7 @@ def no_training_process_left(request: pytest.FixtureRequest):
         return
     left = worker.still_running()
     for handle in list(worker._HANDLES):  # clean up so the next test starts clean, then fail this one
-        handle.shutdown(10)
+        handle.shutdown(60)
     gc.collect()  # this test's windows die here, on the GUI thread
     if left:
         pytest.fail(f"{len(left)} training process(es) or reader thread(s) still running after {request.node.nodeid}")
@@ -98,7 +98,7 @@ class WindowDriver:
         with a `sample` event (after the metrics of every step before it); the stand-in has nothing
         in flight once its queued reports are delivered."""
         if hasattr(w.core, "pending"):
-            self.qtbot.waitUntil(lambda: not w.core.pending, timeout=5000)
+            self.qtbot.waitUntil(lambda: not w.core.pending, timeout=60_000)
             return w.store.last_step
         from training_core import SampleNow
         seen = len([e for e in w.store.events if e.kind == "sample"])

@@ -44,10 +44,10 @@ def test_preview_shows_the_figure_and_follows_options(qtbot, dialog):
     assert abs(img.width() / img.height() - 7.16 / 2.6) < 0.02
     assert img.pixelColor(2, 2).name() == "#ffffff"
     dialog.theme.setCurrentIndex(1)  # as on screen (dark); the preview follows after a short debounce
-    qtbot.waitUntil(lambda: dialog.preview_image.pixelColor(2, 2).lightness() < 60, timeout=3000)
+    qtbot.waitUntil(lambda: dialog.preview_image.pixelColor(2, 2).lightness() < 60, timeout=60_000)
     dialog.height_box.setValue(5.0)
     qtbot.waitUntil(lambda: abs(dialog.preview_image.width() / dialog.preview_image.height() - 7.16 / 5) < 0.02,
-                    timeout=3000)
+                    timeout=60_000)
 
 
 def test_size_presets_and_units(dialog):

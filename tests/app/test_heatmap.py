@@ -38,7 +38,7 @@ def wide(ui, qtbot):
     """A window training the wide stand-in for 400 steps (D first: its variables come first)."""
     w = ui.make(service_factory=wide_service)
     w.start()
-    qtbot.waitUntil(lambda: w.running, timeout=5000)
+    qtbot.waitUntil(lambda: w.running, timeout=60_000)
     w.core.train(400)
     ui.flush(w)
     w.refresh()
@@ -170,7 +170,7 @@ def test_hovering_the_heat_map_reads_out_variable_steps_and_value(wide, qtbot):
     qtbot.waitExposed(wide)
     QtGui.QGuiApplication.processEvents()
     qtbot.mouseMove(panel.graphics.viewport(), heat_pos(wide, x, row))
-    qtbot.waitUntil(lambda: path in panel.readout_label.text(), timeout=3000)
+    qtbot.waitUntil(lambda: path in panel.readout_label.text(), timeout=60_000)
 
 
 def test_clicking_a_row_selects_its_variable_and_draws_its_curve(wide, qtbot):
@@ -209,10 +209,10 @@ def test_a_wide_tree_draws_the_rows_on_screen_and_the_others_as_they_come_into_v
     item = tree.item(last)
     assert item.text(1) == ""  # not drawn while off screen
     tree.tree.scrollToItem(item)
-    qtbot.waitUntil(lambda: item.text(1) == f"{states[last].value:.2e}", timeout=3000)
+    qtbot.waitUntil(lambda: item.text(1) == f"{states[last].value:.2e}", timeout=60_000)
     item.setExpanded(True)
     kernel = tree.item(last + "/kernel")
     tree.tree.scrollToItem(kernel)
-    qtbot.waitUntil(lambda: kernel.text(1) == f"{states[last + '/kernel'].value:.2e}", timeout=3000)
+    qtbot.waitUntil(lambda: kernel.text(1) == f"{states[last + '/kernel'].value:.2e}", timeout=60_000)
     first = tree.tree.topLevelItem(0)
     assert first.text(1) == f"{states[first.data(0, QtCore.Qt.ItemDataRole.UserRole)].value:.2e}"

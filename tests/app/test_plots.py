@@ -233,7 +233,7 @@ def test_highlight_thickens_one_curve_and_a_click_names_it(ring, panel_of, qtbot
     vb = panel.update_plot.vb
     scene_pt = vb.mapViewToScene(QtCore.QPointF(float(hi.xData[i]), float(hi.yData[i])))
     pos = panel.graphics.mapFromScene(scene_pt)
-    with qtbot.waitSignal(panel.variableClicked, timeout=2000) as sig:
+    with qtbot.waitSignal(panel.variableClicked, timeout=60_000) as sig:
         qtbot.mouseClick(panel.graphics.viewport(), QtCore.Qt.MouseButton.LeftButton, pos=pos)
     assert sig.args == [target]
 
@@ -252,7 +252,7 @@ def test_hover_readout_names_step_and_values(ring, panel_of, qtbot):
     vb = panel.loss_plot.vb
     pos = panel.graphics.mapFromScene(vb.mapViewToScene(QtCore.QPointF(float(steps[40]), float(values[40]))))
     qtbot.mouseMove(panel.graphics.viewport(), pos)
-    qtbot.waitUntil(lambda: "loss D" in panel.readout_label.text(), timeout=2000)
+    qtbot.waitUntil(lambda: "loss D" in panel.readout_label.text(), timeout=60_000)
     assert f"{values[40]:.4g}" in panel.readout_label.text()
     text = panel.readout.show_at(panel.update_plot, 200, -2.5)
     assert "step 200" in text and any(p in text for p in ring.var_paths)

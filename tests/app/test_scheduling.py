@@ -49,5 +49,5 @@ def test_training_process_runs_nicer_than_the_window(qtbot, monkeypatch, env, wa
         assert set(nices.values()) == {max(base, want)}, nices
         assert os.getpriority(os.PRIO_PROCESS, 0) == base  # the window's own process is untouched
     finally:
-        assert proc.shutdown(10)
+        assert proc.shutdown(60)
     assert proc.process.returncode == 0 and not proc.alive()

@@ -73,7 +73,7 @@ def test_keyboard_shortcuts_and_tooltips(ui, qtbot):
     assert "Ctrl+R" in tips["start"] and "Ctrl+P" in tips["pause"]
     assert "Ctrl+." in tips["step"] and "Ctrl+Shift+R" in tips["stop"]
     w.activateWindow()
-    qtbot.waitUntil(w.isActiveWindow, timeout=5000)
+    qtbot.waitUntil(w.isActiveWindow, timeout=60_000)
     qtbot.keyClick(w, Qt.Key.Key_Period, Qt.KeyboardModifier.ControlModifier)  # Step from idle: start, one step
     assert [r[0] for r in w.core.requests][-1] == "start" and w.core.sent == [Step(1)]
     train(ui, w, 10)
@@ -116,7 +116,7 @@ def test_tree_sets_initial_freeze_with_minimal_scopes(ui, qtbot):
     for leaf in ("generator/dense_1", "generator/dense_2", "generator/out"):
         tree.item(leaf).setCheckState(0, Qt.CheckState.Checked)
     tree.item("discriminator/out/bias").setCheckState(0, Qt.CheckState.Checked)
-    qtbot.waitUntil(lambda: len(sent) >= 1, timeout=2000)
+    qtbot.waitUntil(lambda: len(sent) >= 1, timeout=60_000)
     tree.flush()
     assert tree.item("generator").checkState(0) == Qt.CheckState.Checked  # tri-state rolls up
     assert tree.frozen_scopes() == ("generator", "discriminator/out/bias")

@@ -24,7 +24,7 @@ def test_ratio_edits_become_one_command_and_a_marker(ui, qtbot):
     sp.steps["D"].setValue(2)  # two quick edits: one command after the debounce
     sp.steps["D"].setValue(3)
     assert w.core.sent == []
-    qtbot.waitUntil(lambda: w.core.sent != [], timeout=5000)
+    qtbot.waitUntil(lambda: w.core.sent != [], timeout=60_000)
     sp.flush()
     assert w.core.sent == [SetSchedule({"policy": "fixed", "ratio": [3, 1]})]
     train(ui, w, 40)
