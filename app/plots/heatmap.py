@@ -44,8 +44,9 @@ class UpdateHeatmap:
 
     def __init__(self, plot: pg.PlotItem) -> None:
         self.plot = plot
-        self.image = pg.ImageItem(axisOrder="row-major")
-        self.zero_image = pg.ImageItem(axisOrder="row-major")
+        # more rows than pixels (500 variables): averaged down to the screen, not every n-th row drawn
+        self.image = pg.ImageItem(axisOrder="row-major", autoDownsample=True)
+        self.zero_image = pg.ImageItem(axisOrder="row-major", autoDownsample=True)
         for z, item in enumerate((self.image, self.zero_image)):
             item.setZValue(z - 10)
             plot.addItem(item)
