@@ -7,11 +7,11 @@ always run on the GUI thread. The window never handles a report itself: it draws
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 from PySide6.QtCore import QObject, Signal, Slot
 
-from training_core import Command, RunConfig
+from training_core import Command, RunConfig, SetFreeze, SetFreezeMethod, SetLearningRate, SetSchedule
 from training_core.runs import Session
 
 from .worker import TrainingProcess, TrainingService
@@ -58,6 +58,16 @@ class TrainingController(QObject):
             self.remote(command)
         elif self.session.running:
             self.service.send(command)
+
+    def follow_edits(self, schedule: Any, tree: Any) -> None:
+        """Each edit of the schedule panel or the scope tree becomes one command for the run going on (kept
+        by the panel, for Start, when nothing runs)."""
+        send = self.send
+        schedule.scheduleChanged.connect(lambda d: send(SetSchedule(d)))
+        schedule.learningRateChanged.connect(lambda p, v: send(SetLearningRate(p, v)))
+        schedule.methodChanged.connect(lambda m: send(SetFreezeMethod(m)))
+        schedule.frozenStatsChanged.connect(lambda on: send(SetFreeze(tree.frozen_scopes(), on)))
+        tree.freezeChanged.connect(lambda scopes: send(SetFreeze(tuple(scopes), schedule.update_frozen_stats())))
 
     def shutdown(self, timeout_s: float) -> bool:
         self.closing = True

@@ -18,12 +18,11 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from PySide6.QtCore import QByteArray, QTimer, Signal
+from PySide6.QtCore import QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QShowEvent
-from PySide6.QtWidgets import QMainWindow, QMessageBox, QTabWidget, QWidget
+from PySide6.QtWidgets import QMainWindow, QMessageBox, QWidget
 
-from training_core import (Pause, Resume, RollBack, RunConfig, SetFreeze, SetFreezeMethod, SetLearningRate, SetSchedule,
-                           Status, Step, Stop, UserError, builtin_examples)
+from training_core import Pause, Resume, RollBack, RunConfig, Status, Step, Stop, UserError, builtin_examples
 from training_core.protocol import PreparedInfo
 from training_core.runs import RunData, Session, Source
 from training_core.trainer import default_run_dir
@@ -33,7 +32,7 @@ from .attach import AttachController
 from .controller import ServiceFactory, TrainingController
 from .errors import offer_rollback, show_error
 from .menus import Menus, build_menus, choose_run_dir, open_dialog, open_runs_dialog, run_actions, show_run_state
-from .panels import ExperimentPanel, SchedulePanel, ScopeTree, beside_plots, panels_column
+from .panels import ExperimentPanel, SchedulePanel, ScopeTree, beside_plots, left_tabs, panels_column
 from .plots import PlotsPanel
 from .review import RunReview
 from .run_config import resume_run_config, run_config
@@ -84,8 +83,7 @@ class MainWindow(QMainWindow):
         actions = run_actions(self, {"start": self.start, "pause": self.toggle_pause, "step": self.step_once,
                                      "stop": self.stop})
         self._actions = actions
-        self.start_action, self.pause_action = actions["start"], actions["pause"]
-        self.step_action, self.stop_action = actions["step"], actions["stop"]
+        self.start_action, self.pause_action, self.step_action, self.stop_action = actions.values()
         self._build_ui(actions)
         self.menus: Menus = build_menus(self, self.settings, list(actions.values()), self.open_experiment,
                                         self.open_runs, self.export_runs, lambda: self.plots.smoothing,
@@ -124,30 +122,20 @@ class MainWindow(QMainWindow):
         runs_panel.eventChosen.connect(self.plots.show_step)
         runs_panel.runSelected.connect(self.plots.show_samples_of)
 
-        self.tabs = QTabWidget()
-        self.tabs.addTab(panels_column([("Experiment", self.experiment_panel, 0), ("Schedule", self.schedule_panel, 0),
-                                        ("Scopes — tick to freeze", self.scope_tree, 1)]), "Train")
-        self.tabs.addTab(runs_panel, "Runs")
-        self.tabs.setTabToolTip(1, "The runs the plots show: opened ones for review and comparison, and this one")
+        self.tabs = left_tabs(panels_column([("Experiment", self.experiment_panel, 0),
+                                             ("Schedule", self.schedule_panel, 0),
+                                             ("Scopes — tick to freeze", self.scope_tree, 1)]), runs_panel)
         self.tabs.currentChanged.connect(self._tab_changed)
         self.splitter = beside_plots(self.tabs, self.plots, LEFT_WIDTH, DEFAULT_SIZE[0] - LEFT_WIDTH)
         self.setCentralWidget(self.splitter)
         self.status_panel = StatusPanel()
         self.setStatusBar(self.status_panel)
         self.resize(*fitting_size())
-        for key, restore in (("geometry", self.restoreGeometry), ("splitter", self.splitter.restoreState)):
-            saved = self.settings.geometry(key)
-            if saved is not None:
-                restore(saved)
+        self.settings.restore_window(self, self.splitter)
 
-        self.scope_tree.freezeChanged.connect(self._freeze_edited)
         self.scope_tree.variableSelected.connect(self._highlight)
         self.plots.link_tree(self.scope_tree)  # a click on a curve or heat-map row selects; a selection draws
-        sp, send = self.schedule_panel, self.controller.send
-        sp.scheduleChanged.connect(lambda d: send(SetSchedule(d)))
-        sp.learningRateChanged.connect(lambda p, v: send(SetLearningRate(p, v)))
-        sp.methodChanged.connect(lambda m: send(SetFreezeMethod(m)))
-        sp.frozenStatsChanged.connect(lambda on: send(SetFreeze(self.scope_tree.frozen_scopes(), on)))
+        self.controller.follow_edits(self.schedule_panel, self.scope_tree)
 
     def _connect_session(self) -> None:
         s = self.session
@@ -312,9 +300,6 @@ class MainWindow(QMainWindow):
         self._wanted_highlight = path
         self.plots.highlight_variable(path)
 
-    def _freeze_edited(self, scopes: tuple[str, ...]) -> None:
-        self.controller.send(SetFreeze(tuple(scopes), self.schedule_panel.update_frozen_stats()))
-
     # -- what the session says -----------------------------------------------------------------------------
     def _on_loaded(self, devices: list) -> None:
         self.experiment_panel.set_devices(devices)
@@ -353,9 +338,8 @@ class MainWindow(QMainWindow):
 
     def _error(self, summary: str, detail: str) -> None:
         self.last_error = (summary, detail)
-        if self._closing:
-            return
-        self.error_dialog = show_error(self, summary, detail)
+        if not self._closing:
+            self.error_dialog = show_error(self, summary, detail)
 
     # -- periodic refresh and state ----------------------------------------------------------------------
     def refresh(self) -> None:
@@ -405,8 +389,7 @@ class MainWindow(QMainWindow):
         self._closing = True
         self._timer.stop()
         self.review.stop()
-        self.settings.set_geometry("geometry", self.saveGeometry())
-        self.settings.set_geometry("splitter", QByteArray(self.splitter.saveState()))
+        self.settings.save_window(self, self.splitter)
         self.attachment.shutdown(SHUTDOWN_S)  # an attached run trains on; a replay this window started stops
         t0 = time.perf_counter()
         if not self.controller.shutdown(SHUTDOWN_S):

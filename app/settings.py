@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from PySide6.QtCore import QByteArray, QSettings
 
@@ -80,3 +81,14 @@ class Settings:
     def set_geometry(self, key: str, value: QByteArray) -> None:
         self._s.setValue(f"window/{key}", value)
         self._s.sync()
+
+    def restore_window(self, window: Any, splitter: Any) -> None:
+        """The window's geometry and its splitter's sizes as they were when it last closed."""
+        for key, restore in (("geometry", window.restoreGeometry), ("splitter", splitter.restoreState)):
+            saved = self.geometry(key)
+            if saved is not None:
+                restore(saved)
+
+    def save_window(self, window: Any, splitter: Any) -> None:
+        self.set_geometry("geometry", window.saveGeometry())
+        self.set_geometry("splitter", QByteArray(splitter.saveState()))

@@ -20,9 +20,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import commands as C
-from . import events as E
-from . import runlock
+from . import commands as C, events as E, runlock
 from .config import RunConfig
 from .controls import HANDLERS
 from .errors import UserError
@@ -351,7 +349,7 @@ class Trainer:
         if store is None or store.last_step == self.step:
             return
         self.sync()
-        if self.nan_at is not None:
+        if self.nan_at is not None:  # the state is not worth keeping
             return
         path = store.save(self.step, host_state(self))
         self.emit(E.Checkpoint(path=str(Path(path).relative_to(self.run_dir))))

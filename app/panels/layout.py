@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QGroupBox, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QGroupBox, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
 LEFT_MIN_WIDTH = 340
 
@@ -33,3 +33,12 @@ def beside_plots(left: QWidget, plots: QWidget, left_width: int, plots_width: in
     splitter.setSizes([left_width, plots_width])
     splitter.setChildrenCollapsible(False)
     return splitter
+
+
+def left_tabs(train: QWidget, runs: QWidget) -> QTabWidget:
+    """Train (what to train and how) and Runs (the runs the plots show) share the left column."""
+    tabs = QTabWidget()
+    tabs.addTab(train, "Train")
+    tabs.addTab(runs, "Runs")
+    tabs.setTabToolTip(1, "The runs the plots show: opened ones for review and comparison, and this one")
+    return tabs
