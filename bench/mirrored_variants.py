@@ -15,7 +15,7 @@ from __future__ import annotations
 
 
 from .ring_models import ring_parts
-from .variants import Driven
+from .variants import Bare, Driven
 
 
 def two_devices() -> list[str]:
@@ -28,7 +28,9 @@ def two_devices() -> list[str]:
     return ["/CPU:0", "/CPU:1"]
 
 
-class BareMirrored:
+class BareMirrored(Bare):
+    """Bare's alternating loop (`run`) over steps written for MirroredStrategy."""
+
     name = "bare_mirrored2"
 
     def __init__(self) -> None:
@@ -70,15 +72,6 @@ class BareMirrored:
 
         self.steps = (make(d_loss, p.d, p.opt_d), make(g_loss, p.g, p.opt_g))
         self.run(20)
-
-    def run(self, n: int) -> None:
-        out = None
-        for i in range(n):
-            out = self.steps[i % 2]()
-        out.numpy()
-
-    def close(self) -> None: ...
-
 
 class Mirrored(Driven):
     name = "mirrored2"

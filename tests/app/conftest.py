@@ -156,3 +156,16 @@ def ring_runs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
         _, err = proc.communicate(timeout=600)
         assert proc.returncode == 0, err
     return dirs
+
+
+@pytest.fixture
+def panel_of(qtbot):
+    """`panel_of(store)`: the window's plots panel drawing `store`, at a typical size."""
+    from app.plots import PlotsPanel
+
+    def make(store):
+        panel = PlotsPanel(store)
+        qtbot.addWidget(panel)
+        panel.resize(1100, 700)
+        return panel
+    return make

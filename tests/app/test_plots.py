@@ -15,8 +15,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from PySide6 import QtCore, QtGui  # noqa: E402
 
-from app.plots import PlotsPanel, palette  # noqa: E402
-from app.plots.samples import image_grid  # noqa: E402
+from app.plots import palette  # noqa: E402
 from training_core.runs import RunData, read_run  # noqa: E402
 from training_core import MetricsBatch, PhaseBlock, ema_smooth, events  # noqa: E402
 
@@ -37,16 +36,6 @@ def ring_dir(tmp_path_factory) -> Path:
 @pytest.fixture
 def ring(ring_dir) -> RunData:
     return read_run(ring_dir)
-
-
-@pytest.fixture
-def panel_of(qtbot):
-    def make(store: RunData) -> PlotsPanel:
-        panel = PlotsPanel(store)
-        qtbot.addWidget(panel)
-        panel.resize(1100, 700)
-        return panel
-    return make
 
 
 def block(phase: str, steps, paths: tuple[str, ...], loss=None, ratio=None, frozen=None, every: int = 1):
@@ -282,47 +271,6 @@ def test_the_step_axis_follows_the_run_until_the_user_zooms(panel_of, qtbot):
     assert panel.loss_plot.vb.viewRange()[0] == zoomed
     panel.loss_plot.autoBtnClicked()  # the "A" button: follow again
     assert panel.following and panel.loss_plot.vb.viewRange()[0][1] >= 1000
-
-
-# -- samples ---------------------------------------------------------------------------------------------
-def test_samples_view_shows_each_kind(panel_of):
-    store = RunData()
-    panel = panel_of(store)
-    view = panel.samples_view
-    panel.refresh()
-    assert view.kind is None and "No samples yet" in view.placeholder.text()
-    rng = np.random.default_rng(0)
-
-    store.set_samples({"kind": "points2d", "step": 10, "real": rng.normal(size=(512, 2)),
-                       "fake": rng.normal(size=(300, 2))})
-    panel.refresh()
-    assert view.kind == "points2d" and len(view.points.fake.data) == 300 and len(view.points.real.data) == 512
-    assert view.points.getPlotItem().vb.viewRange()[0][0] <= -3 + 1e-9
-
-    fake = np.tanh(rng.normal(size=(64, 8, 8, 1))).astype(np.float32)
-    store.set_samples({"kind": "images", "step": 20, "real": fake, "fake": fake})
-    panel.refresh()
-    assert view.kind == "images" and view.images.image.image.shape == (71, 71)
-    np.testing.assert_array_equal(view.images.image.image[:8, :8], fake[0, :, :, 0].T)
-    assert tuple(view.images.image.levels) == (-1.0, 1.0)
-    assert view.images.real_image.isVisible() and view.images.real_image.image.shape == (71, 17)  # 2 real rows
-    assert view.images.real_image.pos().y() < view.images.image.pos().y()  # real digits above generated ones
-    assert image_grid(fake[:3]).shape == (26, 8)  # 3 images: one row of 3
-
-    target = rng.normal(size=(60, 40))
-    store.set_samples({"kind": "matrix", "step": 30, "target": target, "reconstruction": target * 0.9,
-                       "error": 0.0123})
-    panel.refresh()
-    assert view.kind == "matrix" and "RMS error 0.0123" in view.matrix.title.text
-    assert [img.image.shape for img in view.matrix.images] == [(40, 60)] * 3  # target, reconstruction, difference
-    np.testing.assert_allclose(view.matrix.images[2].image, (target - target * 0.9).T)
-    assert tuple(view.matrix.bar.levels()) == pytest.approx((-np.abs(target).max(), np.abs(target).max()))
-    boxes = [img.mapRectToScene(img.boundingRect()) for img in view.matrix.images]
-    assert len({(round(b.width(), 6), round(b.height(), 6)) for b in boxes}) == 1  # drawn at the same size
-
-    store.set_samples({"kind": "audio", "step": 40})
-    panel.refresh()
-    assert view.kind is None and "audio" in view.placeholder.text()
 
 
 def test_reset_forgets_the_run(ring, panel_of):

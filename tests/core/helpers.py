@@ -101,6 +101,17 @@ def build():
                       default_ratio=[1, 1])
 '''
 
+#: a model of one scalar weight w = 1, for experiment files that need a loss of known arithmetic
+SCALAR_MODEL = '''
+class Scalar(keras.layers.Layer):
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.w = self.add_weight(shape=(), initializer="ones", name="w")
+
+    def call(self, x=None):
+        return self.w
+'''
+
 _NAN = '''
 """A loss that turns NaN on the second step: log(w) with w = 1, then SGD(lr=10) makes w = -9."""
 import keras
@@ -109,14 +120,7 @@ import numpy as np
 from training_core import Experiment, Phase
 
 
-class Scalar(keras.layers.Layer):
-    def __init__(self, **kwargs):
-        super().__init__(**kwargs)
-        self.w = self.add_weight(shape=(), initializer="ones", name="w")
-
-    def call(self, x=None):
-        return self.w
-
+''' + SCALAR_MODEL + '''
 
 def loss(ctx):
     return keras.ops.log(ctx.models["m"]())

@@ -24,7 +24,7 @@ from training_core.cli import HeadlessObserver
 from training_core.commands import RollBack
 from training_core.errors import WriteFailed
 
-from .helpers import config, error_lines, main_cmd, nan_experiment, start, tiny_gan, wait_for, write_file
+from .helpers import SCALAR_MODEL, config, error_lines, main_cmd, nan_experiment, start, tiny_gan, wait_for, write_file
 
 _DIVERGE = '''
 """SGD(1.5) on w**2 diverges: w doubles each step, so the loss overflows to inf at step 65; half the rate
@@ -34,14 +34,7 @@ import keras
 from training_core import Experiment, Phase
 
 
-class Scalar(keras.layers.Layer):
-    def __init__(self, **kwargs):
-        super().__init__(**kwargs)
-        self.w = self.add_weight(shape=(), initializer="ones", name="w")
-
-    def call(self, x=None):
-        return self.w
-
+''' + SCALAR_MODEL + '''
 
 def build():
     return Experiment(name="diverge", models={"m": Scalar(name="m")}, data=None,
