@@ -4,5 +4,9 @@ set -euo pipefail
 cd "$(dirname "$0")"
 python -m pip install -q -r requirements-dev.txt
 export QT_QPA_PLATFORM=offscreen TF_CPP_MIN_LOG_LEVEL=2
-python -m pytest -q -n 2 --dist loadfile "$@"  # a file's tests share its fixtures, in one worker
+# A file's tests share its fixtures, in one worker. A worker that crashes ends the run at once
+# (--max-worker-restart=0): pytest-xdist 3.8's load-file scheduler can deadlock after replacing a crashed
+# worker, and a hang must not eat CI's time. The timeout is a guard against hangs only, ~6x the suite's
+# time on a busy 2-core machine; it says nothing about speed.
+timeout -k 30 3600 python -m pytest -q -n 2 --dist loadfile --max-worker-restart=0 "$@"
 if [ -z "${FF_SKIP_BENCH:-}" ]; then python bench/run.py --quick; fi

@@ -139,20 +139,34 @@ class RunsPanel(QWidget):
         return items[0].data(0, KEY_ROLE) if items else None
 
     def rebuild(self) -> None:
-        """Rows for the entries of the run set (after a change to it)."""
+        """Rows for the entries of the run set (after a change to it).
+
+        A rename or a tick reaches here from inside the list's own `itemChanged`, on the very item Qt
+        is still emitting for: clearing the list then would delete that item under Qt's feet (a
+        segfault seen in CI). So rows are updated in place while the runs are the same ones, and
+        only made anew when runs were opened or removed (never from `itemChanged`)."""
         keep = self.selected_key
         self._filling = True
-        self.list.clear()
-        for e in self.runs.entries:
-            item = QTreeWidgetItem(["", "", ""])
-            item.setData(0, KEY_ROLE, e.key)
-            item.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemIsUserCheckable
-                          | Qt.ItemFlag.ItemIsEditable)
-            item.setText(0, e.label)
-            item.setCheckState(0, Qt.CheckState.Checked if e.visible else Qt.CheckState.Unchecked)
+        entries = self.runs.entries
+        rows = [self.list.topLevelItem(i) for i in range(self.list.topLevelItemCount())]
+        if [r.data(0, KEY_ROLE) for r in rows] != [e.key for e in entries]:
+            self.list.clear()
+            rows = []
+            for e in entries:
+                item = QTreeWidgetItem(["", "", ""])
+                item.setData(0, KEY_ROLE, e.key)
+                item.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
+                              | Qt.ItemFlag.ItemIsUserCheckable | Qt.ItemFlag.ItemIsEditable)
+                self.list.addTopLevelItem(item)
+                rows.append(item)
+        for item, e in zip(rows, entries):
+            if item.text(0) != e.label:
+                item.setText(0, e.label)
+            check = Qt.CheckState.Checked if e.visible else Qt.CheckState.Unchecked
+            if item.checkState(0) != check:
+                item.setCheckState(0, check)
             item.setIcon(0, swatch(palette.run_color(e.colour)))
             item.setToolTip(0, "the run this window trains" if e.live else e.key)
-            self.list.addTopLevelItem(item)
             self._fill_row(item, e)
         self._filling = False
         for i in range(self.list.topLevelItemCount()):

@@ -46,9 +46,13 @@ def test_opened_runs_overlay_read_only_and_the_runs_tab_restyles_them(ui, qtbot,
     panel = w.review.panel
     first = panel.list.topLevelItem(0)
     first.setText(0, "ratio 1:1")  # as a double-click edit ends
+    # the row Qt emitted itemChanged for lives on (deleting it inside the signal segfaulted in CI)
+    assert panel.list.topLevelItem(0) is first and first.text(0) == "ratio 1:1"
     w.refresh()
     assert "ratio 1:1: loss/D" in w.plots.curves() and legend_texts(w.plots.loss_legend)[0] == "ratio 1:1"
-    panel.list.topLevelItem(2).setCheckState(0, Qt.CheckState.Unchecked)
+    third = panel.list.topLevelItem(2)
+    third.setCheckState(0, Qt.CheckState.Unchecked)
+    assert panel.list.topLevelItem(2) is third and third.checkState(0) == Qt.CheckState.Unchecked
     w.refresh()
     assert not [n for n in w.plots.curves() if n.startswith(names[2])]
     assert [label for label, _ in w.export_runs()] == ["ratio 1:1", names[1]]
