@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # The one test command (README): installs pinned dependencies, then runs the whole suite offscreen.
+# (The quick benchmark is not a test: .ci/run runs it after this, to check that it still runs.)
 set -euo pipefail
 cd "$(dirname "$0")"
 python -m pip install -q -r requirements-dev.txt
@@ -9,4 +10,3 @@ export QT_QPA_PLATFORM=offscreen TF_CPP_MIN_LOG_LEVEL=2
 # worker, and a hang must not eat CI's time. The timeout is a guard against hangs only, ~6x the suite's
 # time on a busy 2-core machine; it says nothing about speed.
 timeout -k 30 3600 python -m pytest -q -n 2 --dist loadfile --max-worker-restart=0 "$@"
-if [ -z "${FF_SKIP_BENCH:-}" ]; then python bench/run.py --quick; fi

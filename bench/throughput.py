@@ -57,7 +57,7 @@ def _child(argv: list[str]) -> None:
     if kind == "mirrored":
         M.two_devices()  # logical CPU devices: before TensorFlow's first op
     from bench.window_bench import Window
-    make = {"bare": V.Bare, "fit_tb": V.FitTensorBoard, "headless": V.Headless, "headless_nocmd": V.HeadlessNoCommandFile,
+    make = {"bare": V.Bare, "bare_norms": V.BareNorms, "fit_tb": V.FitTensorBoard, "headless": V.Headless, "headless_nocmd": V.HeadlessNoCommandFile,
             "window": Window, "bare_mirrored2": M.BareMirrored, "mirrored2": M.Mirrored, "headless_jit": M.HeadlessJit}
     vs = [make[n]() for n in names]
     rates = measure_throughput(vs, chunk, rounds)

@@ -2,6 +2,8 @@
 they are done (results on the host), so that one timer around `run` measures them all alike.
 
 bare      a plain tf.function loop, no monitoring: the floor.
+bare_norms  the same loop also returning what Freezeframe's step measures every step: ||dW||^2,
+          ||W||^2 and ||g||^2 of each variable (the price of measuring, before any monitoring).
 fit_tb    the keras.io pattern: Model subclass with train_step (one D and one G step), fit(), and
           keras.callbacks.TensorBoard(histogram_freq=1, update_freq="batch").
 headless  Freezeframe's Trainer with full monitoring and the run record, driven by Step(n) commands;
@@ -20,6 +22,7 @@ from .ring_models import ring_parts
 
 class Bare:
     name = "bare"
+    norms = False
 
     def __init__(self) -> None:
         import keras
@@ -41,14 +44,22 @@ class Bare:
             return tf.reduce_mean(tf.nn.softplus(-p.d(p.g(z, training=True), training=True)))
 
         def make(loss_fn, model, opt):
-            opt.build(model.trainable_variables)
+            vs = model.trainable_variables
+            opt.build(vs)
+            norms = self.norms
 
             @tf.function(autograph=False)
             def step():
+                before = [tf.convert_to_tensor(v.value) for v in vs] if norms else []
                 with tf.GradientTape() as tape:
                     loss = loss_fn()
-                opt.apply(tape.gradient(loss, model.trainable_variables), model.trainable_variables)
-                return loss
+                grads = tape.gradient(loss, vs)
+                opt.apply(grads, vs)
+                if not norms:
+                    return loss
+                after = [tf.convert_to_tensor(v.value) for v in vs]  # as step.py: one packed vector
+                return tf.stack([loss] + [tf.nn.l2_loss(a - b) for a, b in zip(after, before)]
+                                + [tf.nn.l2_loss(a) for a in after] + [tf.nn.l2_loss(g) for g in grads])
             return step
 
         self.steps = (make(d_loss, p.d, p.opt_d), make(g_loss, p.g, p.opt_g))
@@ -62,6 +73,11 @@ class Bare:
         out.numpy()
 
     def close(self) -> None: ...
+
+
+class BareNorms(Bare):
+    name = "bare_norms"
+    norms = True
 
 
 class FitTensorBoard:

@@ -27,13 +27,22 @@ def _thread_nices(pid: int) -> dict[str, int]:
     return out
 
 
-@pytest.mark.parametrize("env, want", [(None, scheduling.DEFAULT_TRAINING_NICE), ("7", 7),
+@pytest.mark.parametrize("env, want", [(None, scheduling.DEFAULT_TRAINING_NICE), ("", scheduling.DEFAULT_TRAINING_NICE),
+                                       ("7", 7), (" 3 ", 3), ("0", 0), ("25", 19), ("-4", 0),
                                        ("not a number", scheduling.DEFAULT_TRAINING_NICE)])
-def test_training_process_runs_nicer_than_the_window(qtbot, monkeypatch, env, want):
+def test_the_nice_value_comes_from_the_environment_within_0_to_19(monkeypatch, env, want):
     if env is None:
         monkeypatch.delenv(scheduling.NICE_ENV, raising=False)
     else:
         monkeypatch.setenv(scheduling.NICE_ENV, env)
+    assert scheduling.training_nice() == want
+
+
+def test_training_process_runs_nicer_than_the_window(qtbot, monkeypatch):
+    """One real training process (each costs a TensorFlow import): a value other than the default, so
+    the environment is seen to reach the process and every thread in it."""
+    want = 7
+    monkeypatch.setenv(scheduling.NICE_ENV, str(want))
     base = os.getpriority(os.PRIO_PROCESS, 0)
     proc = TrainingProcess()
     try:
