@@ -142,19 +142,17 @@ def frozen_ring_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def ring_runs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     """Three real ring runs at ratios 1:1, 3:1 and 5:1 (300 steps, metrics several times a run), made at once
-    through the headless CLI and only read by the tests that compare them."""
-    import subprocess
+    through the headless CLI (forked from one TensorFlow import: tests/core/forkrun.py) and only read by
+    the tests that compare them."""
+    from tests.core.helpers import main_cmd, run_all
     base = tmp_path_factory.mktemp("ring_runs")
-    dirs = [base / f"ratio-{r.replace(':', 'to')}" for r in ("1:1", "3:1", "5:1")]
-    procs = [subprocess.Popen([sys.executable, "main.py", "--headless", "--example", "ring", "--steps", "300",
-                               "--ratio", r, "--run-dir", str(d), "--metrics-every", "0.05", "--sample-every", "0.2",
-                               "--quiet", "--no-tensorboard", "--checkpoint-every", "0"],
-                              cwd=Path(__file__).resolve().parents[2], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE)
-             for r, d in zip(("1:1", "3:1", "5:1"), dirs)]
-    for proc in procs:
-        _, err = proc.communicate(timeout=600)
-        assert proc.returncode == 0, err
+    ratios = ("1:1", "3:1", "5:1")
+    dirs = [base / f"ratio-{r.replace(':', 'to')}" for r in ratios]
+    done = run_all({r: main_cmd("--headless", "--example", "ring", "--steps", "300", "--ratio", r, "--run-dir", str(d),
+                                "--metrics-every", "0.05", "--sample-every", "0.2", "--quiet", "--no-tensorboard",
+                                "--checkpoint-every", "0") for r, d in zip(ratios, dirs)}, parallel=3)
+    for r in ratios:
+        assert done[r].returncode == 0, done[r].stderr
     return dirs
 
 
