@@ -7,6 +7,10 @@ python -m pip install -q -r requirements-dev.txt
 export QT_QPA_PLATFORM=offscreen TF_CPP_MIN_LOG_LEVEL=2
 # A file's tests share its fixtures, in one worker. A worker that crashes ends the run at once
 # (--max-worker-restart=0): pytest-xdist 3.8's load-file scheduler can deadlock after replacing a crashed
-# worker, and a hang must not eat CI's time. The timeout is a guard against hangs only, ~6x the suite's
-# time on a busy 2-core machine; it says nothing about speed.
-timeout -k 30 3600 python -m pytest -q -n 2 --dist loadfile --max-worker-restart=0 "$@"
+# worker, and a hang must not eat CI's time. Unattended (no terminal on stdin, as in CI) pytest runs
+# under a timeout, ~6x the suite's time on a busy 2-core machine: a guard against hangs, not a speed
+# limit. At a terminal it runs as is, so that Ctrl-C reaches it (timeout moves it out of the terminal's
+# process group).
+guard=()
+if [ ! -t 0 ]; then guard=(timeout -k 30 3600); fi
+${guard[@]+"${guard[@]}"} python -m pytest -q -n 2 --dist loadfile --max-worker-restart=0 "$@"
