@@ -33,6 +33,7 @@ from .samples import SampleBrowser
 from .update_view import UpdateViews
 from .updates import KIND
 from .view import PlotView
+from .wrap import WrapRow
 
 DEFAULT_SMOOTHING = 0.6
 MAX_SMOOTHING = 0.999
@@ -155,16 +156,12 @@ class PlotsPanel(QtWidgets.QWidget):
         loss_controls.addWidget(self.smoothing_slider, 1)
         loss_controls.addWidget(self.smoothing_label)
         loss_controls.addWidget(self.log_loss_box)
-        controls = QtWidgets.QHBoxLayout()
-        controls.addLayout(loss_controls, 3)
-        controls.addSpacing(12)
-        controls.addLayout(self.update_views.controls)
-        controls.addStretch(1)
+        self.controls_row = WrapRow([loss_controls, self.update_views.controls])  # two lines when narrow
 
         left = QtWidgets.QWidget()
         lv = QtWidgets.QVBoxLayout(left)
         lv.setContentsMargins(0, 0, 0, 0)
-        lv.addLayout(controls)
+        lv.addWidget(self.controls_row)
         lv.addWidget(self.graphics, 1)
         lv.addWidget(self.readout_label)
 
