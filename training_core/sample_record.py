@@ -13,8 +13,6 @@ from __future__ import annotations
 import io
 import os
 import re
-import zipfile
-import zlib
 from pathlib import Path
 from typing import Any
 
@@ -52,8 +50,8 @@ def load_samples(path: str | Path) -> dict[str, Any] | None:
     try:
         with np.load(path, allow_pickle=False) as z:
             out = {k: z[k] for k in z.files}
-    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, zlib.error, NotImplementedError):
-        return None
+    except Exception:  # noqa: BLE001 - any damage: a flipped flag bit reads as "encrypted" (RuntimeError),
+        return None     # a cut header as EOFError, a bad size as ValueError or MemoryError (hypothesis found them)
     for k, v in list(out.items()):
         if v.ndim == 0:
             out[k] = v.item()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from training_core import RunConfig, example_path, read_events, read_scalars
@@ -132,8 +132,23 @@ def test_samples_file_round_trip_keeps_arrays_and_numbers(tmp_path):
 _BYTES = samples_bytes(SAMPLE)
 
 
+def test_a_samples_file_whose_flags_say_encrypted_reads_as_none(tmp_path):
+    """One flipped bit (the "encrypted" flag of a zip entry, found by the test below in CI) made zipfile
+    raise RuntimeError, which the reader let through."""
+    damaged = bytearray(_BYTES)
+    for sig, at in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):  # local and central headers: general flags
+        i = damaged.find(sig)
+        while i >= 0:
+            damaged[i + at] |= 1
+            i = damaged.find(sig, i + 1)
+    path = tmp_path / "step-000000007.npz"
+    path.write_bytes(bytes(damaged))
+    assert load_samples(path) is None
+
+
 @settings(max_examples=200, deadline=None)
 @given(cut=st.integers(min_value=0, max_value=len(_BYTES) - 1), flip=st.integers(min_value=0, max_value=255))
+@example(cut=822, flip=1)  # the falsifying example of 2026-12-01 (an entry's "encrypted" flag)
 def test_a_samples_file_cut_or_damaged_anywhere_reads_as_none_or_intact(tmp_path_factory, cut, flip):
     d = tmp_path_factory.mktemp("cut")
     path = d / "step-000000007.npz"
