@@ -131,11 +131,11 @@ def empty_clipboard_after_test():
 def frozen_ring_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One real 400-step ring run with discriminator/dense_1 frozen, made once through the headless CLI
     and only read by the tests that share it (figure export, CSV, the export CLI)."""
-    import subprocess
+    from tests.core.helpers import main_cmd, run_all
     d = tmp_path_factory.mktemp("frozen_ring") / "run"
-    subprocess.run([sys.executable, "main.py", "--headless", "--example", "ring", "--steps", "400", "--run-dir",
-                    str(d), "--freeze", "discriminator/dense_1", "--quiet"], cwd=Path(__file__).resolve().parents[2],
-                   check=True, capture_output=True, timeout=300)
+    done = run_all({"frozen": main_cmd("--headless", "--example", "ring", "--steps", "400", "--run-dir", str(d),
+                                       "--freeze", "discriminator/dense_1", "--quiet")}, timeout=300)["frozen"]
+    assert done.returncode == 0, done.stderr
     return d
 
 
