@@ -39,6 +39,10 @@ __all__ = ["Reports", "TrainingProcess", "TrainingService", "still_running"]
 
 ROOT = Path(__file__).resolve().parent.parent  # the project: `training_core` must import in the service
 
+#: starts the service's interpreter; the test suite swaps in a `subprocess.Popen` that forks it from an
+#: interpreter with TensorFlow already imported (tests/zygote.py): the same process, without a 3 s import
+popen = subprocess.Popen
+
 #: every training process a window started and has not yet joined; tests fail if one is left running
 _HANDLES: "weakref.WeakSet[TrainingProcess]" = weakref.WeakSet()
 
@@ -112,8 +116,8 @@ class TrainingProcess(QObject):
         self._listener = Listener(authkey=key)
         env = dict(os.environ, **{KEY_ENV: key.hex()})
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH", "")]))
-        self.process = subprocess.Popen([sys.executable, "-m", "training_core.service",
-                                         str(self._listener.address), str(training_nice())], env=env)
+        self.process = popen([sys.executable, "-m", "training_core.service", str(self._listener.address),
+                              str(training_nice())], env=env)
         self._conn = None
         self._queued: list[object] = []  # requests made before the service connected
         self._send_lock = threading.Lock()

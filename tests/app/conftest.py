@@ -21,6 +21,15 @@ import pytest  # noqa: E402
 PREPARE_TIMEOUT_MS = 90_000  # the first window of a session imports TensorFlow (~3-5 s) and traces (~2 s)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def services_forked_from_one_import():
+    """Windows start their training process by a fork from an interpreter that has imported TensorFlow
+    (tests/zygote.py): each is still a process of its own, without a 3-5 s import per window."""
+    from app import worker
+    from tests import zygote
+    worker.popen = zygote.Popen
+
+
 @pytest.fixture(autouse=True)
 def isolated_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Every test gets its own settings file: recent files and geometry never leak between tests or
@@ -142,7 +151,7 @@ def frozen_ring_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def ring_runs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     """Three real ring runs at ratios 1:1, 3:1 and 5:1 (300 steps, metrics several times a run), made at once
-    through the headless CLI (forked from one TensorFlow import: tests/core/forkrun.py) and only read by
+    through the headless CLI (forked from one TensorFlow import: tests/zygote.py) and only read by
     the tests that compare them."""
     from tests.core.helpers import main_cmd, run_all
     base = tmp_path_factory.mktemp("ring_runs")

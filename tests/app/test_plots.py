@@ -16,6 +16,7 @@ import pytest  # noqa: E402
 from PySide6 import QtCore, QtGui  # noqa: E402
 
 from app.plots import palette  # noqa: E402
+from tests import zygote
 from training_core.runs import RunData, read_run  # noqa: E402
 from training_core import MetricsBatch, PhaseBlock, ema_smooth, events  # noqa: E402
 
@@ -26,9 +27,9 @@ FROZEN = ("generator/dense_1/kernel", "generator/dense_1/bias")
 @pytest.fixture(scope="module")
 def ring_dir(tmp_path_factory) -> Path:
     run_dir = tmp_path_factory.mktemp("plots") / "ring"
-    r = subprocess.run([sys.executable, "main.py", "--headless", "--example", "ring", "--steps", "300",
-                        "--freeze", "generator/dense_1", "--run-dir", str(run_dir), "--seed", "0", "--quiet",
-                        "--no-tensorboard"], cwd=REPO, capture_output=True, text=True, timeout=240)
+    r = zygote.run([sys.executable, "main.py", "--headless", "--example", "ring", "--steps", "300",
+                    "--freeze", "generator/dense_1", "--run-dir", str(run_dir), "--seed", "0", "--quiet",
+                    "--no-tensorboard"], cwd=REPO, capture_output=True, text=True, timeout=240)
     assert r.returncode == 0, r.stderr[-3000:]
     return run_dir
 

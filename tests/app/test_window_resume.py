@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 from PySide6.QtWidgets import QPushButton
 
+from tests import zygote
 from training_core import read_events
 from training_core.runs import read_run
 
@@ -29,9 +30,9 @@ def _same_losses(store, d: Path) -> None:
 
 def test_resume_run_continues_in_its_directory(ui, qtbot, tmp_path):
     d = tmp_path / "headless"
-    subprocess.run([sys.executable, "main.py", "--headless", "--example", "ring", "--steps", "130",
-                    "--checkpoint-every", "50", "--run-dir", str(d), "--quiet"], cwd=REPO, check=True,
-                   capture_output=True, timeout=300)
+    zygote.run([sys.executable, "main.py", "--headless", "--example", "ring", "--steps", "130",
+                "--checkpoint-every", "50", "--run-dir", str(d), "--quiet"], cwd=REPO, check=True,
+               capture_output=True, timeout=300)
     (d / "checkpoints" / "ckpt-130.index").unlink()  # as if killed after step 130: resume from 100
     w = ui.make(steps=160)  # the run reached its own target (130): the panel's is used
     w.resume_run(str(d))

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from tests import zygote
 from training_core import Observer, RunConfig, Trainer, read_scalars
 
 REPO = Path(__file__).resolve().parents[2]
@@ -304,27 +305,23 @@ def env() -> dict[str, str]:
 
 
 def start(args: list[str], **kw: Any) -> subprocess.Popen:
-    return subprocess.Popen(args, cwd=REPO, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+    """A process of its own, forked from an interpreter that has imported TensorFlow (tests/zygote.py)."""
+    return zygote.Popen(args, cwd=kw.pop("cwd", REPO), env=kw.pop("env", env()), stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE, text=True, **kw)
 
 
 def run_all(commands: dict[str, list[str]], timeout: float = 600,
             parallel: int = 2) -> dict[str, subprocess.CompletedProcess]:
-    """Run `python main.py ...` command lines as processes of their own, `parallel` at a time, for the price
-    of one TensorFlow import (tests/core/forkrun.py forks each from a process that imported it; a real
-    subprocess per line spent most of the bad-input table's time importing). `timeout` is per process."""
-    import json
-    import tempfile
-    main = [sys.executable, str(REPO / "main.py")]
-    assert all(c[:2] == main for c in commands.values()), "run_all runs main.py command lines"
-    with tempfile.TemporaryDirectory(prefix="ff-runall-") as d:
-        spec, out = Path(d) / "spec.json", Path(d) / "out.json"
-        spec.write_text(json.dumps({"parallel": parallel, "timeout": timeout,
-                                    "cases": {k: c[2:] for k, c in commands.items()}}))
-        r = subprocess.run([sys.executable, str(Path(__file__).with_name("forkrun.py")), str(spec), str(out)],
-                           cwd=REPO, env=env(), capture_output=True, text=True, timeout=timeout * len(commands))
-        assert r.returncode == 0 and out.exists(), r.stderr[-3000:]
-        got = json.loads(out.read_text())
-    return {k: subprocess.CompletedProcess(commands[k], *got[k]) for k in commands}
+    """Run `python main.py ...` command lines as processes of their own, `parallel` at a time, each
+    forked from an interpreter that has imported TensorFlow (tests/zygote.py). `timeout` is per process."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(argv: list[str]) -> subprocess.CompletedProcess:
+        return zygote.run(argv, cwd=REPO, env=env(), capture_output=True, text=True, timeout=timeout)
+
+    with ThreadPoolExecutor(parallel) as pool:
+        done = dict(zip(commands, pool.map(one, commands.values())))
+    return done
 
 
 def wait_for(predicate: Callable[[], bool], timeout: float = 60, interval: float = 0.05) -> bool:

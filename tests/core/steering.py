@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests import zygote
 from training_core import (Pause, Resume, SaveCheckpoint, SetFreeze, SetFreezeMethod, SetSchedule, Stop,
                            append_command, events as E)
 from training_core.runlock import Holder, read_holder
@@ -85,8 +86,8 @@ def steer_a_run(tmp: Path) -> SteeredRun:
         s = Steer(run_dir)
         assert wait_for(lambda: (s.poll(), s.data.start is not None)[1], TIMEOUT), proc.stderr
         holder = read_holder(run_dir)
-        refused = subprocess.run(main_cmd("--headless", "--experiment", str(exp), "--run-dir", str(run_dir),
-                                          "--steps", "5"), capture_output=True, text=True, timeout=TIMEOUT)
+        refused = zygote.run(main_cmd("--headless", "--experiment", str(exp), "--run-dir", str(run_dir),
+                                      "--steps", "5"), capture_output=True, text=True, timeout=TIMEOUT)
         s.advance(30)
         s.send(SetFreeze(scopes=[FROZEN]), "f1")
         s.advance(60)

@@ -10,6 +10,7 @@ import sys
 import numpy as np
 import pytest
 
+from tests import zygote
 from training_core import MetricsBatch, PhaseBlock, RunConfig, SetFreeze, UserError, events
 from training_core.figures import DASHES, NO_UPDATE_NOTE, FigureData, FigureSpec, variable_styles
 from training_core.runs import (LIVE, RunData, RunSet, VariableStates, frozen_spans, read_run, spans_text,
@@ -160,9 +161,9 @@ def test_run_set_opens_labels_shows_and_follows_a_growing_run(tmp_path, idle_run
 
     # a run still being written: the record grows, and a poll reads only what it gained
     grow = tmp_path / "grow"
-    proc = subprocess.Popen([sys.executable, "main.py", "--headless", "--example", "factorization", "--run-dir",
-                             str(grow), "--quiet", "--fetch-every", "10"], cwd=REPO, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    proc = zygote.Popen([sys.executable, "main.py", "--headless", "--example", "factorization", "--run-dir",
+                         str(grow), "--quiet", "--fetch-every", "10"], cwd=REPO, stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL)
     try:
         assert wait_for(lambda: (grow / "events.jsonl").is_file() and (grow / "scalars.csv").is_file(), timeout=120)
         g = runs.open(grow)
@@ -190,9 +191,9 @@ def test_grappler_noise_is_dropped_and_everything_else_passes():
 
 
 def test_digits_headless_prints_no_remapper_line(tmp_path):
-    r = subprocess.run([sys.executable, "main.py", "--headless", "--example", "digits", "--steps", "6",
-                        "--run-dir", str(tmp_path / "d"), "--quiet"], cwd=REPO, capture_output=True, text=True,
-                       timeout=300)
+    r = zygote.run([sys.executable, "main.py", "--headless", "--example", "digits", "--steps", "6",
+                    "--run-dir", str(tmp_path / "d"), "--quiet"], cwd=REPO, capture_output=True, text=True,
+                   timeout=300)
     assert r.returncode == 0, r.stderr
     assert "remapper" not in r.stderr and "meta_optimizer" not in r.stderr, r.stderr
     assert "6 steps in" in r.stdout

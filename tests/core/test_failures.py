@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests import zygote
 from training_core import Observer, Resume, RunConfig, Trainer, read_events, read_scalars
 from training_core.runs import RunData, read_run, reload_resumed
 from training_core.checkpoints import checkpoint_steps
@@ -181,9 +182,9 @@ def test_a_full_disk_is_one_line_naming_the_directory_and_the_cause(small_disk, 
         pytest.skip("no tmpfs can be mounted here; test_write_failures_injected covers this with ENOSPC")
     exp = tiny_gan(tmp_path)
     d = small_disk / "run"
-    r = subprocess.run(main_cmd("--headless", "--experiment", str(exp), "--run-dir", str(d), "--checkpoint-every",
-                                "50", "--fetch-every", "20", "--var-every", "1", "--quiet"),
-                       capture_output=True, text=True, timeout=300)
+    r = zygote.run(main_cmd("--headless", "--experiment", str(exp), "--run-dir", str(d), "--checkpoint-every",
+                            "50", "--fetch-every", "20", "--var-every", "1", "--quiet"),
+                   capture_output=True, text=True, timeout=300)
     lines = [ln for ln in error_lines(r.stderr) if ln.startswith("error: ")]
     assert r.returncode == 1, r.stderr
     assert len(lines) == 1 and str(d) in lines[0] and "No space left on device" in lines[0], r.stderr

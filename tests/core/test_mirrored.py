@@ -7,11 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tests import zygote
 from training_core import (Pause, Resume, SetFreeze, SetFreezeMethod, SetLearningRate, SetSchedule, Step, Trainer,
                            UserError, read_events, read_scalars)
 
 from .helpers import Script, config, optimizer_of, phase_of_step, run, runs_of, tiny_gan, variables, write_file
-from .test_exactness import _DEEP
+from .test_exactness import deep_source
 from .test_live_controls import Background
 
 G1 = ("generator/dense_1/kernel", "generator/dense_1/bias")
@@ -154,7 +155,7 @@ LOSS_RTOL, NORM_RTOL, WEIGHT_ATOL = 1e-5, 1e-4, 1e-5
 def test_two_replicas_equal_one_device_with_the_same_global_batch(tmp_path, opt):
     """The 12-layer regression on `ctx.batch` with the whole data as the batch: one device takes all 64
     rows, each of 2 replicas its 32; the all-reduced mean gradient is the same sum in another order."""
-    source = _DEEP.format(opt=opt).replace("x, y = ctx.data[:, :5], ctx.data[:, 5:]",
+    source = deep_source(opt).replace("x, y = ctx.data[:, :5], ctx.data[:, 5:]",
                                            "x, y = ctx.batch[:, :5], ctx.batch[:, 5:]")
     path = write_file(tmp_path, "deep_batch.py", source)
     out = {}
@@ -230,7 +231,7 @@ def test_the_window_switches_to_mirrored_in_the_same_training_process(tmp_path):
     from .helpers import REPO, env
     script = write_file(tmp_path, "service.py", SERVICE_SCRIPT.format(repo=str(REPO), single=str(tmp_path / "a"),
                                                                        mirrored=str(tmp_path / "b")))
-    r = subprocess.run([sys.executable, str(script)], cwd=REPO, env=env(), capture_output=True, text=True, timeout=600)
+    r = zygote.run([sys.executable, str(script)], cwd=REPO, env=env(), capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     out = json.loads(r.stdout.strip().splitlines()[-1])
     assert out["devices"][-1] == "mirrored" and out["failed"] == []

@@ -79,6 +79,8 @@ def tf_config(ports: list[int], index: int) -> str:
 
 
 def start_cluster(args: list[str], n: int = 2) -> list[subprocess.Popen]:
+    """Real interpreters, not forks of one that imported TensorFlow (tests/zygote.py): a multi-worker run
+    sets TensorFlow's log level before it imports TensorFlow (`distribute.quiet_collective_logs`)."""
     ports = free_ports(n)
     return [subprocess.Popen(args, cwd=REPO, env={**env(), "TF_CONFIG": tf_config(ports, i)},
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(n)]

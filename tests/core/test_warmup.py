@@ -69,7 +69,7 @@ def test_a_freeze_at_the_start_traces_that_phases_masked_variant_first(tmp_path,
 
 def test_a_later_phase_whose_loss_fails_fails_while_preparing(tmp_path, run_dir):
     """Its variants are traced during the run, but its loss is traced before it: one line, no run directory."""
-    src = ex._DEEP.format(opt=ex.OPTIMIZERS["adam"]).replace(
+    src = ex.deep_source(ex.OPTIMIZERS["adam"]).replace(
         'Phase("B", loss,', 'Phase("B", lambda ctx: ctx.models.nosuch(ctx.data),')
     path = write_file(tmp_path, "b_fails.py", src)
     with pytest.raises(UserError) as info:
@@ -86,7 +86,7 @@ def test_a_freeze_sent_after_the_first_step_is_exact_bit_for_bit(tmp_path, run_d
     freezes = {0: [], 1: ["net/a1", "net/a3/bias", "net/b0", "net/b5/bias"], 9: []}
     monkeypatch.setattr(ex, "FREEZES", freezes)
     monkeypatch.setattr(ex, "STEPS", 14)
-    path = write_file(tmp_path, f"deep_{opt}.py", ex._DEEP.format(opt=ex.OPTIMIZERS[opt]))
+    path = write_file(tmp_path, f"deep_{opt}.py", ex.deep_source(ex.OPTIMIZERS[opt]))
     initial = {}
     script = Script({0: [lambda t: initial.update(snapshot(t))], 1: [SetFreeze(freezes[1])],
                      9: [SetFreeze(freezes[9])]})
