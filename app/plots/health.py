@@ -25,12 +25,13 @@ class MetricPlots:
         self.plots: dict[str, pg.PlotItem] = {}  # by tag
         self.curves: dict[str, pg.PlotDataItem] = {}  # by curve name ("metric/x", or "<run>: metric/x")
         self._looks: dict[str, str] = {}
+        self._drawn: dict[str, tuple] = {}  # by curve name: (curve, x by time, points) last drawn
         self.created = 0  # plots made so far (tests: the row is rebuilt only when tags change)
 
     def update(self, view: PlotView) -> bool:
         """Draw every metric of the shown runs; True if a plot was added (the panel re-lays out)."""
         tags = list(dict.fromkeys(t for ly in view.layers for t in ly.data.scalar_tags if t.startswith("metric/")))
-        added = False
+        added, changed = False, set()
         for tag in tags:
             if tag not in self.plots:
                 self._add_plot(tag)
@@ -52,8 +53,12 @@ class MetricPlots:
                     self._looks[name] = colour
                     self.plots[tag].addItem(curve)
                 steps, wall, values = layer.data.scalar(tag)
-                curve.setData(view.x(layer, steps, wall), values)
-        for tag in tags:
+                drawn = (id(curve), view.by_time, len(values))
+                if self._drawn.get(name) != drawn:  # metrics come every second or two; refreshes 25 times
+                    self._drawn[name] = drawn
+                    curve.setData(view.x(layer, steps, wall), values)
+                    changed.add(tag)
+        for tag in changed:
             self._fit_y(tag, view)
         return added
 
@@ -97,3 +102,4 @@ class MetricPlots:
         self.plots.clear()
         self.curves.clear()
         self._looks.clear()
+        self._drawn.clear()

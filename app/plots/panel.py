@@ -39,6 +39,10 @@ DEFAULT_SMOOTHING = 0.6
 MAX_SMOOTHING = 0.999
 SLIDER_STEPS = 1000  # slider units per 1.0 of smoothing weight
 CLICK_PX = 6  # how near (pixels) a click must be to an update curve to select its variable
+#: while following, the x range reaches this fraction of the shown span past the newest step, and moves
+#: only when the run passes its end: moving it re-lays out every linked plot and axis and repaints them
+#: all (~4 ms and a full paint per refresh on a slow machine), so it moves every ~5% of the run instead
+FOLLOW_HEADROOM = 0.05
 
 
 class PlotsPanel(QtWidgets.QWidget):
@@ -54,6 +58,7 @@ class PlotsPanel(QtWidgets.QWidget):
         self._seen: tuple | None = None
         self._signature: tuple | None = None
         self._follow = True
+        self._followed: tuple[float, float] | None = None  # the x range last set while following
         self.sample_key: str | None = None  # whose samples are shown (None: the first shown run)
         warm_up()
 
@@ -190,6 +195,7 @@ class PlotsPanel(QtWidgets.QWidget):
         view = PlotView(self.runs)
         if view.signature != self._signature:
             self._clear_curves()
+            self._followed = None
             self._signature = view.signature
             self._seen = None
             axis = "time (s)" if view.by_time else "step"
@@ -253,6 +259,7 @@ class PlotsPanel(QtWidgets.QWidget):
         self._seen = None
         self._signature = None
         self._follow = True
+        self._followed = None
         for plot in (self.loss_plot, self.update_plot):
             plot.vb.enableAutoRange(axis=pg.ViewBox.YAxis)
 
@@ -331,6 +338,7 @@ class PlotsPanel(QtWidgets.QWidget):
     def follow(self) -> None:
         """Follow the runs again: the whole of every shown run in view, the newest step at the right."""
         self._follow = True
+        self._followed = None
         with held():
             self._fit_x(PlotView(self.runs))
         self._seen = None  # curves must re-decimate against the new range
@@ -372,6 +380,8 @@ class PlotsPanel(QtWidgets.QWidget):
 
     # -- following the run -----------------------------------------------------------------------------
     def _fit_x(self, view: PlotView) -> None:
+        """Every shown run from its first step, with FOLLOW_HEADROOM to spare after the newest: unchanged
+        while the runs grow into that room."""
         firsts, lasts = [], []
         for layer in view.layers:
             for phase in layer.data.phases:
@@ -382,8 +392,11 @@ class PlotsPanel(QtWidgets.QWidget):
                     lasts.append(float(xs[-1]) if view.by_time else float(max(layer.data.last_step, steps[-1])))
         if not firsts:
             return
-        x0 = min(firsts)
-        x1 = max(max(lasts), x0 + (1 if not view.by_time else 0.1))
+        x0, last = min(firsts), max(lasts)
+        if self._followed is not None and self._followed[0] == x0 and last <= self._followed[1]:
+            return
+        x1 = max(last + (last - x0) * FOLLOW_HEADROOM, x0 + (1 if not view.by_time else 0.1))
+        self._followed = (x0, x1)
         self.loss_plot.vb.setXRange(x0, x1, padding=0.01)
 
     def _user_moved(self, mask) -> None:

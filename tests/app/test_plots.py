@@ -16,6 +16,7 @@ import pytest  # noqa: E402
 from PySide6 import QtCore, QtGui  # noqa: E402
 
 from app.plots import palette  # noqa: E402
+from app.plots.panel import FOLLOW_HEADROOM  # noqa: E402
 from tests import zygote
 from training_core.runs import RunData, read_run  # noqa: E402
 from training_core import MetricsBatch, PhaseBlock, ema_smooth, events  # noqa: E402
@@ -114,8 +115,16 @@ def test_refresh_is_a_noop_until_the_version_moves_then_one_setdata_per_curve(ri
     assert set(counts.values()) == {0}
     ring.add_event(events.LearningRate(step=280, phase="D", value=1e-4))
     assert panel.refresh() is True
-    assert set(counts.values()) == {1}, counts
+    metric = {n for n in counts if n.startswith("metric/")}
+    assert metric and len(metric) < len(counts)
+    assert {counts[n] for n in counts if n not in metric} == {1}, counts
+    assert {counts[n] for n in metric} == {0}, counts  # a point every second or two: unchanged, not redrawn
     assert panel.refresh() is False
+    tag = sorted(metric)[0]
+    steps, wall, values = ring.scalar(tag)
+    ring.add_scalar(tag, [steps[-1] + 1], [wall[-1] + 1], [values[-1]])
+    assert panel.refresh() is True
+    assert counts[tag] == 1 and {counts[n] for n in metric - {tag}} == {0}, counts
 
 
 # -- markers ---------------------------------------------------------------------------------------------
@@ -257,8 +266,14 @@ def test_the_step_axis_follows_the_run_until_the_user_zooms(panel_of, qtbot):
     store.add_batch(MetricsBatch([block("D", np.arange(1, 501), ("d/k",))]))
     panel.refresh()
     x0, x1 = panel.loss_plot.vb.viewRange()[0]
-    assert x0 <= 1 and 500 <= x1 < 520
+    assert x0 <= 1 and 500 <= x1 < 500 * (1 + FOLLOW_HEADROOM) + 10  # room to grow into, padding aside
     assert panel.update_plot.vb.viewRange()[0] == [x0, x1]  # linked
+    store.add_batch(MetricsBatch([block("D", np.arange(501, 511), ("d/k",))]))
+    panel.refresh()
+    assert panel.loss_plot.vb.viewRange()[0] == [x0, x1]  # the run grew into the room: nothing moved
+    store.add_batch(MetricsBatch([block("D", np.arange(511, 541), ("d/k",))]))
+    panel.refresh()
+    assert panel.loss_plot.vb.viewRange()[0][1] >= 540  # past the end: the range moves
     vp = panel.graphics.viewport()
     centre = panel.graphics.mapFromScene(panel.loss_plot.vb.sceneBoundingRect().center())
     wheel = QtGui.QWheelEvent(QtCore.QPointF(centre), QtCore.QPointF(vp.mapToGlobal(centre)), QtCore.QPoint(0, 0),
@@ -267,7 +282,7 @@ def test_the_step_axis_follows_the_run_until_the_user_zooms(panel_of, qtbot):
     QtCore.QCoreApplication.sendEvent(vp, wheel)
     assert not panel.following
     zoomed = panel.loss_plot.vb.viewRange()[0]
-    store.add_batch(MetricsBatch([block("D", np.arange(501, 1001), ("d/k",))]))
+    store.add_batch(MetricsBatch([block("D", np.arange(541, 1001), ("d/k",))]))
     panel.refresh()
     assert panel.loss_plot.vb.viewRange()[0] == zoomed
     panel.loss_plot.autoBtnClicked()  # the "A" button: follow again
