@@ -28,21 +28,16 @@ from .curves import held, style_plot
 from .health import MetricPlots
 from .losses import LossCurves, warm_up
 from .markers import MarkerLine, MarkerLines
-from .readout import HoverReadout
+from .readout import HoverReadout, readout_label
 from .samples import SampleBrowser
 from .update_view import UpdateViews
 from .updates import KIND
-from .view import PlotView
+from .view import PlotView, follow_range
 from .wrap import WrapRow
 
 DEFAULT_SMOOTHING = 0.6
 MAX_SMOOTHING = 0.999
 SLIDER_STEPS = 1000  # slider units per 1.0 of smoothing weight
-CLICK_PX = 6  # how near (pixels) a click must be to an update curve to select its variable
-#: while following, the x range reaches this fraction of the shown span past the newest step, and moves
-#: only when the run passes its end: moving it re-lays out every linked plot and axis and repaints them
-#: all (~4 ms and a full paint per refresh on a slow machine), so it moves every ~5% of the run instead
-FOLLOW_HEADROOM = 0.05
 
 
 class PlotsPanel(QtWidgets.QWidget):
@@ -59,6 +54,7 @@ class PlotsPanel(QtWidgets.QWidget):
         self._signature: tuple | None = None
         self._follow = True
         self._followed: tuple[float, float] | None = None  # the x range last set while following
+        self._parts: list = []  # what `refresh_part` draws next, before looking for new data
         self.sample_key: str | None = None  # whose samples are shown (None: the first shown run)
         warm_up()
 
@@ -102,12 +98,7 @@ class PlotsPanel(QtWidgets.QWidget):
         self.samples = SampleBrowser()
         self.samples_view = self.samples.view
 
-        self.readout_label = QtWidgets.QLabel()
-        self.readout_label.setTextFormat(QtCore.Qt.TextFormat.RichText)
-        self.readout_label.setStyleSheet("font-size: 9pt;")
-        self.readout_label.setWordWrap(True)  # a long readout wraps, never runs past the window's edge
-        self.readout_label.setSizePolicy(QtWidgets.QSizePolicy.Policy.Ignored,
-                                         QtWidgets.QSizePolicy.Policy.Preferred)
+        self.readout_label = readout_label()
         self.readout = HoverReadout(self.graphics, self.loss_plot, self.update_plot, self.losses, self.updates,
                                     self.readout_label, self.heat)
 
@@ -190,8 +181,24 @@ class PlotsPanel(QtWidgets.QWidget):
         return None if entry is None else entry.data
 
     def refresh(self) -> bool:
-        """Redraw from the runs if a shown run's version moved (or what is shown changed); returns whether
-        anything was redrawn."""
+        """Redraw all that changed: what a shown run gained, or everything if what is shown changed;
+        returns whether anything was redrawn. (The window's timer draws a part per tick: `refresh_part`.)"""
+        left = bool(self._parts)
+        self._draw_parts()
+        drew = self.refresh_part()
+        self._draw_parts()
+        return drew or left
+
+    def _draw_parts(self) -> None:
+        while self._parts:
+            self._parts.pop(0)()
+
+    def refresh_part(self) -> bool:
+        """Redraw a part of what changed: the losses and markers, and at the next call the rest. All of
+        it and its paint held the GUI thread 20-40 ms on a slow machine; a part and its paint, about half."""
+        if self._parts:
+            self._parts.pop(0)()
+            return True
         view = PlotView(self.runs)
         if view.signature != self._signature:
             self._clear_curves()
@@ -209,16 +216,25 @@ class PlotsPanel(QtWidgets.QWidget):
         if self._follow:
             with held():
                 self._fit_x(view)
+        self._parts = [self._draw_others]
         self.losses.update(view)
+        self.markers.update(view)
+        self._prepare_paint()
+        return True
+
+    def _draw_others(self) -> None:
+        view = PlotView(self.runs)  # the data as it is now
+        if view.signature != self._signature:  # what is shown changed since: the next part starts afresh
+            return
         if self.metrics.update(view):  # health plots: smaller than the loss and update plots
             self.graphics.ci.layout.setRowStretchFactor(2, min(len(self.metrics.plots), 2))
         self.update_views.update(view)
-        self.markers.update(view)
         self._show_samples()
-        # pyqtgraph's deferred y autorange, now: run first thing in the paint, it moved the range and
-        # asked for a second paint of every frame
-        self.graphics.scene().prepareForPaint()
-        return True
+        self._prepare_paint()
+
+    def _prepare_paint(self) -> None:
+        self.graphics.scene().prepareForPaint()  # pyqtgraph's deferred autorange now: in the paint, it
+        # moved the range and asked for a second paint of every frame
 
     def _sample_entry(self):
         shown = self.runs.visible() or self.runs.entries
@@ -260,6 +276,7 @@ class PlotsPanel(QtWidgets.QWidget):
         self._signature = None
         self._follow = True
         self._followed = None
+        self._parts = []
         for plot in (self.loss_plot, self.update_plot):
             plot.vb.enableAutoRange(axis=pg.ViewBox.YAxis)
 
@@ -355,49 +372,21 @@ class PlotsPanel(QtWidgets.QWidget):
             self.samples.show_step(int(x))
 
     def _clicked(self, event) -> None:
-        """A click on an update curve selects its variable. Resolved from the data (the curve nearest
-        the cursor at that step, within CLICK_PX pixels), as curves have no hit shape (canvas.Stroke)."""
-        vb = self.update_plot.vb
+        """A click on a heat-map row or an update curve selects its variable (`UpdateViews.clicked`)."""
         if event.button() != QtCore.Qt.MouseButton.LeftButton:
             return
-        row = self.update_views.clicked(event.scenePos())  # a heat-map row: its variable
-        if row is not None:
-            self.variableClicked.emit(row)
-        if row is not None or not self.update_plot.isVisible() or not vb.sceneBoundingRect().contains(event.scenePos()):
-            return
         self.graphics.setFocus()  # so "A" reaches the plots
-        p = vb.mapSceneToView(event.scenePos())
-        near = self.updates.nearest(p.x(), p.y())
-        if near is None:
-            return
-        name = near[0]
-        got = self.updates.vars[name].point_near(p.x())
-        if got is None:
-            return
-        hit = vb.mapViewToScene(QtCore.QPointF(p.x(), got[1]))
-        if abs(hit.y() - event.scenePos().y()) <= CLICK_PX:
-            self.variableClicked.emit(self.updates.path_of(name))
+        path = self.update_views.clicked(event.scenePos())
+        if path is not None:
+            self.variableClicked.emit(path)
 
     # -- following the run -----------------------------------------------------------------------------
     def _fit_x(self, view: PlotView) -> None:
-        """Every shown run from its first step, with FOLLOW_HEADROOM to spare after the newest: unchanged
-        while the runs grow into that room."""
-        firsts, lasts = [], []
-        for layer in view.layers:
-            for phase in layer.data.phases:
-                steps, wall, _ = layer.data.loss(phase)
-                if len(steps):
-                    xs = view.x(layer, steps[[0, -1]], wall[[0, -1]])
-                    firsts.append(float(xs[0]))
-                    lasts.append(float(xs[-1]) if view.by_time else float(max(layer.data.last_step, steps[-1])))
-        if not firsts:
-            return
-        x0, last = min(firsts), max(lasts)
-        if self._followed is not None and self._followed[0] == x0 and last <= self._followed[1]:
-            return
-        x1 = max(last + (last - x0) * FOLLOW_HEADROOM, x0 + (1 if not view.by_time else 0.1))
-        self._followed = (x0, x1)
-        self.loss_plot.vb.setXRange(x0, x1, padding=0.01)
+        """Every shown run from its first step, with room to spare after the newest (`follow_range`)."""
+        x_range = follow_range(view, self._followed)
+        if x_range is not None:
+            self._followed = x_range
+            self.loss_plot.vb.setXRange(*x_range, padding=0.01)
 
     def _user_moved(self, mask) -> None:
         if mask is None or mask[0]:

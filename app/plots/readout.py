@@ -18,6 +18,16 @@ from .updates import AXIS_LABEL, UpdateCurves
 HINT = "hover a plot for values · drag to pan · wheel to zoom the steps · A to follow the run again"
 
 
+def readout_label() -> QtWidgets.QLabel:
+    """The label under the plots that the readout writes to."""
+    label = QtWidgets.QLabel()
+    label.setTextFormat(QtCore.Qt.TextFormat.RichText)
+    label.setStyleSheet("font-size: 9pt;")
+    label.setWordWrap(True)  # a long readout wraps, never runs past the window's edge
+    label.setSizePolicy(QtWidgets.QSizePolicy.Policy.Ignored, QtWidgets.QSizePolicy.Policy.Preferred)
+    return label
+
+
 class HoverReadout(QtCore.QObject):
     def __init__(self, view: pg.GraphicsView, loss_plot: pg.PlotItem, update_plot: pg.PlotItem,
                  losses: LossCurves, updates: UpdateCurves, label: QtWidgets.QLabel, heat=None) -> None:

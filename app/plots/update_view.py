@@ -29,6 +29,7 @@ from .view import PlotView
 AUTO_LIMIT = 48  # more variables shown than this: the heat map, unless the user chose curves
 TOP_K = 8
 MOVERS_EVERY = 5  # the top movers are chosen again after this many new records (of each phase, on average)
+CLICK_PX = 6  # how near (pixels) a click must be to an update curve to select its variable
 
 
 class UpdateViews:
@@ -189,11 +190,21 @@ class UpdateViews:
         self.movers_box.setEnabled(heat)
 
     def clicked(self, scene_pos: QtCore.QPointF) -> str | None:
-        """The variable of the heat-map row under a click, if the click is on the heat map."""
+        """The variable under a click: its heat-map row, or the update curve nearest the cursor at that step
+        within CLICK_PX pixels (found from the data: the curves have no hit shape, canvas.Stroke)."""
         vb = self.heat_plot.vb
-        if not self.showing_heat or not vb.sceneBoundingRect().contains(scene_pos):
+        if self.showing_heat and vb.sceneBoundingRect().contains(scene_pos):
+            return self.heat.path_at(vb.mapSceneToView(scene_pos).y())
+        vb = self.plot.vb
+        if not self.plot.isVisible() or not vb.sceneBoundingRect().contains(scene_pos):
             return None
-        return self.heat.path_at(vb.mapSceneToView(scene_pos).y())
+        p = vb.mapSceneToView(scene_pos)
+        near = self.curves.nearest(p.x(), p.y())
+        got = None if near is None else self.curves.vars[near[0]].point_near(p.x())
+        if got is None:
+            return None
+        hit = vb.mapViewToScene(QtCore.QPointF(p.x(), got[1]))
+        return self.curves.path_of(near[0]) if abs(hit.y() - scene_pos.y()) <= CLICK_PX else None
 
     def clear(self) -> None:
         self.curves.clear()

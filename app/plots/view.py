@@ -86,3 +86,28 @@ class PlotView:
                 else:
                     out[(layer.key, p)] = (palette.variable_color(c), layer.index % n_dash)
         return out
+
+
+#: while following, the x range reaches this fraction of the shown span past the newest step, and moves
+#: only when the run passes its end: moving it re-lays out every linked plot and axis and repaints them
+#: all (~4 ms and a full paint per refresh on a slow machine), so it moves every ~5% of the run instead
+FOLLOW_HEADROOM = 0.05
+
+
+def follow_range(view: PlotView, followed: tuple[float, float] | None) -> tuple[float, float] | None:
+    """The x range that shows every run of `view` from its first step, with FOLLOW_HEADROOM to spare after
+    the newest; None to keep `followed` (the range set last) while the runs grow into its room."""
+    firsts, lasts = [], []
+    for layer in view.layers:
+        for phase in layer.data.phases:
+            steps, wall, _ = layer.data.loss(phase)
+            if len(steps):
+                xs = view.x(layer, steps[[0, -1]], wall[[0, -1]])
+                firsts.append(float(xs[0]))
+                lasts.append(float(xs[-1]) if view.by_time else float(max(layer.data.last_step, steps[-1])))
+    if not firsts:
+        return None
+    x0, last = min(firsts), max(lasts)
+    if followed is not None and followed[0] == x0 and last <= followed[1]:
+        return None
+    return x0, max(last + (last - x0) * FOLLOW_HEADROOM, x0 + (1 if not view.by_time else 0.1))

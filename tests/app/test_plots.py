@@ -16,7 +16,7 @@ import pytest  # noqa: E402
 from PySide6 import QtCore, QtGui  # noqa: E402
 
 from app.plots import palette  # noqa: E402
-from app.plots.panel import FOLLOW_HEADROOM  # noqa: E402
+from app.plots.view import FOLLOW_HEADROOM  # noqa: E402
 from tests import zygote
 from training_core.runs import RunData, read_run  # noqa: E402
 from training_core import MetricsBatch, PhaseBlock, ema_smooth, events  # noqa: E402
@@ -125,6 +125,24 @@ def test_refresh_is_a_noop_until_the_version_moves_then_one_setdata_per_curve(ri
     ring.add_scalar(tag, [steps[-1] + 1], [wall[-1] + 1], [values[-1]])
     assert panel.refresh() is True
     assert counts[tag] == 1 and {counts[n] for n in metric - {tag}} == {0}, counts
+
+
+def test_the_timer_draws_a_part_per_tick_and_refresh_draws_everything(ring, panel_of):
+    """`refresh_part` (the window's 25 Hz timer) draws the losses, then the update and health plots at the
+    next tick; `refresh` finishes what a tick left and draws everything at once."""
+    panel = panel_of(ring)
+    assert panel.refresh_part() is True
+    drawn = panel.curves()
+    assert {"loss/D", "loss/G"} <= set(drawn) and not any(n.startswith(("update/", "metric/")) for n in drawn)
+    assert panel.refresh_part() is True
+    drawn = panel.curves()
+    assert any(n.startswith("update/") for n in drawn) and any(n.startswith("metric/") for n in drawn)
+    assert panel.refresh_part() is False
+    steps, wall, values = ring.loss("D")
+    ring.add_scalar("loss/D", [ring.last_step + 1], [wall[-1] + 1], [values[-1]])
+    assert panel.refresh_part() is True  # new data: the losses first, the rest still to do ...
+    assert panel.refresh() is True  # ... which refresh finishes
+    assert panel.refresh() is False and panel.refresh_part() is False  # nothing newer to draw
 
 
 # -- markers ---------------------------------------------------------------------------------------------
