@@ -96,7 +96,8 @@ FOLLOW_HEADROOM = 0.05
 
 def follow_range(view: PlotView, followed: tuple[float, float] | None) -> tuple[float, float] | None:
     """The x range that shows every run of `view` from its first step, with FOLLOW_HEADROOM to spare after
-    the newest; None to keep `followed` (the range set last) while the runs grow into its room."""
+    the newest while one still runs (none once all have stopped); None to keep `followed` (the range set
+    last) while the runs grow into its room."""
     firsts, lasts = [], []
     for layer in view.layers:
         for phase in layer.data.phases:
@@ -108,6 +109,8 @@ def follow_range(view: PlotView, followed: tuple[float, float] | None) -> tuple[
     if not firsts:
         return None
     x0, last = min(firsts), max(lasts)
-    if followed is not None and followed[0] == x0 and last <= followed[1]:
+    room = 0.0 if all(layer.data.stop is not None for layer in view.layers) else FOLLOW_HEADROOM
+    x1 = max(last + (last - x0) * room, x0 + (1 if not view.by_time else 0.1))
+    if followed is not None and followed[0] == x0 and last <= followed[1] and (room or followed[1] == x1):
         return None
-    return x0, max(last + (last - x0) * FOLLOW_HEADROOM, x0 + (1 if not view.by_time else 0.1))
+    return x0, x1

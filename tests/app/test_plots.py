@@ -304,7 +304,10 @@ def test_the_step_axis_follows_the_run_until_the_user_zooms(panel_of, qtbot):
     panel.refresh()
     assert panel.loss_plot.vb.viewRange()[0] == zoomed
     panel.loss_plot.autoBtnClicked()  # the "A" button: follow again
-    assert panel.following and panel.loss_plot.vb.viewRange()[0][1] >= 1000
+    assert panel.following and panel.loss_plot.vb.viewRange()[0][1] > 1000 * (1 + FOLLOW_HEADROOM / 2)
+    store.add_event(events.Stop(step=1000, reason="done"))
+    panel.refresh()
+    assert 1000 <= panel.loss_plot.vb.viewRange()[0][1] < 1000 + 15  # stopped: no room left, padding aside
 
 
 def test_reset_forgets_the_run(ring, panel_of):
