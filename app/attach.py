@@ -24,6 +24,8 @@ from training_core import events as E
 from training_core.runs import Session
 from training_core.runs.attach import AttachedRun
 
+from . import worker
+
 POLL_MS = 250
 SAMPLE_EVERY_S = 2.0
 MAIN = Path(__file__).resolve().parent.parent / "main.py"
@@ -76,7 +78,7 @@ class AttachController(QObject):
         check_run_dir_free(run_dir)
         self.detach()
         self._stderr = tempfile.TemporaryFile(mode="w+")  # a file, not a pipe: nobody drains it while it runs
-        self.replay_process = subprocess.Popen(
+        self.replay_process = worker.popen(  # how the window starts a training interpreter (worker.py)
             [sys.executable, str(MAIN), "--headless", "--replay", str(source), "--run-dir", str(run_dir), "--quiet"],
             stdout=subprocess.DEVNULL, stderr=self._stderr, text=True)
         self._pending_dir = Path(run_dir)

@@ -39,8 +39,9 @@ __all__ = ["Reports", "TrainingProcess", "TrainingService", "still_running"]
 
 ROOT = Path(__file__).resolve().parent.parent  # the project: `training_core` must import in the service
 
-#: starts the service's interpreter; the test suite swaps in a `subprocess.Popen` that forks it from an
-#: interpreter with TensorFlow already imported (tests/zygote.py): the same process, without a 3 s import
+#: starts a training interpreter (the service; a replay, attach.py); the test suite swaps in a
+#: `subprocess.Popen` that forks it from one with TensorFlow already imported (tests/zygote.py): the same
+#: process, without a 3 s import
 popen = subprocess.Popen
 
 #: every training process a window started and has not yet joined; tests fail if one is left running

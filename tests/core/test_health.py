@@ -23,18 +23,18 @@ def _all_rows(run_dir) -> list[tuple[int, str]]:
 
 
 def test_ring_records_modes_covered_and_high_quality_in_step_order(run_dir):
-    run(RunConfig(example="ring", steps=300, seed=0, run_dir=str(run_dir), metrics_seconds=0.0, fetch_every=50,
+    run(RunConfig(example="ring", steps=120, seed=0, run_dir=str(run_dir), metrics_seconds=0.0, fetch_every=50,
                   checkpoint_every=0))
     sc = read_scalars(run_dir)
     modes, hq = sc["metric/modes_covered"], sc["metric/high_quality"]
-    assert modes.steps[0] == 0 and modes.steps[-1] == 300  # before the first step and after the last
+    assert modes.steps[0] == 0 and modes.steps[-1] == 120  # before the first step and after the last
     assert len(modes.steps) > 100 and np.array_equal(modes.steps, hq.steps)  # metrics_seconds=0: every step
     assert np.all((modes.values >= 0) & (modes.values <= 8)) and np.all(modes.values == np.round(modes.values))
     assert np.all((hq.values >= 0) & (hq.values <= 1))
     steps = [s for s, _ in _all_rows(run_dir)]
     assert steps == sorted(steps), "scalars.csv is not in step order"
     losses = [s for s, t in _all_rows(run_dir) if t.startswith("loss/")]
-    assert losses == list(range(1, 301))
+    assert losses == list(range(1, 121))
     data = read_run(run_dir)  # what the window and the exporter read
     assert {"metric/modes_covered", "metric/high_quality"} <= set(data.scalar_tags)
     np.testing.assert_array_equal(data.scalar("metric/modes_covered")[2], modes.values)
