@@ -7,6 +7,9 @@ so they are unaffected (the bit-for-bit exactness tests run in this same process
 """
 from __future__ import annotations
 
+import fcntl
+import pickle
+
 import pytest
 
 from training_core.distribute import ensure_logical_cpus
@@ -17,6 +20,19 @@ ensure_logical_cpus(2)
 
 
 @pytest.fixture(scope="session")
-def steered_run(tmp_path_factory) -> SteeredRun:
-    """A headless run steered through commands.jsonl (tests/core/steering.py), run once per session."""
-    return steer_a_run(tmp_path_factory.mktemp("steered"))
+def steered_run(tmp_path_factory, worker_id) -> SteeredRun:
+    """A headless run steered through commands.jsonl (tests/core/steering.py), run once per test session:
+    with several pytest workers the first that needs it runs it and the others read it (pytest-xdist's
+    recipe: a lock in the workers' shared temporary directory). Its tests only read it."""
+    if worker_id == "master":
+        return steer_a_run(tmp_path_factory.mktemp("steered"))
+    shared = tmp_path_factory.getbasetemp().parent
+    with open(shared / "steered.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        done = shared / "steered.pickle"
+        if done.is_file():
+            return pickle.loads(done.read_bytes())
+        (shared / "steered").mkdir(exist_ok=True)
+        run = steer_a_run(shared / "steered")
+        done.write_bytes(pickle.dumps(run))
+        return run
