@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import atexit
 import os
+import runpy
 import signal
 import subprocess
 import sys
 import threading
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +34,7 @@ REPO = Path(__file__).resolve().parent.parent
 KEY_ENV = "FF_ZYGOTE_KEY"
 #: environment variables read when TensorFlow, Keras or the interpreter start: a child whose environment
 #: differs from the zygote's in one of these is not forked (TF_CONFIG is read later, by the strategy)
-_AT_IMPORT = ("TF_", "CUDA", "XLA_", "KERAS", "OMP_", "MKL", "TF_CPP")
+_AT_IMPORT = ("TF_", "CUDA", "XLA_", "KERAS", "OMP_", "MKL")
 _READ_LATER = ("TF_CONFIG",)
 
 
@@ -52,9 +54,6 @@ def _run_child(args: list[str], env: dict[str, str], cwd: str, fds: list[int]) -
     os.environ.update(env)
     os.chdir(cwd)
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    import runpy
-    import threading as _threading
-    import traceback
     code: int = 0
     try:
         try:
@@ -68,7 +67,7 @@ def _run_child(args: list[str], env: dict[str, str], cwd: str, fds: list[int]) -
                 sys.path[0] = str(Path(args[0]).resolve().parent)
                 runpy.run_path(args[0], run_name="__main__")
         finally:
-            _threading._shutdown()  # as at a real exit: non-daemon threads are joined before atexit
+            threading._shutdown()  # as at a real exit: non-daemon threads are joined before atexit
     except SystemExit as e:
         if e.code is None or isinstance(e.code, int):
             code = e.code or 0
@@ -81,8 +80,7 @@ def _run_child(args: list[str], env: dict[str, str], cwd: str, fds: list[int]) -
     except BaseException:  # noqa: BLE001 - a traceback, as the interpreter would print it
         traceback.print_exc()
         code = 1
-    import atexit as _atexit
-    _atexit._run_exitfuncs()
+    atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

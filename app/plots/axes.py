@@ -27,7 +27,8 @@ class TidyAxis(pg.AxisItem):
     def _updateLabel(self) -> None:  # noqa: N802 (pyqtgraph's name)
         """pyqtgraph re-sets the label's HTML (and re-lays out the axis) on every range change, although
         the text changes only when its SI prefix does: following a live run moves every linked axis at
-        each refresh, ~1 ms of the GUI thread's time. Only the ticks are redrawn then."""
+        each refresh, ~1 ms of the GUI thread's time. Only the ticks are redrawn then. (The HTML holds the
+        text, units and style; showing or hiding the label re-lays out the axis itself.)"""
         html = self.labelString()
         if html == self._label_html:
             self.picture = None
@@ -35,14 +36,6 @@ class TidyAxis(pg.AxisItem):
             return
         self._label_html = html
         super()._updateLabel()
-
-    def setLabel(self, *args, **kwargs) -> None:  # noqa: N802 (pyqtgraph's name)
-        self._label_html = None  # a new text or style: lay out anew
-        super().setLabel(*args, **kwargs)
-
-    def showLabel(self, show: bool = True) -> None:  # noqa: N802 (pyqtgraph's name)
-        self._label_html = None
-        super().showLabel(show)
 
     def generateDrawSpecs(self, p):  # noqa: N802 (pyqtgraph's name)
         specs = super().generateDrawSpecs(p)

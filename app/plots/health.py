@@ -25,7 +25,6 @@ class MetricPlots:
         self.plots: dict[str, pg.PlotItem] = {}  # by tag
         self.curves: dict[str, pg.PlotDataItem] = {}  # by curve name ("metric/x", or "<run>: metric/x")
         self._looks: dict[str, str] = {}
-        self._drawn: dict[str, tuple] = {}  # by curve name: (curve, x by time, points) last drawn
         self.created = 0  # plots made so far (tests: the row is rebuilt only when tags change)
 
     def update(self, view: PlotView) -> bool:
@@ -53,9 +52,9 @@ class MetricPlots:
                     self._looks[name] = colour
                     self.plots[tag].addItem(curve)
                 steps, wall, values = layer.data.scalar(tag)
-                drawn = (id(curve), view.by_time, len(values))
-                if self._drawn.get(name) != drawn:  # metrics come every second or two; refreshes 25 times
-                    self._drawn[name] = drawn
+                # values only grow, and a change of x (steps or time) makes new curves: only a new point
+                # needs drawing (metrics come every second or two; refreshes 25 times a second)
+                if curve.yData is None or len(curve.yData) != len(values):
                     curve.setData(view.x(layer, steps, wall), values)
                     changed.add(tag)
         for tag in changed:
@@ -102,4 +101,3 @@ class MetricPlots:
         self.plots.clear()
         self.curves.clear()
         self._looks.clear()
-        self._drawn.clear()

@@ -54,7 +54,7 @@ class PlotsPanel(QtWidgets.QWidget):
         self._signature: tuple | None = None
         self._follow = True
         self._followed: tuple[float, float] | None = None  # the x range last set while following
-        self._parts: list = []  # what `refresh_part` draws next, before looking for new data
+        self._others_due = False  # `refresh_part` drew the losses: the rest comes next, before new data
         self.sample_key: str | None = None  # whose samples are shown (None: the first shown run)
         warm_up()
 
@@ -183,21 +183,20 @@ class PlotsPanel(QtWidgets.QWidget):
     def refresh(self) -> bool:
         """Redraw all that changed: what a shown run gained, or everything if what is shown changed;
         returns whether anything was redrawn. (The window's timer draws a part per tick: `refresh_part`.)"""
-        left = bool(self._parts)
-        self._draw_parts()
+        left = self._others_due
+        if left:
+            self.refresh_part()  # what the last tick left
         drew = self.refresh_part()
-        self._draw_parts()
+        if self._others_due:
+            self.refresh_part()
         return drew or left
-
-    def _draw_parts(self) -> None:
-        while self._parts:
-            self._parts.pop(0)()
 
     def refresh_part(self) -> bool:
         """Redraw a part of what changed: the losses and markers, and at the next call the rest. All of
         it and its paint held the GUI thread 20-40 ms on a slow machine; a part and its paint, about half."""
-        if self._parts:
-            self._parts.pop(0)()
+        if self._others_due:
+            self._others_due = False
+            self._draw_others()
             return True
         view = PlotView(self.runs)
         if view.signature != self._signature:
@@ -216,7 +215,7 @@ class PlotsPanel(QtWidgets.QWidget):
         if self._follow:
             with held():
                 self._fit_x(view)
-        self._parts = [self._draw_others]
+        self._others_due = True
         self.losses.update(view)
         self.markers.update(view)
         self._prepare_paint()
@@ -276,7 +275,7 @@ class PlotsPanel(QtWidgets.QWidget):
         self._signature = None
         self._follow = True
         self._followed = None
-        self._parts = []
+        self._others_due = False
         for plot in (self.loss_plot, self.update_plot):
             plot.vb.enableAutoRange(axis=pg.ViewBox.YAxis)
 
