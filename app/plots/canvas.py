@@ -15,6 +15,9 @@ the window's GUI thread from holding the GIL against its report reader, and keep
 """
 from __future__ import annotations
 
+import math
+
+import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
@@ -83,6 +86,72 @@ class Stroke(QtWidgets.QGraphicsPathItem):
                 stamped.addPath(path.translated(dx, dy))
             path = stamped
         self.setPath(path)
+
+
+PIECE_PX = 64  # pixel columns per piece of a `SplitStroke`
+
+
+class SplitStroke:
+    """A polyline cut along x into pieces of about `PIECE_PX` pixel columns, each a `Stroke`; `set_data`
+    sets the path of a piece only when its points changed.
+
+    Why: `setPath` marks an item's whole bounding rect for repaint, so a live curve that gained a few points
+    at its right end had its whole plot repainted (every curve, grid line and marker under it) at each
+    25 Hz refresh: 8-20 ms of the GUI thread a frame on a slow machine, with 10^6 points per curve. While
+    the view range stays put (following a run keeps 5% of room, view.py, and the peak decimation's chunks
+    are aligned to the data, decimate.py), only the last piece of each curve changes, so Qt repaints a
+    strip at the right end. A range change re-cuts and repaints everything, as before.
+    Each piece starts at the last point of the one before, so the line stays connected."""
+
+    def __init__(self, parent: QtWidgets.QGraphicsItem) -> None:
+        self._parent = parent
+        self.pieces: list[Stroke] = []
+        self._drawn: list[tuple[bytes, bytes, tuple] | None] = []
+        self._pen: QtGui.QPen | None = None
+
+    def set_pen(self, pen: QtGui.QPen | None) -> None:
+        self._pen = pen
+        for piece in self.pieces:
+            piece.set_pen(pen)
+
+    def clear(self) -> None:
+        for piece, drawn in zip(self.pieces, self._drawn):
+            if drawn is not None:
+                piece.set_path(QtGui.QPainterPath())
+        self._drawn = [None] * len(self.pieces)
+
+    def set_data(self, x: np.ndarray, y: np.ndarray, x_range: tuple[float, float], width_px: float,
+                 offsets: list[tuple[float, float]] | None = None) -> None:
+        """Draw the points (`x` sorted) of a view showing `x_range` over `width_px` pixel columns, connected
+        where finite (NaN and inf: gaps), stamped at `offsets` (see `Stroke.set_path`)."""
+        n = max(1, math.ceil(width_px / PIECE_PX))
+        while len(self.pieces) < n:
+            piece = Stroke(self._parent)
+            piece.set_pen(self._pen)
+            self.pieces.append(piece)
+            self._drawn.append(None)
+        x0, x1 = x_range
+        cuts = np.searchsorted(x, x0 + (x1 - x0) * np.arange(1, n) / n) if n > 1 else np.empty(0, int)
+        starts = [0, *cuts.tolist()]
+        ends = [*cuts.tolist(), len(x)]
+        key_offsets = tuple(offsets or ())
+        for i, piece in enumerate(self.pieces):
+            lo, hi = (max(0, starts[i] - 1), ends[i]) if i < n else (0, 0)
+            if hi - lo < 2:
+                lo = hi
+            xs, ys = x[lo:hi], y[lo:hi]
+            key = (xs.tobytes(), ys.tobytes(), key_offsets)
+            if key == self._drawn[i]:
+                continue
+            self._drawn[i] = key
+            path = pg.arrayToQPath(xs, ys, connect="finite") if hi > lo else QtGui.QPainterPath()
+            piece.set_path(path, offsets)
+
+    def drawn(self) -> int:
+        """How many points the pieces draw (each piece's first point repeats its neighbour's last)."""
+        counts = [piece.path().elementCount() for piece in self.pieces]
+        nonempty = [c for c in counts if c]
+        return sum(nonempty) - max(0, len(nonempty) - 1)
 
 
 def pixel_offsets(width: float, solid: bool = True) -> list[tuple[int, int]]:

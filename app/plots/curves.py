@@ -17,10 +17,10 @@ from typing import Iterator
 import numpy as np
 import pyqtgraph as pg
 from pyqtgraph.graphicsItems.PlotDataItem import PlotDataset
-from PySide6 import QtGui
+from PySide6 import QtCore, QtGui, QtWidgets
 
 from . import palette
-from .canvas import Stroke, pixel_offsets, view_offsets
+from .canvas import SplitStroke, pixel_offsets, view_offsets
 from .decimate import PeakPyramid
 from .grid import LightGrid
 
@@ -41,7 +41,7 @@ class LiveCurve(pg.PlotDataItem):
         self.stroke = None
         super().__init__(*args, **kwargs)
         self.curve.hide()  # pyqtgraph's own curve item paints from Python: never given data
-        self.stroke = Stroke(self)
+        self.stroke = SplitStroke(self)
         self.setClipToView(True)  # both on, so that pyqtgraph redraws on a range change; the work is ours
         self.setDownsampling(auto=True, method="peak")
         self.updateItems(styleUpdate=True)
@@ -60,11 +60,12 @@ class LiveCurve(pg.PlotDataItem):
         self._draw(self._getDisplayDataset())
 
     def _draw(self, ds: PlotDataset | None) -> None:
-        if ds is None or len(ds.x) == 0:
-            self.stroke.set_path(QtGui.QPainterPath())
+        vb = self.getViewBox()
+        if ds is None or len(ds.x) == 0 or vb is None:
+            self.stroke.clear()
             return
-        path = pg.arrayToQPath(ds.x, ds.y, connect="finite")  # NaN and inf: gaps
-        self.stroke.set_path(path, view_offsets(self._pen(), self.getViewBox()))
+        rect = vb.viewRect()
+        self.stroke.set_data(ds.x, ds.y, (rect.left(), rect.right()), vb.width(), view_offsets(self._pen(), vb))
 
     def shown(self) -> tuple[np.ndarray, np.ndarray]:
         """The points drawn now (the decimated view of `xData`, `yData`)."""
@@ -168,3 +169,24 @@ def style_plot(plot: pg.PlotItem, left: str, bottom: str = "step") -> None:
     plot.setDownsampling(auto=True, mode="peak")
     plot.getViewBox().setAutoVisible(y=True)
     plot.getViewBox().disableAutoRange(axis=pg.ViewBox.XAxis)  # the panel follows the newest step itself
+    autorange_without_repaint(plot.getViewBox())
+
+
+def autorange_without_repaint(vb: pg.ViewBox) -> None:
+    """pyqtgraph queues an autorange (done before the next paint) with `update()` of the whole ViewBox, so
+    each refresh that added points repainted the whole plot, curves, grid and all, though only the end of
+    each curve changed (canvas.SplitStroke). (An `update(rect)` of one pixel of the ViewBox repainted it
+    whole too.) Here a blank 1x1 item asks for the paint: the paint comes, and with it the autorange
+    (canvas._PrepareBeforePaint); if the range then moves, the whole view repaints anyway. It sits in the
+    top right corner, by the newest points, so that what is repainted stays one strip there."""
+    poke = QtWidgets.QGraphicsRectItem(0, 0, 1, 1, vb)
+    poke.setPen(QtGui.QPen(QtCore.Qt.PenStyle.NoPen))
+
+    def queue_update_auto_range() -> None:
+        vb._autoRangeNeedsUpdate = True
+        poke.update()
+
+    def to_corner(*_args) -> None:
+        poke.setPos(max(0.0, vb.width() - 1), 0)
+    vb.queueUpdateAutoRange = queue_update_auto_range
+    vb.sigResized.connect(to_corner)

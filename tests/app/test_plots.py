@@ -352,8 +352,56 @@ def test_a_million_points_per_loss_curve(panel_of, qtbot):
     assert curves["loss/D"].opts["downsampleMethod"] == "peak"
     shown = curves["loss/D"].shown()[0]
     assert 0 < len(shown) < 10_000  # drawn decimated to the pixel width, while holding every point
-    assert curves["loss/D"].stroke.path().elementCount() == len(shown)
+    assert curves["loss/D"].stroke.drawn() == len(shown)
 
+
+
+def test_live_points_repaint_a_strip_at_the_end_not_the_plots(panel_of, qtbot):
+    """While the view stays put, the points a refresh adds repaint only the pieces of the curves they fall in
+    (canvas.SplitStroke): a strip at the right of the plots. A range change repaints them whole."""
+    from PySide6 import QtCore as QC
+    paths = ("d/l1/kernel", "d/l1/bias", "d/out/kernel")
+    store = RunData()
+    idx = np.arange(1, 100_001)
+    store.add_batch(MetricsBatch([block("D", idx, paths, loss=np.sin(idx / 1e3), every=10)]))
+    panel = panel_of(store)
+    panel.show()
+    qtbot.waitExposed(panel)
+    panel.refresh()
+    for _ in range(3):
+        QtGui.QGuiApplication.processEvents()
+    regions: list = []
+
+    class Regions(QC.QObject):
+        def eventFilter(self, obj, event):  # noqa: N802
+            if event.type() == QC.QEvent.Type.Paint:
+                regions.append(event.region().boundingRect())
+            return False
+
+    def repainted(steps) -> int:
+        """Width in pixels of what the refresh after `steps` were added repainted."""
+        n = len(steps)
+        store.add_batch(MetricsBatch([block("D", steps, paths, loss=np.full(n, 0.5), ratio=np.full((n, 3), 2e-3))]))
+        regions.clear()
+        panel.refresh()
+        for _ in range(3):  # flush: the scene's dirty items, then the viewport's update request, then its paint
+            QtGui.QGuiApplication.processEvents()
+        rect = regions[0]
+        for r in regions[1:]:
+            rect = rect.united(r)
+        return rect.width() if regions else 0
+
+    counter = Regions()
+    panel.graphics.viewport().installEventFilter(counter)
+    width = panel.loss_plot.vb.width()
+    x0, x1 = panel.loss_plot.vb.viewRange()[0]
+    repainted(np.arange(100_001, 100_201))  # the panel's first paint since it was shown: whole
+    assert 0 < repainted(np.arange(100_201, 100_401)) < width / 4  # inside the follow room
+    assert panel.loss_plot.vb.viewRange()[0] == [x0, x1]
+    assert repainted(np.arange(100_401, 100_601)) < width / 4
+    assert repainted(np.arange(100_601, 110_001)) >= width  # past the room: the range moved
+    assert panel.loss_plot.vb.viewRange()[0][1] > x1
+    panel.graphics.viewport().removeEventFilter(counter)
 
 # -- reading true --------------------------------------------------------------------------------------------
 def test_tick_labels_never_overprint_on_log_axes(panel_of, qtbot):
