@@ -12,7 +12,7 @@ from __future__ import annotations
 
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QBrush, QColor, QIcon, QPixmap
+from PySide6.QtGui import QBrush, QColor, QIcon, QPixmap, QShowEvent
 from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QPushButton, QSplitter,
                                QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
@@ -227,12 +227,20 @@ class RunsPanel(QWidget):
                 self._fill_row(item, e)
         e = self.runs.get(self.selected_key) if self.selected_key else None
         self.remove_button.setEnabled(e is not None and not e.live)
+        if not self.isVisible():  # the Train tab is in front: the selected run's details wait for showEvent
+            return
         key = None if e is None else (e.key, id(e.data), e.data.version, self.runs.align)
         if key == self._shown_key:
             return
         self._shown_key = key
         self._fill_events(e)
         self._fill_variables(e)
+
+    def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 (Qt name)
+        """Rebuilding the selected run's events and variables cost ~50 ms at 10^6 steps, twice a second
+        while the run grows: only while the tab is in front (`refresh`)."""
+        super().showEvent(event)
+        self.refresh()
 
     def _fill_events(self, e: RunEntry | None) -> None:
         self.events.clear()

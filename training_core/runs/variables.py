@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from .. import events as E
 from ..scopes import ScopeNode
 from .data import RunData
@@ -132,21 +134,14 @@ def _scope(under: list[VarState], paths: list[str]) -> VarState:
 
 def frozen_spans(data: RunData, path: str) -> list[tuple[int, int]]:
     """(first, last) recorded step of each stretch in which `path` was frozen, in order: a variable's
-    frozen history, as the record holds it (per-variable rows, every `var_every`-th step of its phase)."""
+    frozen history, as the record holds it (per-variable rows, every `var_every`-th step of its phase).
+    Vectorised: the Runs tab asks for every variable of the run it shows, 10^5 rows each in a long run."""
     steps, _, _ = data.var_series(path)
-    frozen = data.frozen_series(path)
-    out: list[tuple[int, int]] = []
-    start = None
-    for s, f in zip(steps.tolist(), frozen.tolist()):
-        if f and start is None:
-            start = s
-        elif not f and start is not None:
-            out.append((start, prev))
-            start = None
-        prev = s
-    if start is not None:
-        out.append((start, prev))
-    return out
+    frozen = np.asarray(data.frozen_series(path), dtype=bool)
+    n = min(len(steps), len(frozen))
+    edges = np.diff(np.concatenate(([False], frozen[:n], [False])).astype(np.int8))
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1) - 1
+    return [(int(steps[a]), int(steps[b])) for a, b in zip(starts, ends)]
 
 
 def spans_text(spans: list[tuple[int, int]]) -> str:
