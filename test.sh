@@ -13,4 +13,4 @@ export QT_QPA_PLATFORM=offscreen TF_CPP_MIN_LOG_LEVEL=2
 # process group).
 guard=()
 if [ ! -t 0 ]; then guard=(timeout -k 30 3600); fi
-${guard[@]+"${guard[@]}"} python -m pytest -q -n 2 --dist loadfile --max-worker-restart=0 "$@"
+${guard[@]+"${guard[@]}"} python -m pytest -q -n 3 --dist loadfile --max-worker-restart=0 "$@"

@@ -2,6 +2,7 @@
 
 Qt settings live in tests/app/conftest.py, so that the core tests never load Qt.
 """
+import gc
 import os
 import sys
 from pathlib import Path
@@ -18,3 +19,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 def run_dir(tmp_path: Path) -> Path:
     """A run directory that does not exist yet (the trainer must create it)."""
     return tmp_path / "run"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def imports_left_out_of_garbage_collection() -> None:
+    """`gc.freeze()` once the test modules (and TensorFlow, Qt) are imported: a full collection walked their
+    ~300,000 objects, 0.3 s each time, and the window tests collect after every test (tests/app/conftest.py)."""
+    gc.collect()
+    gc.freeze()

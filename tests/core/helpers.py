@@ -139,10 +139,13 @@ def write_file(directory: Path, name: str, source: str) -> Path:
     return path
 
 
-def tiny_gan(directory: Path, opt: str = "adam", bn: bool = False) -> Path:
+def tiny_gan(directory: Path, opt: str = "adam", bn: bool = False, opt_g: str | None = None) -> Path:
+    """`opt` for both phases, or for D only when `opt_g` names G's."""
     bn_line = '\n        keras.layers.BatchNormalization(name="bn_1"),' if bn else ""
-    src = _TINY_GAN.format(opt=opt, opt_expr=OPTIMIZERS[opt], bn=bn_line)
-    return write_file(directory, f"tiny_gan_{opt}{'_bn' if bn else ''}.py", src)
+    expr = OPTIMIZERS[opt] if opt_g is None else f'{OPTIMIZERS[opt]} if phase == "D" else {OPTIMIZERS[opt_g]}'
+    name = opt if opt_g is None else f"{opt}_{opt_g}"
+    src = _TINY_GAN.format(opt=name, opt_expr=expr, bn=bn_line)
+    return write_file(directory, f"tiny_gan_{name}{'_bn' if bn else ''}.py", src)
 
 
 def regression(directory: Path, opt: str = "sgd") -> Path:

@@ -19,7 +19,7 @@ from training_core.checkpoints import checkpoint_steps
 
 from .helpers import Script, config, main_cmd, start, tiny_gan, wait_for
 
-STEPS = 3000
+STEPS = 2000
 
 
 def _losses(d) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -48,7 +48,7 @@ def killed_and_resumed(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("resume")
     exp = tiny_gan(tmp, "adam")
     args = ["--headless", "--experiment", str(exp), "--steps", str(STEPS), "--ratio", "3:2", "--freeze",
-            "generator/dense_1", "--checkpoint-every", "150", "--fetch-every", "20", "--var-every", "7",
+            "generator/dense_1", "--checkpoint-every", "100", "--fetch-every", "20", "--var-every", "7",
             "--deterministic", "--quiet"]
     killed, whole = tmp / "killed", tmp / "whole"
     victim = start(main_cmd(*args, "--run-dir", str(killed)))
@@ -107,7 +107,7 @@ def test_the_event_record_is_one_timeline(killed_and_resumed):
     checkpoints = [e.step for e in events if e.kind == "checkpoint"]
     assert checkpoints == sorted(set(checkpoints)), "a checkpoint twice"
     # (a kill between a checkpoint's files and its event leaves the `resumed` event to name it)
-    assert sorted(set(checkpoints) | {resumed.step}) == list(range(0, STEPS + 1, 150))
+    assert sorted(set(checkpoints) | {resumed.step}) == list(range(0, STEPS + 1, 100))
     # what was cut is kept where a human finds it: the first process's rows after the checkpoint
     dropped = killed / resumed.dropped["dir"]
     if resumed.dropped["scalars"]:
