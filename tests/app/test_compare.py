@@ -96,6 +96,19 @@ def test_opened_runs_overlay_read_only_and_the_runs_tab_restyles_them(ui, qtbot,
     top = [tree.topLevelItem(i).text(0) for i in range(tree.topLevelItemCount())]
     assert top == ["discriminator", "generator"]
 
+    # behind the Train tab the selected run's details wait (rebuilding them cost ~50 ms at 10^6 steps, twice
+    # a second while a run grew); brought to the front, the tab shows the run as it is
+    w.tabs.setCurrentIndex(0)
+    assert not panel.isVisible()
+    shown = [panel.events.topLevelItem(0), tree.topLevelItem(0)]
+    panel.list.setCurrentItem(panel.list.topLevelItem(0))
+    panel.refresh()
+    assert [panel.events.topLevelItem(0), tree.topLevelItem(0)] == shown  # not rebuilt
+    w.tabs.setCurrentIndex(1)
+    now = [panel.events.topLevelItem(0), tree.topLevelItem(0)]
+    assert now[0] is not shown[0] and now[1] is not shown[1]  # rebuilt, for the run now selected
+    assert now[0].text(1) == "start (CPU)" and tree.topLevelItemCount() == 2
+
     qtbot.keyClick(w.plots.graphics, Qt.Key.Key_A)  # "A": follow the runs again
     assert w.plots.following
 
