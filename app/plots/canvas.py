@@ -88,7 +88,8 @@ class Stroke(QtWidgets.QGraphicsPathItem):
         self.setPath(path)
 
 
-PIECE_PX = 64  # pixel columns per piece of a `SplitStroke`
+PIECE_PX = 100  # pixel columns per piece of a `SplitStroke`
+SPLIT_AFTER = 3  # calls with the same view before a `SplitStroke` cuts its curve into pieces
 
 
 class SplitStroke:
@@ -100,14 +101,18 @@ class SplitStroke:
     25 Hz refresh: 8-20 ms of the GUI thread a frame on a slow machine, with 10^6 points per curve. While
     the view range stays put (following a run keeps 5% of room, view.py, and the peak decimation's chunks
     are aligned to the data, decimate.py), only the last piece of each curve changes, so Qt repaints a
-    strip at the right end. A range change re-cuts and repaints everything, as before.
-    Each piece starts at the last point of the one before, so the line stays connected."""
+    strip at the right end. Each piece starts at the last point of the one before, so the line stays
+    connected. A piece costs a path of its own (~40 us of Python each time the view moves), so while the
+    view moves at every refresh (a short run growing fast, a zoom) the curve stays one piece, repainted
+    whole as before; it is cut once the view has stayed put for `SPLIT_AFTER` calls."""
 
     def __init__(self, parent: QtWidgets.QGraphicsItem) -> None:
         self._parent = parent
         self.pieces: list[Stroke] = []
         self._drawn: list[tuple[bytes, bytes, tuple] | None] = []
         self._pen: QtGui.QPen | None = None
+        self._view: tuple | None = None
+        self._still = 0  # calls since the view last changed
 
     def set_pen(self, pen: QtGui.QPen | None) -> None:
         self._pen = pen
@@ -124,7 +129,11 @@ class SplitStroke:
                  offsets: list[tuple[float, float]] | None = None) -> None:
         """Draw the points (`x` sorted) of a view showing `x_range` over `width_px` pixel columns, connected
         where finite (NaN and inf: gaps), stamped at `offsets` (see `Stroke.set_path`)."""
-        n = max(1, math.ceil(width_px / PIECE_PX))
+        key_offsets = tuple(offsets or ())
+        view = (tuple(x_range), width_px, key_offsets)
+        self._still = self._still + 1 if view == self._view else 0
+        self._view = view
+        n = max(1, math.ceil(width_px / PIECE_PX)) if self._still >= SPLIT_AFTER else 1
         while len(self.pieces) < n:
             piece = Stroke(self._parent)
             piece.set_pen(self._pen)
@@ -134,7 +143,6 @@ class SplitStroke:
         cuts = np.searchsorted(x, x0 + (x1 - x0) * np.arange(1, n) / n) if n > 1 else np.empty(0, int)
         starts = [0, *cuts.tolist()]
         ends = [*cuts.tolist(), len(x)]
-        key_offsets = tuple(offsets or ())
         for i, piece in enumerate(self.pieces):
             lo, hi = (max(0, starts[i] - 1), ends[i]) if i < n else (0, 0)
             if hi - lo < 2:

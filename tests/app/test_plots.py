@@ -360,6 +360,8 @@ def test_live_points_repaint_a_strip_at_the_end_not_the_plots(panel_of, qtbot):
     """While the view stays put, the points a refresh adds repaint only the pieces of the curves they fall in
     (canvas.SplitStroke): a strip at the right of the plots. A range change repaints them whole."""
     from PySide6 import QtCore as QC
+
+    from app.plots.canvas import SPLIT_AFTER
     paths = ("d/l1/kernel", "d/l1/bias", "d/out/kernel")
     store = RunData()
     idx = np.arange(1, 100_001)
@@ -395,11 +397,13 @@ def test_live_points_repaint_a_strip_at_the_end_not_the_plots(panel_of, qtbot):
     panel.graphics.viewport().installEventFilter(counter)
     width = panel.loss_plot.vb.width()
     x0, x1 = panel.loss_plot.vb.viewRange()[0]
-    repainted(np.arange(100_001, 100_201))  # the panel's first paint since it was shown: whole
-    assert 0 < repainted(np.arange(100_201, 100_401)) < width / 4  # inside the follow room
+    for k in range(SPLIT_AFTER):  # the first paint since the panel was shown (whole), and the view staying put
+        repainted(np.arange(100_001 + 200 * k, 100_201 + 200 * k))
+    first = 100_001 + 200 * SPLIT_AFTER
+    assert 0 < repainted(np.arange(first, first + 200)) < width / 4  # inside the follow room
     assert panel.loss_plot.vb.viewRange()[0] == [x0, x1]
-    assert repainted(np.arange(100_401, 100_601)) < width / 4
-    assert repainted(np.arange(100_601, 110_001)) >= width  # past the room: the range moved
+    assert repainted(np.arange(first + 200, first + 400)) < width / 4
+    assert repainted(np.arange(first + 400, 110_001)) >= width  # past the room: the range moved
     assert panel.loss_plot.vb.viewRange()[0][1] > x1
     panel.graphics.viewport().removeEventFilter(counter)
 
