@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import zygote
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -21,7 +23,7 @@ def export(*args: str, platform: str | None = "offscreen") -> subprocess.Complet
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
     if platform:
         env["QT_QPA_PLATFORM"] = platform
-    return subprocess.run([sys.executable, "main.py", "--export", *args], cwd=REPO, env=env, capture_output=True,
+    return zygote.run([sys.executable, "main.py", "--export", *args], cwd=REPO, env=env, capture_output=True,
                           text=True, timeout=120)
 
 

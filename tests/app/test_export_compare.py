@@ -21,6 +21,7 @@ from app.export.dialog import ExportDialog
 from training_core import MetricsBatch, PhaseBlock, events
 from training_core.figures import FigureSpec
 from training_core.runs import RunData
+from tests import zygote
 
 REPO = Path(__file__).resolve().parents[2]
 SVG_TEXT = "{http://www.w3.org/2000/svg}text"
@@ -29,7 +30,7 @@ SVG_TEXT = "{http://www.w3.org/2000/svg}text"
 def export(*args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
     env["QT_QPA_PLATFORM"] = "offscreen"
-    return subprocess.run([sys.executable, "main.py", "--export", *args], cwd=REPO, env=env, capture_output=True,
+    return zygote.run([sys.executable, "main.py", "--export", *args], cwd=REPO, env=env, capture_output=True,
                           text=True, timeout=180)
 
 
