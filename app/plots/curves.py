@@ -181,6 +181,7 @@ def autorange_without_repaint(vb: pg.ViewBox) -> None:
     top right corner, by the newest points, so that what is repainted stays one strip there."""
     poke = QtWidgets.QGraphicsRectItem(0, 0, 1, 1, vb)
     poke.setPen(QtGui.QPen(QtCore.Qt.PenStyle.NoPen))
+    poke.setAcceptedMouseButtons(QtCore.Qt.MouseButton.NoButton)  # clicks and drags go to the view as before
 
     def queue_update_auto_range() -> None:
         vb._autoRangeNeedsUpdate = True
