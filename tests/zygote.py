@@ -3,10 +3,11 @@
 Why: each training process the suite starts (the window's service, a headless CLI run, a multi-worker
 node, a bad command line) spent 3-6 s of CPU importing TensorFlow and Keras before doing anything: on a
 busy 2-core machine, a third of the suite's CPU time (and each `main.py --export` ~0.8 s importing Qt).
-Here one "zygote" process per test process imports them once (no op runs, so TensorFlow has created no thread pools yet: it creates them lazily, at the first
-op) and forks a child for each command line. The child is a real process of its own, with its own pid,
-arguments, environment, working directory and file descriptors 0-2 (passed over the zygote's socket),
-and it runs the script as `__main__` exactly as the interpreter would; nothing else is shared.
+Here one "zygote" process per test process imports them once (no op runs, so TensorFlow has created no
+thread pools yet: it creates them lazily, at the first op) and forks a child for each command line.
+The child is a real process of its own, with its own pid, arguments, environment, working directory and
+file descriptors 0-2 (passed over the zygote's socket), and it runs the script as `__main__` exactly as
+the interpreter would; nothing else is shared.
 
 `Popen` is `subprocess.Popen` with only the child's creation replaced, so pipes, text mode, `communicate`,
 timeouts, `send_signal` and `kill` are the standard library's own. The test process waits for its
@@ -20,6 +21,7 @@ The zygote: `python tests/zygote.py ADDRESS` with the socket's key in `FF_ZYGOTE
 from __future__ import annotations
 
 import atexit
+import gc
 import os
 import runpy
 import signal
@@ -106,7 +108,6 @@ def _serve(address: str) -> None:
         import training_core.trainer  # noqa: F401
     import app.export  # noqa: F401 - and Qt for `main.py --export`: modules only (no QApplication, no thread)
     import app.export_cli  # noqa: F401
-    import gc
     gc.collect()
     gc.freeze()  # the imports' ~300,000 objects: no child's garbage collection walks them again (0.3 s a walk)
     conn = Client(address, authkey=bytes.fromhex(os.environ.pop(KEY_ENV)))

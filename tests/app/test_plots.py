@@ -18,8 +18,9 @@ from PySide6 import QtCore, QtGui  # noqa: E402
 from app.plots import palette  # noqa: E402
 from app.plots.view import FOLLOW_HEADROOM  # noqa: E402
 from tests import zygote
+from tests.app.blocks import block
 from training_core.runs import RunData, read_run  # noqa: E402
-from training_core import MetricsBatch, PhaseBlock, ema_smooth, events  # noqa: E402
+from training_core import MetricsBatch, ema_smooth, events  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 FROZEN = ("generator/dense_1/kernel", "generator/dense_1/bias")
@@ -38,18 +39,6 @@ def ring_dir(tmp_path_factory) -> Path:
 @pytest.fixture
 def ring(ring_dir) -> RunData:
     return read_run(ring_dir)
-
-
-def block(phase: str, steps, paths: tuple[str, ...], loss=None, ratio=None, frozen=None, every: int = 1):
-    steps = np.asarray(steps, dtype=np.int64)
-    n, v = len(steps), len(paths)
-    rng = np.random.default_rng(int(steps[0]) if n else 0)
-    ratio = rng.uniform(5e-4, 5e-3, (n, v)) if ratio is None else np.asarray(ratio, dtype=np.float64)
-    frozen = np.zeros((n, v), bool) if frozen is None else np.asarray(frozen, dtype=bool)
-    ratio = np.where(frozen, 0.0, ratio)
-    loss = rng.normal(1.0, 0.1, n) if loss is None else np.asarray(loss, dtype=np.float64)
-    return PhaseBlock(phase, paths, steps, 1e9 + steps * 1e-3, loss, ratio * 10, ratio, ratio * 100, frozen,
-                      (np.arange(n) % every) == 0)
 
 
 def shown_color(item) -> QtGui.QColor:
@@ -355,57 +344,6 @@ def test_a_million_points_per_loss_curve(panel_of, qtbot):
     assert curves["loss/D"].stroke.drawn() == len(shown)
 
 
-
-def test_live_points_repaint_a_strip_at_the_end_not_the_plots(panel_of, qtbot):
-    """While the view stays put, the points a refresh adds repaint only the pieces of the curves they fall in
-    (canvas.SplitStroke): a strip at the right of the plots. A range change repaints them whole."""
-    from PySide6 import QtCore as QC
-
-    from app.plots.canvas import SPLIT_AFTER
-    paths = ("d/l1/kernel", "d/l1/bias", "d/out/kernel")
-    store = RunData()
-    idx = np.arange(1, 100_001)
-    store.add_batch(MetricsBatch([block("D", idx, paths, loss=np.sin(idx / 1e3), every=10)]))
-    panel = panel_of(store)
-    panel.show()
-    qtbot.waitExposed(panel)
-    panel.refresh()
-    for _ in range(3):
-        QtGui.QGuiApplication.processEvents()
-    regions: list = []
-
-    class Regions(QC.QObject):
-        def eventFilter(self, obj, event):  # noqa: N802
-            if event.type() == QC.QEvent.Type.Paint:
-                regions.append(event.region().boundingRect())
-            return False
-
-    def repainted(steps) -> int:
-        """Width in pixels of what the refresh after `steps` were added repainted."""
-        n = len(steps)
-        store.add_batch(MetricsBatch([block("D", steps, paths, loss=np.full(n, 0.5), ratio=np.full((n, 3), 2e-3))]))
-        regions.clear()
-        panel.refresh()
-        for _ in range(3):  # flush: the scene's dirty items, then the viewport's update request, then its paint
-            QtGui.QGuiApplication.processEvents()
-        rect = regions[0]
-        for r in regions[1:]:
-            rect = rect.united(r)
-        return rect.width() if regions else 0
-
-    counter = Regions()
-    panel.graphics.viewport().installEventFilter(counter)
-    width = panel.loss_plot.vb.width()
-    x0, x1 = panel.loss_plot.vb.viewRange()[0]
-    for k in range(SPLIT_AFTER):  # the first paint since the panel was shown (whole), and the view staying put
-        repainted(np.arange(100_001 + 200 * k, 100_201 + 200 * k))
-    first = 100_001 + 200 * SPLIT_AFTER
-    assert 0 < repainted(np.arange(first, first + 200)) < width / 4  # inside the follow room
-    assert panel.loss_plot.vb.viewRange()[0] == [x0, x1]
-    assert repainted(np.arange(first + 200, first + 400)) < width / 4
-    assert repainted(np.arange(first + 400, 110_001)) >= width  # past the room: the range moved
-    assert panel.loss_plot.vb.viewRange()[0][1] > x1
-    panel.graphics.viewport().removeEventFilter(counter)
 
 # -- reading true --------------------------------------------------------------------------------------------
 def test_tick_labels_never_overprint_on_log_axes(panel_of, qtbot):
