@@ -57,6 +57,7 @@ class ReplicatedStep(PhaseStep):
                             f"so it cannot be placed on every replica; create it in build() or optimizer(phase)")
 
     _syncs_stats = True
+    _fast_inline = False  # every variant is traced before the run, and --jit compiles the parts per replica
 
     def _compile(self, fn: Any, jit: bool) -> Any:
         return tf.function(fn, autograph=False)

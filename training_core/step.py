@@ -28,13 +28,20 @@ so a reference loop compared bit for bit returns its loss too.)
 
 Start-up of wide models: tracing is Python building the graph one op at a time (0.1-0.4 ms an op on
 this project's CPU), and a 500-variable phase has ~15,000 ops, most of them Keras' per-variable update.
-So the parts both variants share (forward and backward pass, the optimizer update, the norms) are
-`tf.function`s of their own, traced once per phase and called by both variants (TensorFlow inlines them
-when it instantiates the step: the executed graph is the same); the masked variant then costs only its
-snapshots, mask and restore. The per-variable ops of Freezeframe's own are kept few: one read per
-snapshot, one `L2Loss` per norm, the freeze mask unstacked once. (Running the steps without grappler's
-rewrites would cut the first call of a 500-variable step from 5.6-12.5 s to 1.7-4.6 s, but the result is
-then no longer bit for bit that of a plain loop, which TensorFlow does optimise: not done.)
+So the parts the masked variant shares with the fast one (forward and backward pass, the optimizer
+update, the norms) are `tf.function`s of their own, traced once per phase, which the masked variant
+calls (TensorFlow inlines them when it instantiates the step); it then costs only its snapshots, mask
+and restore. The fast variant, which the first step waits for, builds those parts in its own graph, as a
+plain loop's step does: called nested, they left ~2,500 more nodes after TensorFlow's graph optimisation
+at 500 variables (the identities and control edges of three inlined calls with hundreds of inputs each),
+which cost its trace ~1 s, its first call ~1.5 s and its steps 4-20% (bench/wide_startup.py; README,
+Performance). The per-variable ops of Freezeframe's own are kept few: one read per snapshot, one
+`L2Loss` per norm, the freeze mask unstacked once.
+
+Not done, because the result would no longer be bit for bit that of a plain loop, which TensorFlow
+optimises with its defaults: running the steps without grappler's rewrites (a 500-variable step's first
+call 1.7-4.6 s instead of 5.6-12.5 s), or with one round of its passes instead of two (~2.2 s instead of
+3.4-3.9 s; the exactness tests' AdamW and global-clipnorm phases then differ).
 """
 from __future__ import annotations
 
@@ -112,7 +119,7 @@ class PhaseStep:
                             f"({', '.join(unknown[:3])}), so exact freezing cannot restore it; use a Keras optimizer")
         self.slots = [list(per_var[v.path].values()) for v in self.vars]  # restored with a frozen variable
         self._live: list[int] = []  # variables with a gradient (set at the first trace)
-        # traced once per phase, called by both variants (see the module docstring)
+        # traced once per phase, called by the masked variant (see the module docstring)
         self._grads_fn = self._compile_part(self._loss_and_grads, jit)
         self._update_fn = self._nested(self._apply_update)
         self._norms_fn = self._nested(self._pack)
@@ -137,8 +144,8 @@ class PhaseStep:
                 clock.lap(f"trace {self.phase.name} {variant}")
 
     def check_loss(self, clock: Any = None) -> Any:
-        """Trace the forward and backward pass alone (the user's code in a step; the variants then reuse it) and
-        return it: a loss that fails fails here, while preparing, even if the variants are traced later."""
+        """Trace the forward and backward pass alone (the user's code in a step; the masked variant then reuses it)
+        and return it: a loss that fails fails here, while preparing, even if the variants are traced later."""
         fn = self._grads_fn.get_concrete_function()
         if clock is not None:
             clock.lap(f"check {self.phase.name} loss")
@@ -185,8 +192,8 @@ class PhaseStep:
                 v.assign(v.constraint(v))
         opt.iterations.assign_add(1)
 
-    def _gradients(self, stats_before: list) -> tuple[tf.Tensor, list]:
-        loss, grads = self._reduce(*self._grads_fn(), stats_before)
+    def _gradients(self, stats_before: list, grads_fn: Callable[[], tuple]) -> tuple[tf.Tensor, list]:
+        loss, grads = self._reduce(*grads_fn(), stats_before)
         self._live = [i for i, g in enumerate(grads) if g is not None]  # None: no gradient, skipped as Keras does
         return loss, grads
 
@@ -201,6 +208,8 @@ class PhaseStep:
     # -- hooks the replicated step (replicated.py) overrides; identities on one device -------------------------
     #: whether `_reduce` needs the statistics before the step (replicas average their change)
     _syncs_stats = False
+    #: whether the fast variant builds the shared parts in its own graph rather than calling them (module docstring)
+    _fast_inline = True
 
     def _reduce(self, loss: tf.Tensor, grads: list, stats_before: list) -> tuple[tf.Tensor, list]:
         return loss, grads
@@ -211,15 +220,16 @@ class PhaseStep:
     def _fast_body(self) -> tf.Tensor:
         before = [_read(v) for v in self.vars]
         stats_before = [_read(v) for v in self.stat_vars] if self._syncs_stats else []
-        loss, grads = self._gradients(stats_before)
-        self._update_fn(self.opt._clip_gradients([grads[i] for i in self._live]))
-        return self._norms_fn(loss, before, grads)
+        inline = self._fast_inline
+        loss, grads = self._gradients(stats_before, self._loss_and_grads if inline else self._grads_fn)
+        (self._apply_update if inline else self._update_fn)(self.opt._clip_gradients([grads[i] for i in self._live]))
+        return (self._pack if inline else self._norms_fn)(loss, before, grads)
 
     def _masked_body(self) -> tf.Tensor:
         before = [_read(v) for v in self.vars]
         stats_before = [_read(v) for v in self.stat_vars]
         slots_before = [[_read(s) for s in slots] for slots in self.slots]
-        loss, grads = self._gradients(stats_before)
+        loss, grads = self._gradients(stats_before, self._grads_fn)
         frozen_all, gate = self.frozen.read_value(), self.gate.read_value()
         live = self._live
         frozen = tf.unstack(frozen_all) if self.vars else []

@@ -142,8 +142,9 @@ class WarmUp(Observer):
 def _keras_state(restore: dict | None = None) -> dict:
     """Keras keeps its global state per thread (the global seed generator of unseeded `keras.random` draws,
     `keras.config` switches such as flash attention): the thread traces with the training thread's, as if it
-    had traced there. (The losses themselves are traced on the training thread, in `check_loss` or the first
-    variant, and reused; what the thread traces is the optimizer update, the snapshots, mask and norms.)
+    had traced there. (Every phase's loss is first traced on the training thread, by its first variant or by
+    `check_loss`, so a loss that fails fails there; the thread traces the other variants, which the fast
+    ones build with their own forward and backward pass, as a plain loop's step does: step.py.)
     Read (no argument) on the training thread between steps, where no call's scope is open."""
     from keras.src.backend.common import global_state
     if restore is None:

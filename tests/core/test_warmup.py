@@ -46,7 +46,8 @@ def test_first_step_runs_before_the_masked_variants_are_traced(tmp_path, run_dir
     assert all(e.step >= 1 for e in events if e.variant == "masked")
     assert all(st.fast.experimental_get_tracing_count() == st.masked.experimental_get_tracing_count() == 1
                for st in trainer.prepared.steps)
-    # the variants reuse the forward and backward pass traced to check the loss: traced once per phase
+    # the masked variants share one traced forward and backward pass per phase (G's, the one that checked its
+    # loss); the fast variants build their own, inline
     assert d._grads_fn.experimental_get_tracing_count() == g._grads_fn.experimental_get_tracing_count() == 1
 
 
