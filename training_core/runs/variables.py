@@ -52,6 +52,7 @@ class VariableStates:
         nodes = [n for n in tree.walk() if n.path] if tree is not None else []
         self._vars = [v.path for v in tree.all_variables()] if tree is not None else []
         self._scopes = {n.path: [v.path for v in n.all_variables()] for n in nodes}
+        self._rollup = _Rollup(self._vars, self._scopes)
         self.reset()
 
     def reset(self) -> None:
@@ -75,8 +76,7 @@ class VariableStates:
         states: dict[str, VarState] = {}
         for path in self._vars:
             states[path] = self._variable(path, *latest[path]) if path in latest else VarState(None, "")
-        for scope, under in self._scopes.items():
-            states[scope] = _scope([states[p] for p in under], under)
+        states.update(self._rollup.scopes([states[p] for p in self._vars]))
         self.states = states
         return True
 
@@ -121,15 +121,52 @@ def _latest(data: RunData) -> dict[str, tuple[float | None, float | None, bool]]
     return out
 
 
-def _scope(under: list[VarState], paths: list[str]) -> VarState:
-    values = [s.value for s in under if s.value is not None]
-    n_frozen = sum(s.state in FROZEN_STATES for s in under)
-    state = next((k for k in ("LEAK", "leaked") if any(s.state == k for s in under)), "")
-    state = state or ("frozen" if under and n_frozen == len(under) else "partly" if n_frozen else "")
-    leaking = [p for p, s in zip(paths, under) if s.alarm]
-    tip = f"leaked: {', '.join(leaking)}" if leaking else (
-        f"{n_frozen} of {len(under)} variables frozen" if n_frozen else "")
-    return VarState(max(values) if values else None, state, tip)
+_ALARM = {"LEAK": 2, "leaked": 1}  # a scope shows the worse of its variables' alarms
+
+
+class _Rollup:
+    """Every scope's state from its variables' at once, with numpy: the variables under each scope, listed
+    one scope after another, are one index array, so a scope's largest value, frozen count and worst alarm
+    are one `reduceat` each. Why: a scope at a time in Python took ~3 ms a refresh at 500 variables (252
+    scopes, 1,000 scope-variable pairs), 35x the 12-variable tree's cost.
+
+    A scope's value is the largest value under it, ignoring NaN (NaN only if every recorded value is
+    NaN; None before any was recorded)."""
+
+    def __init__(self, paths: list[str], scopes: dict[str, list[str]]) -> None:
+        self.index = index = {p: i for i, p in enumerate(paths)}
+        self.names = [s for s, under in scopes.items() if under]
+        self.empty = [s for s, under in scopes.items() if not under]
+        self.under = [scopes[s] for s in self.names]
+        self.flat = np.array([index[p] for s in self.names for p in scopes[s]], dtype=np.intp)
+        self.starts = np.cumsum([0] + [len(u) for u in self.under[:-1]], dtype=np.intp)
+        self.sizes = [len(u) for u in self.under]
+
+    def scopes(self, states: list[VarState]) -> dict[str, VarState]:
+        """`states` are the variables', in the order given at construction."""
+        out = {s: VarState(None, "") for s in self.empty}
+        if not self.names:
+            return out
+        value = np.array([np.nan if s.value is None else s.value for s in states], dtype=np.float64)
+        has = np.array([s.value is not None for s in states])
+        frozen = np.array([s.state in FROZEN_STATES for s in states], dtype=np.int64)
+        alarm = np.array([_ALARM.get(s.state, 0) for s in states], dtype=np.int64)
+        flat, starts = self.flat, self.starts
+        with np.errstate(invalid="ignore"):
+            top = np.fmax.reduceat(value[flat], starts).tolist()
+        any_value = np.logical_or.reduceat(has[flat], starts).tolist()
+        n_frozen = np.add.reduceat(frozen[flat], starts).tolist()
+        worst = np.maximum.reduceat(alarm[flat], starts).tolist()
+        for name, under, size, v, got, n, w in zip(self.names, self.under, self.sizes, top, any_value, n_frozen,
+                                                   worst):
+            if w:
+                state = "LEAK" if w == 2 else "leaked"
+                tip = "leaked: " + ", ".join(p for p in under if states[self.index[p]].alarm)
+            else:
+                state = "frozen" if n == size else "partly" if n else ""
+                tip = f"{n} of {size} variables frozen" if n else ""
+            out[name] = VarState(v if got else None, state, tip)
+        return out
 
 
 def frozen_spans(data: RunData, path: str) -> list[tuple[int, int]]:
