@@ -2,7 +2,8 @@
 trains, and File → Replay Run…. The windows run on the stand-in service (no training process of their
 own); the run they watch is a real headless `main.py` training a tiny GAN. Two windows attached to one
 run see every change either makes; controls are acknowledged in the status bar; detaching leaves the
-run training; a replay started from the window reproduces the original's losses."""
+run training; a replay started from the window reproduces the original's losses; an attached run, live or
+finished, is drawn as the window's live run."""
 from __future__ import annotations
 
 import numpy as np
@@ -37,10 +38,26 @@ def _attached(ui, qtbot, run_dir):
     return w
 
 
+def _plotted(w) -> dict[str, np.ndarray]:
+    """The steps the loss plot draws for each phase (its raw curves' x data)."""
+    w.refresh()
+    return {name.split("/")[1]: np.asarray(c.xData) for name, c in w.plots.losses.curves().items()
+            if not name.endswith("/smoothed") and c.xData is not None}
+
+
+def _shows_the_record(w, run_dir) -> bool:
+    recorded = read_scalars(run_dir)
+    plotted = _plotted(w)
+    return plotted.keys() == {"D", "G"} and all(
+        np.array_equal(plotted[p], recorded[f"loss/{p}"].steps) for p in ("D", "G"))
+
+
 def test_two_windows_attached_to_a_headless_run_steer_it_and_see_each_other(ui, qtbot, headless_run):
     run_dir, proc = headless_run
     a = _attached(ui, qtbot, run_dir)
     assert a.status_panel.state_label.text().startswith("Training · attached")
+    qtbot.waitUntil(lambda: all(len(x) for x in _plotted(a).values()) and len(_plotted(a)) == 2, timeout=TIMEOUT)
+    assert [e.label for e in a.review.runs.entries] == [run_dir.name]  # drawn as the live run, named as its dir
     assert a.running and not a.start_action.isEnabled() and a.stop_action.isEnabled()
 
     a.scope_tree.item("discriminator/dense_1").setCheckState(0, Qt.CheckState.Checked)  # the user ticks a scope
@@ -93,7 +110,23 @@ def test_replay_run_from_the_window_reproduces_the_losses(ui, qtbot, headless_ru
         steps, _, values = w.store.loss(phase)
         assert np.array_equal(steps, original[f"loss/{phase}"].steps)
         assert np.array_equal(values, original[f"loss/{phase}"].values)
+    qtbot.waitUntil(lambda: _shows_the_record(w, tmp_path / "replayed"), timeout=TIMEOUT)  # and draws them
     assert w.session.run_dir == str(tmp_path / "replayed") and w.store.stop.reason == "done"
+
+
+def test_attaching_to_a_finished_run_draws_all_of_it(ui, qtbot, tmp_path):
+    """A run that ended before the window attached (a server's finished job): every recorded loss is drawn,
+    and the window lets go of it at once."""
+    run_dir = tmp_path / "finished"
+    proc = start(main_cmd("--headless", "--experiment", str(tiny_gan(tmp_path)), "--run-dir", str(run_dir),
+                          "--steps", "60", "--quiet"))
+    assert proc.wait(300) == 0
+    proc.communicate()
+    w = ui.make(fake=True)
+    assert w.attach_run(run_dir)
+    qtbot.waitUntil(lambda: not w.session.attached and w.store.last_step == 60, timeout=TIMEOUT)
+    qtbot.waitUntil(lambda: _shows_the_record(w, run_dir), timeout=TIMEOUT)
+    assert w.status_panel.state_label.text() == "Finished at step 60"
 
 
 def test_attaching_to_something_that_is_not_a_run_says_so(ui, tmp_path):

@@ -121,6 +121,7 @@ class Session:
         self.status, self.last_run, self.prepared = None, None, None
         self._clear_data()
         self.state_changed.emit()
+        self.run_started.emit(str(run_dir))  # shown as the live run, as one of the window's own (plots, Runs tab)
 
     def attached_prepared(self, info: P.PreparedInfo) -> None:
         """The attached run's variables and settings, read from its record."""
