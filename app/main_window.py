@@ -174,7 +174,8 @@ class MainWindow(QMainWindow):
         self._loading_started = True
         if self.session.tf_ready or self.session.busy:
             return
-        self._show_preparing()
+        if not self.session.attached:  # attached at launch (--attach): its tree stays on screen
+            self._show_preparing()
         self.controller.load(self._prepare_config())
 
     def choose_source(self, source: Source) -> None:

@@ -114,6 +114,21 @@ def test_replay_run_from_the_window_reproduces_the_losses(ui, qtbot, headless_ru
     assert w.session.run_dir == str(tmp_path / "replayed") and w.store.stop.reason == "done"
 
 
+def test_attached_at_launch_before_tensorflow_loads(ui, qtbot, headless_run):
+    """`--attach` attaches before the window's own training process has loaded TensorFlow: the load that
+    follows leaves the attached run's scope tree and plots on screen (it used to replace the tree with
+    "Preparing ring…" and forget the run's variables)."""
+    run_dir, _ = headless_run
+    qtbot.waitUntil(lambda: (run_dir / "events.jsonl").is_file(), timeout=TIMEOUT)
+    w = ui.make(fake=True, wait=False)
+    assert not w.session.tf_ready
+    assert w.attach_run(run_dir)
+    qtbot.waitUntil(lambda: w.session.tf_ready and not w.session.busy and w.store.last_step > 0, timeout=TIMEOUT)
+    assert w.session.attached and w.session.prepared is not None
+    assert w.scope_tree.item("generator/dense_1") is not None
+    qtbot.waitUntil(lambda: len(_plotted(w)) == 2 and all(len(x) for x in _plotted(w).values()), timeout=TIMEOUT)
+
+
 def test_attaching_to_a_finished_run_draws_all_of_it(ui, qtbot, tmp_path):
     """A run that ended before the window attached (a server's finished job): every recorded loss is drawn,
     and the window lets go of it at once."""

@@ -91,8 +91,11 @@ class Session:
 
     # -- what the user asked for --------------------------------------------------------------------------
     def loading(self) -> None:
-        """TensorFlow is being imported (then the chosen experiment prepared) in a new service."""
-        self.busy, self.prepared = LOADING, None
+        """TensorFlow is being imported (then the chosen experiment prepared) in a new service. An attached run
+        (`--attach` attaches before the window's own service loads) stays what the window shows."""
+        self.busy = LOADING
+        if not self.attached:
+            self.prepared = None
         self.state_changed.emit()
 
     def choose(self, source: Source) -> bool:
