@@ -191,9 +191,8 @@ class MainWindow(QMainWindow):
         return run_config(self.session.source, self.experiment_panel, self.schedule_panel)
 
     def _show_preparing(self) -> None:
-        s = self.session
-        self.scope_tree.set_placeholder(f"Preparing {Path(s.source[1]).name}…" if s.tf_ready else
-                                        "Loading TensorFlow…")
+        text = f"Preparing {Path(self.session.source[1]).name}…" if self.session.tf_ready else "Loading TensorFlow…"
+        self.scope_tree.set_placeholder(text)
         self.experiment_panel.set_description("")
 
     def open_runs(self, paths: list[str]) -> bool:
