@@ -145,10 +145,14 @@ def _keras_state(restore: dict | None = None) -> dict:
     had traced there. (Every phase's loss is first traced on the training thread, by its first variant or by
     `check_loss`, so a loss that fails fails there; the thread traces the other variants, which the fast
     ones build with their own forward and backward pass, as a plain loop's step does: step.py.)
-    Read (no argument) on the training thread between steps, where no call's scope is open."""
+    Read (no argument) on the training thread between steps, where no call's scope is open.
+
+    The name-scope stack is the one thing the thread gets a copy of: a model call traced there pushes its
+    layers' scopes onto it, and on the training thread's own list they prefixed whatever that thread named
+    meanwhile (the benchmark caught a model built then with variables `discriminator/discriminator/...`)."""
     from keras.src.backend.common import global_state
     if restore is None:
         return dict(vars(global_state.GLOBAL_STATE_TRACKER))
     for name, value in restore.items():
-        global_state.set_global_attribute(name, value)
+        global_state.set_global_attribute(name, list(value) if name == "name_scope_stack" else value)
     return restore

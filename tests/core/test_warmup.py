@@ -109,3 +109,36 @@ def test_a_freeze_sent_after_the_first_step_is_exact_bit_for_bit(tmp_path, run_d
     assert trainer.traces == 4 and trainer.retraces == 0
     un = sc["update_norm/net/a1/kernel"]
     assert (un.values[(un.steps > 1) & (un.steps <= 9)] == 0).all() and (un.values[un.steps > 9] > 0).all()
+
+
+def test_the_warm_up_thread_names_in_its_own_keras_name_scopes():
+    """A model call traced on the warm-up thread opens its layers' name scopes on that thread only: a model
+    built on the training thread meanwhile gets plain variable paths. (The thread took the training thread's
+    name-scope stack by reference, and the benchmark's next model got `discriminator/discriminator/...`.)"""
+    import threading
+
+    import keras
+
+    from training_core.warmup import _keras_state
+
+    with keras.name_scope("before"):  # the training thread's stack exists, as after any model call
+        pass
+    state = _keras_state()
+    inside, release = threading.Event(), threading.Event()
+
+    def on_thread() -> None:
+        _keras_state(state)
+        with keras.name_scope("discriminator"):
+            inside.set()
+            release.wait(60)
+
+    t = threading.Thread(target=on_thread)
+    t.start()
+    try:
+        assert inside.wait(60)
+        layer = keras.layers.Dense(2, name="probe")
+        layer.build((None, 3))
+        assert layer.kernel.path == "probe/kernel"
+    finally:
+        release.set()
+        t.join(60)
