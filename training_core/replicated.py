@@ -57,7 +57,6 @@ class ReplicatedStep(PhaseStep):
                             f"so it cannot be placed on every replica; create it in build() or optimizer(phase)")
 
     _syncs_stats = True
-    _fast_inline = False  # every variant is traced before the run, and --jit compiles the parts per replica
 
     def _compile(self, fn: Any, jit: bool) -> Any:
         return tf.function(fn, autograph=False)
@@ -72,6 +71,9 @@ class ReplicatedStep(PhaseStep):
         if rid is None or rid % self.local == 0:
             return super()._pack(loss, before, grads)
         return tf.zeros([1 + 3 * len(self.vars)], tf.float32)
+
+    def _fast_grads(self) -> tuple[tf.Tensor, list]:
+        return self._grads_fn()  # with --jit, compiled per replica (`_compile_part`)
 
     def _compile_part(self, fn: Any, jit: bool) -> Any:
         """XLA cannot compile a program that spans devices (`strategy.run`), nor the merge call of the update on

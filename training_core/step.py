@@ -208,8 +208,10 @@ class PhaseStep:
     # -- hooks the replicated step (replicated.py) overrides; identities on one device -------------------------
     #: whether `_reduce` needs the statistics before the step (replicas average their change)
     _syncs_stats = False
-    #: whether the fast variant builds the shared parts in its own graph rather than calling them (module docstring)
-    _fast_inline = True
+
+    def _fast_grads(self) -> tuple[tf.Tensor, list]:
+        """The fast variant's forward and backward pass, built in its own graph (module docstring)."""
+        return self._loss_and_grads()
 
     def _reduce(self, loss: tf.Tensor, grads: list, stats_before: list) -> tuple[tf.Tensor, list]:
         return loss, grads
@@ -220,10 +222,9 @@ class PhaseStep:
     def _fast_body(self) -> tf.Tensor:
         before = [_read(v) for v in self.vars]
         stats_before = [_read(v) for v in self.stat_vars] if self._syncs_stats else []
-        inline = self._fast_inline
-        loss, grads = self._gradients(stats_before, self._loss_and_grads if inline else self._grads_fn)
-        (self._apply_update if inline else self._update_fn)(self.opt._clip_gradients([grads[i] for i in self._live]))
-        return (self._pack if inline else self._norms_fn)(loss, before, grads)
+        loss, grads = self._gradients(stats_before, self._fast_grads)
+        self._apply_update(self.opt._clip_gradients([grads[i] for i in self._live]))
+        return self._pack(loss, before, grads)
 
     def _masked_body(self) -> tf.Tensor:
         before = [_read(v) for v in self.vars]
