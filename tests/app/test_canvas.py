@@ -27,6 +27,7 @@ class PaintLog(QtCore.QObject):
             self.regions.append(event.region().boundingRect())
         return False
 
+
 def _python_paints_per_repaint(qtbot, monkeypatch, view: QtWidgets.QGraphicsView, repaints: int = 5) -> tuple[int, int]:
     """Repaint `view` synchronously `repaints` times; count the viewport's paint events and the calls of
     pyqtgraph's curve item's Python `paint()` (what a PlotDataItem draws its line with)."""

@@ -344,7 +344,6 @@ def test_a_million_points_per_loss_curve(panel_of, qtbot):
     assert curves["loss/D"].stroke.drawn() == len(shown)
 
 
-
 # -- reading true --------------------------------------------------------------------------------------------
 def test_tick_labels_never_overprint_on_log_axes(panel_of, qtbot):
     """Less than a decade in view (0.08-0.1: pyqtgraph labelled 0.1, 0.09, 0.08 ... over each other), and
