@@ -1,7 +1,7 @@
 """How the window shares the machine with its training process.
 
 Measured causes of a late or stuttering window, and of slower training, while training runs
-(bench/run.py, README "Performance"):
+(bench/run.py; the figures in README "Performance", the runs behind them in bench/PERFORMANCE.md):
 - the GIL: training used to run on a thread of the window's process, and every bit of Python the GUI
   ran stopped it between TensorFlow ops. It now runs in a process of its own (`training_core.service`);
 - cores: TensorFlow on every core left none for the GUI; the training process gets all cores but one;

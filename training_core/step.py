@@ -35,7 +35,7 @@ and restore. The fast variant, which the first step waits for, builds those part
 plain loop's step does: called nested, they left ~2,500 more nodes after TensorFlow's graph optimisation
 at 500 variables (the identities and control edges of three inlined calls with hundreds of inputs each),
 which cost its trace and its first call 1-2 s each, and its steps 0-28% (5 alternating A/B pairs,
-noisy; README, Performance). The per-variable ops of Freezeframe's own are kept few: one read per
+noisy; bench/PERFORMANCE.md). The per-variable ops of Freezeframe's own are kept few: one read per
 snapshot, one `L2Loss` per norm, the freeze mask unstacked once.
 
 Not done, because the result would no longer be bit for bit that of a plain loop, which TensorFlow
