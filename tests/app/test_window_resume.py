@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QPushButton
 from tests import zygote
 from training_core import read_events
 from training_core.runs import read_run
+from training_core.runs.collection import LIVE
 
 from test_window_e2e import NAN_EXPERIMENT  # tests/app is on sys.path (no package)
 
@@ -44,6 +45,22 @@ def test_resume_run_continues_in_its_directory(ui, qtbot, tmp_path):
     _same_losses(w.store, d)
     assert [m.label for m in w.store.markers].count("resumed") == 1
     assert w.experiment_panel.current_source() == ("example", "ring")
+    # the window names the run it resumed: the status bar's link and the Runs tab (they said "–" and "live")
+    assert w.session.run_dir == str(d) and str(d) in w.status_panel.run_dir_label.text()
+    assert w.review.runs.get(LIVE).label == d.name
+    qtbot.waitUntil(lambda: _samples_in(w, d), timeout=30_000)
+
+    w.start()  # a new run in the window's own directory: its samples, not the resumed run's any more
+    ui.wait_finished(w, timeout=90_000)
+    new_dir = Path(w.session.run_dir)
+    assert new_dir != d and w.review.runs.get(LIVE).label == new_dir.name
+    qtbot.waitUntil(lambda: _samples_in(w, new_dir), timeout=30_000)
+
+
+def _samples_in(w, run_dir: Path) -> bool:
+    """The samples view lists `run_dir`'s samples, and only those."""
+    files = w.plots.samples.files
+    return bool(files) and all(Path(p).parent.parent == run_dir for _, p in files)
 
 
 def test_resume_run_refuses_a_directory_that_is_not_a_run(ui, tmp_path):

@@ -95,6 +95,7 @@ class AttachedRun:
             raise UserError(f"{self.dir} has no {EVENTS_FILE}; attach to a run directory (one a run is writing)")
         self.data = data if data is not None else RunData(self.dir)  # the window passes its session's
         self.data.clear()
+        self.data.run_dir = self.dir  # where its samples are (the session's data may have named another run)
         self.new_events: list[E.Event] = []  # the events the last poll read
         self._rate: list[tuple[float, int]] = []  # (monotonic time, last step) of recent polls
         self.follower = RunFollower(self.dir, self.data)

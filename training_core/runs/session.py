@@ -17,6 +17,7 @@ All calls come from one thread (the window's GUI thread, where Qt queues the rep
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Callable
 
 from psygnal import Signal
@@ -123,6 +124,7 @@ class Session:
         self.running, self.paused, self.pause_reason, self.stop_reason = True, False, "", ""
         self.status, self.last_run, self.prepared = None, None, None
         self._clear_data()
+        self.data.run_dir = Path(run_dir)
         self.state_changed.emit()
         self.run_started.emit(str(run_dir))  # shown as the live run, as one of the window's own (plots, Runs tab)
 
@@ -226,6 +228,8 @@ class Session:
             self.note.emit(f"Step {e.step}: {e.message}")
         elif isinstance(e, E.Start):
             self._set_run_dir(e.run_dir)
+        elif isinstance(e, E.Resumed) and self._resumed_dir:  # a resume has no `start` of its own
+            self._set_run_dir(self._resumed_dir)
         elif isinstance(e, E.Stop):
             self.stop_reason = e.reason
 
@@ -241,6 +245,7 @@ class Session:
 
     def _clear_data(self) -> None:
         self.data.clear()
+        self.data.run_dir = None  # the next run's: a resumed or attached run's directory must not outlive it
         self.variables.reset()
         self._set_run_dir("")
         self.data_cleared.emit()
