@@ -28,6 +28,8 @@ def measure_throughput(variants: list, chunk: int, rounds: int) -> dict[str, flo
             t = time.perf_counter()
             v.run(chunk)
             rates[v.name].append(chunk / (time.perf_counter() - t))
+            if getattr(v, "clock_rate", None):  # the window: also by the training process's own step clock
+                rates.setdefault(v.name + "_clock", []).append(v.clock_rate)
     return {name: statistics.median(r) for name, r in rates.items()}
 
 

@@ -98,6 +98,7 @@ class Window:
     """Throughput inside the window: Step(n) commands, the window drawing live while they run."""
 
     name = "window"
+    clock_rate: float | None = None  # the last chunk's steps/s by the training process's clock
 
     def __init__(self) -> None:
         self.w = open_window()
@@ -110,6 +111,20 @@ class Window:
         worker = self.w.core.worker
         wait_for(lambda: self.w.paused and self.w.store.last_step >= start + n, 600,
                  signals=(worker.metrics, worker.event))
+        self.clock_rate = step_clock_rate(self.w.store, start, start + n)
+
+
+def step_clock_rate(store, after: int, upto: int) -> float | None:
+    """Steps/s of steps `after`+1..`upto` by the training process's own clock (each step's recorded wall
+    time, taken as its call returns), from the first to the last: what a bare loop's timer spans. It
+    leaves out the two trips a Step(n) chunk makes and a run does not (the command to the training
+    process, the last batch back to the window); the paint competing with the steps is all inside."""
+    walls = []
+    for phase in store.phases:
+        steps, wall, _ = store.loss(phase)
+        walls.append(wall[(steps > after) & (steps <= upto)])
+    w = np.sort(np.concatenate(walls)) if walls else np.array([])
+    return (len(w) - 1) / (w[-1] - w[0]) if len(w) > 1 and w[-1] > w[0] else None
 
     def close(self) -> None:
         close_window(self.w)
