@@ -100,6 +100,23 @@ def test_nan_warning_and_failures_become_problems_and_notes(ready):
     assert rec.named("problem")[-1][0] == "an unknown report from training was ignored: object"
 
 
+def test_a_nan_in_two_phases_is_one_dialog_until_training_goes_on(ready):
+    """Both phases' losses can go non-finite in one batch: the trainer reports each (and pauses once); the
+    window used to open a dialog per report, and the second stayed up after the first's roll-back."""
+    s, sim, rec = ready
+    s.begin_run()
+    feed(s, sim.run(RunConfig()) + sim.train(4))
+    s.handle(P.Emitted(E.Nan(step=4, phase="D", at_step=3, value="inf")))
+    s.handle(P.Emitted(E.Nan(step=4, phase="G", at_step=4, value="nan")))
+    feed(s, sim._pause("nan"))  # the trainer paused at the first
+    (summary, _), = rec.named("problem")
+    assert "phase D became inf at step 3" in summary
+    assert rec.named("note") == [("Step 4: the loss of phase G became nan too",)]
+    assert [m.label for m in s.data.markers][:2] == ["Inf in D", "NaN in G"]
+    feed(s, sim.command(C.Resume()) + sim.train(2) + sim.nan("G"))  # training went on: a new incident
+    assert len(rec.named("problem")) == 2 and "phase G became nan at step 6" in rec.named("problem")[-1][0]
+
+
 def test_run_that_never_started_and_a_lost_service(ready):
     s, _, _ = ready
     s.begin_run()

@@ -59,6 +59,12 @@ class Marker:
     time: float = 0.0  # when it happened (seconds since the epoch): figures aligned by wall time
 
 
+def _nonfinite(value: str) -> str:
+    """"NaN", "Inf" or "-Inf": what a `nan` event's loss became (the event kind says NaN for all three)."""
+    v = value.strip().lower()
+    return "NaN" if v in ("nan", "-nan", "") else ("-Inf" if v.startswith("-") else "Inf")
+
+
 def _ratio_label(e: E.Ratio) -> str:
     p = e.policy
     if p.get("policy") == "adaptive":
@@ -72,7 +78,7 @@ _LABELS: dict[type, Callable[[Any], str]] = {
     E.LearningRate: lambda e: f"lr {e.phase}={e.value:g}",
     E.Method: lambda e: f"method {e.method}",
     E.Pause: lambda e: "pause" if e.reason == "user" else f"pause ({e.reason})",
-    E.Nan: lambda e: f"NaN in {e.phase}",
+    E.Nan: lambda e: f"{_nonfinite(e.value)} in {e.phase}",
     E.Leak: lambda e: f"leak {e.variable}",
     E.Rollback: lambda e: f"rolled back from {e.from_step}",
     E.Resumed: lambda e: "resumed",

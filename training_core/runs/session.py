@@ -82,6 +82,7 @@ class Session:
         self.stop_reason = ""
         self.run_dir = ""
         self._resumed_dir = ""  # a resumed run's directory, read when it has resumed
+        self._nan_shown = False  # a NaN dialog was offered and training has not gone on since
         self.attached = ""  # the run directory of a run another process writes, while attached (runs/attach.py)
         self.attached_text = ""  # "attached · freeze acknowledged at step 1,234", for the status bar
         self._handlers: dict[type, Callable[[Any], None]] = {
@@ -215,11 +216,17 @@ class Session:
 
     def track(self, e: E.Event) -> None:
         """The state an event changes (it is in `data` already)."""
+        if isinstance(e, (E.Resume, E.Step, E.Rollback, E.Resumed, E.Start)):
+            self._nan_shown = False  # training goes on (or back): a NaN after this is a new incident
         if isinstance(e, E.Pause):
             self._set_paused(True, e.reason)
         elif isinstance(e, (E.Resume, E.Step)):
             self._set_paused(False, "")
         elif isinstance(e, E.Nan):
+            if self._nan_shown:  # another phase of the same incident (the run paused at the first): no 2nd dialog
+                self.note.emit(f"Step {e.at_step}: the loss of phase {e.phase} became {e.value} too")
+                return
+            self._nan_shown = True
             good = [c.step for c in self.data.events if isinstance(c, E.Checkpoint) and c.step < e.at_step]
             self.problem.emit(*nan_message(e, max(good) if good else None))
             if good and not self.attached:
