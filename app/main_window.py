@@ -307,12 +307,12 @@ class MainWindow(QMainWindow):
             self.scope_tree.set_placeholder(f"Preparing {Path(self.session.source[1]).name}…")
 
     def _on_prepared(self, info: PreparedInfo, rebuild: bool) -> None:
-        # Qt, pyqtgraph and the window are built now and live as long as the process: move them out of the
-        # collector's way, so full collections on the GUI thread (app/gui_gc.py) stay short.
-        gc.freeze()
+        gc.freeze()  # Qt, pyqtgraph and the window live as long as the process: full collections stay short
         c = info.config
         self.experiment_panel.set_description(info.description)
         self.status_panel.set_device(info.device_name)
+        if self.session.attached:
+            self.experiment_panel.steps_spin.setValue(c.steps or 0)  # its target (a resume may set a new one)
         if rebuild:
             self.scope_tree.set_tree(info.tree, c.freeze)
             self.scope_tree.show_states(self.session.variables.states)

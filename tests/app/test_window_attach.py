@@ -142,6 +142,7 @@ def test_attaching_to_a_finished_run_draws_all_of_it(ui, qtbot, tmp_path):
     qtbot.waitUntil(lambda: not w.session.attached and w.store.last_step == 60, timeout=TIMEOUT)
     qtbot.waitUntil(lambda: _shows_the_record(w, run_dir), timeout=TIMEOUT)
     assert w.status_panel.state_label.text() == "Finished at step 60"
+    assert w.experiment_panel.steps_spin.value() == 60  # the run's target, not the window's "until stopped"
     files = w.plots.samples.files  # the run's own samples (a resumed run's directory used to stay in use)
     assert files and all(p.parent.parent == run_dir for _, p in files)
 

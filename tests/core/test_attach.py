@@ -85,6 +85,21 @@ def test_detaching_leaves_the_run_training_and_a_stop_ends_it(attached):
     assert b.status_text().endswith("run ended (stopped)")
 
 
-def test_attaching_to_a_directory_without_a_run_is_refused(tmp_path):
-    with pytest.raises(UserError, match="has no events.jsonl"):
-        AttachedRun(tmp_path)
+@pytest.mark.parametrize("where, says", [("", "has no events.jsonl"), ("nope/run", "does not exist")])
+def test_attaching_to_a_directory_without_a_run_is_refused(tmp_path, where, says):
+    with pytest.raises(UserError, match=says):
+        AttachedRun(tmp_path / where)
+
+
+def test_a_resumed_run_shows_its_new_target_and_its_checkpoint_settings(tmp_path):
+    """A run resumed with `--steps 60 --lr G=1e-4`: a watcher's progress counts to 60, not to the first
+    process's 40, and shows the learning rate the resume set (the progress bar said 43% at the end)."""
+    d = tmp_path / "run"
+    Trainer(RunConfig(experiment_file=str(tiny_gan(tmp_path)), example=None, run_dir=str(d), steps=40)).run()
+    from training_core.cli import main
+    assert main(["--headless", "--resume", str(d), "--steps", "60", "--lr", "G=1e-4", "--quiet"]) == 0
+    run = AttachedRun(d)
+    run.poll()
+    assert run.finished and run.status().target_steps == 60 and run.status().step == 60
+    info = run.prepared_info()
+    assert info.config.steps == 60 and info.config.lr["G"] == 1e-4 and run.controls.lr["G"] == 1e-4

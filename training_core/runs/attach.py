@@ -47,10 +47,15 @@ class Controls:
     update_frozen_stats: bool = False
     paused: bool = False
     pause_reason: str = ""
+    steps: int | None = None  # the step target (a resume can set a new one)
+    device: str = ""
 
     def apply(self, e: E.Event) -> None:
-        if isinstance(e, E.Start):
+        if isinstance(e, (E.Start, E.Resumed)):  # a resume: the settings its checkpoint holds, its new target
             self.freeze, self.schedule, self.lr, self.method = list(e.freeze), dict(e.schedule), dict(e.lr), e.method
+            self.steps, self.device = e.steps, e.device or self.device
+            if isinstance(e, E.Resumed):
+                self.paused, self.pause_reason = False, ""
         elif isinstance(e, E.Freeze):
             self.freeze, self.update_frozen_stats = list(e.scopes), e.update_frozen_stats
         elif isinstance(e, E.Ratio):
@@ -91,6 +96,8 @@ class AttachedRun:
 
     def __init__(self, run_dir: str | Path, data: RunData | None = None) -> None:
         self.dir = Path(run_dir)
+        if not self.dir.is_dir():
+            raise UserError(f"{self.dir} does not exist; attach to a run directory (one a run is writing)")
         if not (self.dir / EVENTS_FILE).is_file():
             raise UserError(f"{self.dir} has no {EVENTS_FILE}; attach to a run directory (one a run is writing)")
         self.data = data if data is not None else RunData(self.dir)  # the window passes its session's
@@ -164,12 +171,12 @@ class AttachedRun:
         except UserError:
             config = RunConfig()
         c = self.controls
-        config = replace(config, freeze=list(c.freeze), schedule=dict(c.schedule), lr=dict(c.lr),
+        config = replace(config, freeze=list(c.freeze), schedule=dict(c.schedule), lr=dict(c.lr), steps=c.steps,
                          freeze_method=c.method, update_frozen_stats=c.update_frozen_stats, run_dir=str(self.dir))
         infos = var_infos_of(start)
         phases = list(start.phases)
         return PreparedInfo(config, infos, self.tree, phases,
-                            [tuple(start.phase_variables.get(p, ())) for p in phases], (), "", start.device)
+                            [tuple(start.phase_variables.get(p, ())) for p in phases], (), "", c.device)
 
     def status(self) -> Status:
         """Step, phase, speed, elapsed time and device, as the status bar shows a local run's."""
@@ -184,8 +191,8 @@ class AttachedRun:
         wall = d.loss(phase)[1] if phase else ()
         elapsed = float(wall[-1]) - start.time if start is not None and len(wall) and start.time else 0.0
         return Status(step=d.last_step, phase=phase, paused=self.controls.paused, running=not self.finished,
-                      steps_per_s=rate, elapsed_s=max(0.0, elapsed), device=start.device if start else "",
-                      run_dir=str(self.dir), target_steps=start.steps if start else None)
+                      steps_per_s=rate, elapsed_s=max(0.0, elapsed), device=self.controls.device,
+                      run_dir=str(self.dir), target_steps=self.controls.steps)
 
     @property
     def finished(self) -> bool:
