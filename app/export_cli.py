@@ -66,6 +66,9 @@ def spec_from_args(a: argparse.Namespace) -> tuple[FigureSpec, bool]:
     """The figure the options ask for, and whether its height is still to be chosen (none was given)."""
     plots = [s.strip() for s in a.plots.split(",") if s.strip()]
     fmt = a.format or (format_from_path(a.out) if a.out else "pdf")
+    ext = a.out.rsplit(".", 1)[-1].lower() if a.out and "." in Path(a.out).name else ""
+    if a.format and ext in FORMATS and ext != a.format:  # PNG bytes in a .pdf opens nowhere
+        raise UserError(f"--format {a.format} but --out ends in .{ext}; make them agree, or leave out --format")
     w, h, auto_height = (3.5 if len(plots) == 1 else 7.16), 2.6, True
     if a.size:
         if re.fullmatch(r"\s*[0-9]*\.?[0-9]+\s*", a.size):

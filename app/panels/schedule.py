@@ -30,6 +30,9 @@ def format_number(v: float) -> str:
     return f"{mantissa}e{int(exp)}"
 
 
+LR_MAX = 1e9  # not a limit on purpose: a box that clamps would show (and later send) another run's rate
+
+
 class SciSpinBox(QDoubleSpinBox):
     """A spin box for values spanning decades: shows 2e-4, accepts any float notation, and the arrows
     double or halve the value."""
@@ -188,7 +191,7 @@ class SchedulePanel(QWidget):
             threshold.setToolTip(f"Adaptive: leave phase {p} once its loss is below this")
             threshold.valueChanged.connect(self._schedule_edited)
             threshold.editingFinished.connect(self._flush_schedule)
-            lr = SciSpinBox()
+            lr = SciSpinBox(maximum=LR_MAX)  # the CLI and commands.jsonl take any rate: so does the panel
             lr.setToolTip(f"Learning rate of phase {p} (type 1e-4, or use the arrows to double/halve)")
             lr.valueChanged.connect(self._lr_edited)
             lr.editingFinished.connect(self._flush_lr)

@@ -65,6 +65,7 @@ def test_svg_and_csv_in_millimetres(run_dir, tmp_path):
     (["{run}", "--size", "7x", "--out", "{out}"], "WIDTHxHEIGHT"),
     (["{run}", "--format", "tiff", "--out", "{out}"], "invalid choice"),
     (["{run}", "--out", "{tmp}/fig.eps"], "cannot tell the format"),
+    (["{run}", "--format", "png", "--out", "{out}"], "--format png but --out ends in .pdf"),
 ])
 def test_bad_input_is_one_line_and_exit_2(run_dir, tmp_path, args, needle):
     out = tmp_path / "fig.pdf"

@@ -44,6 +44,12 @@ def test_schedule_panel_debounces_to_one_change(qtbot):
     panel.flush()  # nothing else was waiting: flushing sends nothing more
     assert schedules == [{"policy": "fixed", "ratio": [5, 1]}]
     assert rates == [("G", 4e-4)]
+    panel.set_config(["D", "G"], {"policy": "fixed", "ratio": [1, 1]}, {"D": 50.0, "G": 2e-4})  # an attached run's
+    assert panel.lrs["D"].value() == 50.0  # shown as it is (a box that stopped at 10 showed, then sent, 10)
+    panel.lrs["D"].lineEdit().setText("1000")
+    panel.lrs["D"].interpretText()
+    panel.flush()
+    assert rates[-1] == ("D", 1000.0)
     panel.steps["D"].setValue(0)
     panel.steps["G"].setValue(0)
     panel.flush()
