@@ -33,8 +33,11 @@ CUSTOM = "custom"
 
 class ExportDialog(QDialog):
     def __init__(self, store_provider: Callable[[], object], spec: FigureSpec | None = None,
-                 parent: QWidget | None = None) -> None:
+                 parent: QWidget | None = None, auto_height: bool = False) -> None:
+        """`auto_height`: until the user sets a height, use the one that leaves every plot readable (as the
+        CLI does when --size gives none), instead of opening on a warning about the default's."""
         super().__init__(parent)
+        self._auto_height = auto_height
         self.setWindowTitle("Export figure")
         self.setObjectName("exportDialog")
         self._store_provider = store_provider
@@ -191,6 +194,7 @@ class ExportDialog(QDialog):
         self.preset.currentIndexChanged.connect(self._preset_chosen)
         self.units.currentIndexChanged.connect(self._units_changed)
         self.width_box.valueChanged.connect(self._width_edited)
+        self.height_box.valueChanged.connect(self._height_edited)
         self.format_box.currentIndexChanged.connect(lambda: self.dpi.setEnabled(self.format_box.currentText() == "PNG"))
         self.dpi.setEnabled(spec.format == "png")
         self._width_edited()
@@ -213,6 +217,9 @@ class ExportDialog(QDialog):
         if self.preset.currentText() != match:
             with signals_blocked(self.preset):
                 self.preset.setCurrentText(match)
+
+    def _height_edited(self) -> None:
+        self._auto_height = False  # the user's height from now on, warned about if too small
 
     def _units_changed(self) -> None:
         new = self.units.currentText()
@@ -266,6 +273,12 @@ class ExportDialog(QDialog):
         self._version = _version_of(self._store_provider())
         problem = fig.check()
         self._recommended = recommended_height(fig.spec, fig.data) if problem else None
+        if problem and self._auto_height and self._recommended is not None:
+            with signals_blocked(self.height_box):
+                self.height_box.setValue(to_units(self._recommended, self._units))
+            fig = self.figure()
+            problem = fig.check()
+            self._recommended = recommended_height(fig.spec, fig.data) if problem else None
         self.warning.setText(f"Too small: {problem}" if problem else "")
         self.fix_height.setVisible(bool(problem))
         w_pt, h_pt = fig.size_pt

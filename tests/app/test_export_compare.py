@@ -149,6 +149,19 @@ def test_the_dialog_warns_and_offers_a_readable_height(qtbot, qapp):
     assert d.height_box.value() > 2.6 and d.warning.text() == "" and not d.fix_height.isVisible()
 
 
+def test_the_windows_dialog_opens_at_a_readable_height_until_the_user_sets_one(qtbot, qapp):
+    """File → Export figure… used to open on a warning about its own default height."""
+    store = busy_run()
+    d = ExportDialog(lambda: [("busy", store)], FigureSpec(width_in=3.5, height_in=2.6), auto_height=True)
+    qtbot.addWidget(d)
+    d.show()
+    d.refresh_preview()
+    assert d.height_box.value() > 2.6 and d.warning.text() == "" and not d.fix_height.isVisible()
+    d.height_box.setValue(2.6)  # the user's choice stands, with the warning
+    d.refresh_preview()
+    assert d.height_box.value() == 2.6 and d.warning.text().startswith("Too small:")
+
+
 @pytest.mark.parametrize("args,needle", [
     (["{run}", "{run}", "--labels", "a", "--out", "{out}"], "--labels gives 1 name(s) for 2 run(s)"),
     (["{run}", "{tmp}", "--out", "{out}"], "not a run directory"),
