@@ -160,9 +160,9 @@ def _main(argv: list[str]) -> int:
         spec.height_in = recommended_height(spec, runs=runs)
     fig = Figure(runs, spec)
     if a.out:
-        problem = fig.check()
-        if problem:
-            print(f"warning: {problem}", file=sys.stderr)
+        for problem in [fig.check()] + [pd.problem for pd in fig.data.plots]:
+            if problem:
+                print(f"warning: {problem}", file=sys.stderr)
         {"png": lambda: write_png(fig, a.out, spec.dpi), "svg": lambda: write_svg(fig, a.out),
          "pdf": lambda: write_pdf(fig, a.out)}[spec.format]()
         print(f"wrote {a.out} ({spec.width_in:.3g} x {spec.height_in:.3g} in, {spec.format}, "

@@ -279,7 +279,8 @@ class ExportDialog(QDialog):
             fig = self.figure()
             problem = fig.check()
             self._recommended = recommended_height(fig.spec, fig.data) if problem else None
-        self.warning.setText(f"Too small: {problem}" if problem else "")
+        styles = "; ".join(pd.problem for pd in fig.data.plots if pd.problem)
+        self.warning.setText("\n".join(t for t in (f"Too small: {problem}" if problem else "", styles) if t))
         self.fix_height.setVisible(bool(problem))
         w_pt, h_pt = fig.size_pt
         ratio = self.devicePixelRatioF()

@@ -235,7 +235,8 @@ class UpdateCurves:
         for layer in view.layers:
             self._sample(palette.run_color(layer.colour) if by_run else palette.FOREGROUND,
                          0 if by_run else layer.index, layer.label)
-        if by_run and len(paths) > len(palette.VARIABLE_DASHES):  # too many to tell apart by line style
+        looks = len(palette.VARIABLE_DASHES) if by_run else len(palette.VARIABLE_CYCLE)
+        if len(paths) > looks:  # too many to tell apart by line style (or colour)
             self._sample(None, 0, f"{len(paths)} variables per run: narrow them with “Updates of” (Runs tab)")
             return
         first = {vc.path: vc for vc in reversed(list(self.vars.values()))}

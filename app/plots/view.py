@@ -83,8 +83,9 @@ class PlotView:
                 elif self.colour_by == "run":  # more variables than line styles: one style, the legend says so
                     dash = all_paths.index(p) if len(all_paths) <= n_dash else 0
                     out[(layer.key, p)] = (palette.run_color(layer.colour), dash)
-                else:
-                    out[(layer.key, p)] = (palette.variable_color(c), layer.index % n_dash)
+                else:  # a colour per variable (by layer, kernel and bias looked alike: the dash is the run's)
+                    colour = all_paths.index(p) % len(palette.VARIABLE_CYCLE)
+                    out[(layer.key, p)] = (palette.variable_color(colour), layer.index % n_dash)
         return out
 
 

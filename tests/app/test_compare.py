@@ -68,6 +68,9 @@ def test_opened_runs_overlay_read_only_and_the_runs_tab_restyles_them(ui, qtbot,
     w.refresh()
     ups = [n for n in w.plots.curves() if n.startswith("update/")]
     assert len(ups) == 4 and all("discriminator/dense_1/" in n for n in ups)  # 2 variables x 2 shown runs
+    pens = {n: w.plots.curves()[n].opts["pen"] for n in ups}
+    looks = {(p.color().name(), p.style(), tuple(p.dashPattern())) for p in pens.values()}
+    assert len(looks) == 4  # kernel and bias apart by colour, the runs by line style (kernel and bias looked alike)
 
     panel.align.setCurrentIndex(1)  # time since each run began
     w.refresh()

@@ -56,7 +56,9 @@ def test_three_runs_in_one_vector_figure_each_named(ring_runs, tmp_path):
     assert {r["tag"] for r in rows} >= {"loss/D", "metric/modes_covered", "update_ratio/discriminator/dense_1/kernel"}
 
     r = export(*runs, "--plots", "losses,updates", "--size", "7.16x3", "--out", str(pdf))
-    assert r.returncode == 0, r.stderr
+    assert r.returncode == 0, r.stderr  # drawn, and said: 12 variables cannot each have a line style
+    assert r.stderr.strip() == "warning: 12 variables per run share 4 line styles; choose up to 4 with --vars " \
+                               "(Variables in the export dialog)"
     data = pdf.read_bytes()
     assert b"/Subtype /Image" not in data
     font_sizes = [int(m) for m in re.findall(rb"/Length1 (\d+)", data)]  # embedded TrueType programs

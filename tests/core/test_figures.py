@@ -46,6 +46,31 @@ def test_updates_legend_groups_scopes_and_leaves():
     assert {c.tag for c in absolute.plots[0].curves} == {f"update_norm/{p}" for p in D_PATHS}
 
 
+def _store_of(paths: tuple[str, ...]) -> RunData:
+    store, steps = RunData(), np.arange(1, 11, dtype=np.int64)
+    v = np.full((10, len(paths)), 1e-3)
+    store.add_batch(MetricsBatch([PhaseBlock("G", paths, steps, steps * 1.0, np.ones(10), v, v, v,
+                                             np.zeros((10, len(paths)), bool), np.ones(10, bool))]))
+    return store
+
+
+@pytest.mark.parametrize("colour_by, limit", [("run", len(DASHES)), ("phase", 8)])
+def test_an_overlay_with_more_variables_than_looks_says_so_instead_of_naming_curves_wrongly(colour_by, limit):
+    """Two runs overlaid: a variable is told apart by its line style (or colour), of which there are only so
+    many. Past that, a legend of repeated looks would name curves wrongly (12 ring variables on 4 dashes);
+    the runs stay named and one line says how to choose fewer."""
+    def updates(n: int):
+        paths = tuple(f"g/layer_{i}/kernel" for i in range(n))
+        spec = FigureSpec(plots=["updates"], colour_by=colour_by)
+        return FigureData.from_runs([("a", _store_of(paths)), ("b", _store_of(paths))], spec).plots[0], paths
+    fits, paths = updates(limit)
+    assert fits.problem == "" and {p for p in paths} <= {e.label for e in fits.legend}
+    crowded, paths = updates(limit + 1)
+    assert crowded.problem.startswith(f"{limit + 1} variables per run share {limit} ") and "--vars" in crowded.problem
+    labels = {e.label for e in crowded.legend}
+    assert not labels & set(paths) and {"a", "b"} <= labels and len(crowded.curves) == 2 * (limit + 1)
+
+
 def test_two_leaves_per_scope_get_dashes():
     store = RunData()
     paths = ("g/a/kernel", "g/a/bias", "g/b/kernel", "g/b/bias")

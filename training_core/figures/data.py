@@ -70,6 +70,7 @@ class PlotData:
     log_y: bool = False
     reference: float | None = None  # dashed horizontal line
     zero_floor: bool = False  # log axis: exact zeros sit on a "0" floor below the data (else: gaps)
+    problem: str = ""  # the plot draws, but cannot tell its curves apart: one line naming the fix
 
     @property
     def empty(self) -> bool:
@@ -160,6 +161,16 @@ def _overlay_legend(labels: list[str], items: list[str], spec: FigureSpec) -> li
     return out
 
 
+def overlay_problem(n_items: int, spec: FigureSpec) -> str:
+    """'' if `n_items` variables of each run get looks of their own in an overlay, else the one line that
+    says they do not and how to choose fewer (as the window says: its legend gives up the same way)."""
+    limit, look = (len(DASHES), "line styles") if spec.colour_by == "run" else (N_COLOURS, "colours")
+    if n_items <= limit:
+        return ""
+    return (f"{n_items} variables per run share {limit} {look}; choose up to {limit} with --vars "
+            "(Variables in the export dialog)")
+
+
 def _losses(runs: list, spec: FigureSpec, clock: _Clock) -> PlotData:
     phases = list(dict.fromkeys(p for _, s in runs for p in s.phases))
     curves, legend = [], []
@@ -209,12 +220,16 @@ def _updates(runs: list, spec: FigureSpec, clock: _Clock) -> PlotData:
                 series = store.var_series(p, kind)
                 curves.append(_curve(f"{kind}/{p}", series, spec.smoothing, colour, dash, store.frozen_series(p),
                                      label, clock.x(store, series[0], series[1])))
-        legend = _overlay_legend([label for label, _ in runs], paths, spec)
+        problem = overlay_problem(len(paths), spec)
+        if problem:  # a legend of repeated looks would name curves wrongly: the runs, and why no more
+            legend = _overlay_legend([label for label, _ in runs], [], spec) + [LegendEntry(problem.split(";")[0], None)]
+        else:
+            legend = _overlay_legend([label for label, _ in runs], paths, spec)
         if len(paths) == 1:  # the one variable compared: named, since no line style stands for it
             legend.insert(0, LegendEntry(paths[0], None))
         if any(c.frozen is not None and c.frozen.any() for c in curves):
             legend.append(LegendEntry("frozen (ΔW = 0)", "muted", frozen=True))
-        plot = PlotData("updates", curves, legend, log_y=True, zero_floor=True)
+        plot = PlotData("updates", curves, legend, log_y=True, zero_floor=True, problem=problem)
     if _has_unfrozen_zero(plot.curves):
         plot.legend.append(LegendEntry(NO_UPDATE_NOTE, None))
     plot.reference = REFERENCE_RATIO if kind == "update_ratio" else None
