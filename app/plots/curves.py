@@ -135,6 +135,16 @@ def dashed_pen(colour: str, width: float, dash: int = 0) -> QtGui.QPen:
     return pen
 
 
+def legend_pen(colour: str, width: float, dash: int = 0) -> QtGui.QPen:
+    """`dashed_pen` for a legend sample: its pattern in pixels as at width 1, so that the sample's 20 px
+    line shows a whole period (Qt scales a pattern by the width: at 2.2 px a dash-dot period is 44 px, and
+    its sample looked solid, as the dashed one nearly did)."""
+    pen = dashed_pen(colour, width, dash)
+    if pen.style() == QtCore.Qt.PenStyle.CustomDashLine:
+        pen.setDashPattern([v / max(width, 1.0) for v in pen.dashPattern()])
+    return pen
+
+
 def nearest_index(xs: np.ndarray, x: float) -> int:
     """Index of the value of sorted, non-empty `xs` nearest to `x` (the later one on a tie)."""
     i = int(np.searchsorted(xs, x))

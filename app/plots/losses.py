@@ -17,7 +17,7 @@ from training_core import EmaState, ema_smooth
 from training_core.runs import GrowArray
 
 from . import palette
-from .curves import LiveCurve, dashed_pen, nearest_index
+from .curves import LiveCurve, dashed_pen, legend_pen, nearest_index
 from .view import Layer, PlotView
 
 
@@ -124,7 +124,7 @@ class LossCurves:
             self._sample(colour, k % len(palette.VARIABLE_DASHES) if by_run else 0, f"loss {phase}")
 
     def _sample(self, colour: str, dash: int, label: str) -> None:
-        item = pg.PlotDataItem(pen=dashed_pen(colour, palette.SMOOTH_WIDTH, dash))
+        item = pg.PlotDataItem(pen=legend_pen(colour, palette.SMOOTH_WIDTH, dash))
         self._samples.append(item)
         self.legend.addItem(item, label)
 

@@ -24,7 +24,7 @@ from training_core.runs import GrowArray
 
 from . import palette
 from .axes import FloorLogAxis
-from .curves import LiveCurve, dashed_pen, nearest_index
+from .curves import LiveCurve, dashed_pen, legend_pen, nearest_index
 from .view import Layer, PlotView
 
 KIND = {"relative": "update_ratio", "absolute": "update_norm"}
@@ -246,7 +246,7 @@ class UpdateCurves:
 
     def _sample(self, colour: str | None, dash: int, label: str) -> None:
         """A legend entry with a line of its own (`colour` None: text only)."""
-        item = pg.PlotDataItem(pen=None if colour is None else dashed_pen(colour, palette.UPDATE_WIDTH + 1, dash))
+        item = pg.PlotDataItem(pen=None if colour is None else legend_pen(colour, palette.UPDATE_WIDTH + 1, dash))
         self._samples.append(item)
         self.legend.addItem(item, label)
 

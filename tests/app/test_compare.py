@@ -41,6 +41,9 @@ def test_opened_runs_overlay_read_only_and_the_runs_tab_restyles_them(ui, qtbot,
     colours = {curves[f"{n}: loss/D/smoothed"].opts["pen"].color().name() for n in names}
     assert len(colours) == 3  # colour names the run ...
     assert curves[f"{names[0]}: loss/G/smoothed"].opts["pen"].style() == Qt.PenStyle.CustomDashLine  # ... style the phase
+    for sample in w.plots.losses._samples:  # each legend sample's 20 px line shows a whole dash period
+        pen = sample.opts["pen"]
+        assert pen.style() != Qt.PenStyle.CustomDashLine or sum(pen.dashPattern()) * pen.widthF() <= 20
     assert set(w.plots.metrics.plots) == {"metric/modes_covered", "metric/high_quality"}
 
     panel = w.review.panel
