@@ -14,7 +14,7 @@ import pyqtgraph as pg
 
 from . import palette
 from .axes import TidyAxis
-from .curves import style_plot
+from .curves import dashed_pen, style_plot
 from .view import PlotView
 
 
@@ -24,7 +24,7 @@ class MetricPlots:
         self.link_to = link_to
         self.plots: dict[str, pg.PlotItem] = {}  # by tag
         self.curves: dict[str, pg.PlotDataItem] = {}  # by curve name ("metric/x", or "<run>: metric/x")
-        self._looks: dict[str, str] = {}
+        self._looks: dict[str, tuple[str, int]] = {}  # curve -> (colour, dash)
         self.created = 0  # plots made so far (tests: the row is rebuilt only when tags change)
 
     def update(self, view: PlotView) -> bool:
@@ -40,16 +40,19 @@ class MetricPlots:
                 if tag not in layer.data.scalar_tags:
                     continue
                 name = view.name(layer, tag)
-                colour = palette.run_color(layer.colour) if view.multi else palette.METRIC_COLOR
+                by_run = view.multi and view.colour_by == "run"  # else colour means phase: a run is a line style
+                colour = palette.run_color(layer.colour) if by_run else palette.METRIC_COLOR
+                look = (colour, layer.index % len(palette.VARIABLE_DASHES) if view.multi and not by_run else 0)
                 curve = self.curves.get(name)
-                if curve is None or self._looks.get(name) != colour:
+                if curve is None or self._looks.get(name) != look:
                     if curve is not None:
                         self.plots[tag].removeItem(curve)
                     # a plain item: a point every second or two, each drawn as a dot (where it was measured)
-                    curve = self.curves[name] = pg.PlotDataItem(pen=pg.mkPen(colour, width=palette.SMOOTH_WIDTH - 0.7),
+                    curve = self.curves[name] = pg.PlotDataItem(pen=dashed_pen(colour, palette.SMOOTH_WIDTH - 0.7,
+                                                                               look[1]),
                                                                 symbol="o", symbolSize=5, symbolPen=None,
                                                                 symbolBrush=colour)
-                    self._looks[name] = colour
+                    self._looks[name] = look
                     self.plots[tag].addItem(curve)
                 steps, wall, values = layer.data.scalar(tag)
                 # values only grow, and a change of x (steps or time) makes new curves: only a new point

@@ -65,6 +65,8 @@ def test_opened_runs_overlay_read_only_and_the_runs_tab_restyles_them(ui, qtbot,
     c = w.plots.curves()
     assert c["ratio 1:1: loss/D/smoothed"].opts["pen"].color() == c[f"{names[1]}: loss/D/smoothed"].opts["pen"].color()
     assert c[f"{names[1]}: loss/D/smoothed"].opts["pen"].style() == Qt.PenStyle.CustomDashLine
+    metric = [c[f"{n}: metric/modes_covered"].opts["pen"] for n in ("ratio 1:1", names[1])]
+    assert metric[0].color() == metric[1].color() and metric[0].style() != metric[1].style()  # colour is no run's
 
     panel.scopes.setText("discriminator/dense_1")
     panel.scopes.editingFinished.emit()
