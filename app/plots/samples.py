@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6 import QtCore, QtWidgets
+from PySide6 import QtCore, QtGui, QtWidgets
 
 from training_core.runs import RunData
 from training_core.sample_record import list_samples, load_samples
@@ -24,6 +24,7 @@ from . import palette
 from .canvas import CppPaint
 
 POINT_RANGE = 3.0
+SQUARE_EXTRA_PX = 12  # the title's height less the left axis's width: the points' view then about square
 GRID = 8  # images: up to GRID x GRID generated images
 LIST_EVERY_S = 1.0  # how often the browser looks for new files of a growing run
 
@@ -40,8 +41,9 @@ class SamplesView(QtWidgets.QStackedWidget):
         self.images = _ImagesPage()
         self.matrix = _MatrixPage()
         self.pages = {"points2d": self.points, "images": self.images, "matrix": self.matrix}
+        self._holders = {self.points: _SquareTop(self.points)}  # the points keep their -3..3 square
         for page in self.pages.values():
-            self.addWidget(page)
+            self.addWidget(self._holders.get(page, page))
         self._shown: dict[str, Any] | None = None
         self.setMinimumWidth(200)
 
@@ -49,7 +51,7 @@ class SamplesView(QtWidgets.QStackedWidget):
     def kind(self) -> str | None:
         """The sample kind on show, or None while the placeholder is up."""
         w = self.currentWidget()
-        return next((k for k, p in self.pages.items() if p is w), None)
+        return next((k for k, p in self.pages.items() if self._holders.get(p, p) is w), None)
 
     def show_samples(self, samples: dict[str, Any] | None) -> None:
         """Draw `samples` unless they are the ones already shown (identity: the store keeps the dict)."""
@@ -63,10 +65,25 @@ class SamplesView(QtWidgets.QStackedWidget):
             self.setCurrentWidget(self.placeholder)
             return
         page.show_samples(samples)
-        self.setCurrentWidget(page)
+        self.setCurrentWidget(self._holders.get(page, page))
 
     def clear(self) -> None:
         self.show_samples(None)
+
+
+class _SquareTop(QtWidgets.QWidget):
+    """Holds a view at the top, no taller than it is wide: an aspect-locked scatter in the tall, narrow
+    samples column otherwise showed y from -9 to 9 with the ring's points in its middle third."""
+
+    def __init__(self, child: QtWidgets.QWidget) -> None:
+        super().__init__()
+        self.child = child
+        child.setParent(self)
+
+    def resizeEvent(self, event: QtGui.QResizeEvent) -> None:  # noqa: N802 - Qt override
+        super().resizeEvent(event)
+        w, h = self.width(), self.height()
+        self.child.setGeometry(0, 0, w, min(h, w + SQUARE_EXTRA_PX))
 
 
 class SampleBrowser(QtWidgets.QWidget):

@@ -10,7 +10,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from app.plots.samples import image_grid  # noqa: E402
+from app.plots.samples import SamplesView, image_grid  # noqa: E402
 from training_core.runs import RunData  # noqa: E402
 
 
@@ -52,3 +52,17 @@ def test_samples_view_shows_each_kind(panel_of):
     store.set_samples({"kind": "audio", "step": 40})
     panel.refresh()
     assert view.kind is None and "audio" in view.placeholder.text()
+
+
+def test_points_keep_their_square_in_a_tall_narrow_column(qtbot):
+    """The window's samples column is tall and narrow: an aspect-locked scatter filling it showed y from -9
+    to 9, the ring's points in its middle third. The view now sits at the top, about square."""
+    view = SamplesView()
+    qtbot.addWidget(view)
+    view.resize(260, 900)
+    view.show()
+    rng = np.random.default_rng(0)
+    view.show_samples({"kind": "points2d", "step": 1, "real": rng.normal(size=(50, 2)), "fake": rng.normal(size=(50, 2))})
+    qtbot.waitUntil(lambda: view.points.isVisible())
+    (x0, x1), (y0, y1) = view.points.getPlotItem().vb.viewRange()
+    assert x0 <= -3 + 1e-9 and y0 <= -3 + 1e-9 and (y1 - y0) < 1.3 * (x1 - x0)
