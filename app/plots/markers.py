@@ -122,22 +122,12 @@ class _PlotMarkers:
         geo = vb.geometry()  # the view box in the plot item's coordinates
         px = (x1 - x0) / width
         taken: list[list[tuple[float, float]]] = [[] for _ in range(LABEL_ROWS)]
-        previous = None
         used = 0
-        for line in sorted(self.lines, key=lambda ln: ln.value()):
-            x = (line.value() - x0) / px
-            if not -0.5 <= x <= width + 0.5:
-                line.label.hide()
-                continue
-            if previous is not None and previous.text == line.text and previous.marker.kind == line.marker.kind \
-                    and previous.label.isVisible():
-                previous.repeats += 1  # the same label again: counted on the first
-                previous.set_text(f"{previous.text} ×{previous.repeats}")
-                line.label.hide()
-                continue
-            line.repeats = 1
+        for line, repeats, x in self._visible_runs(x0, px, width):
+            line.repeats = repeats
+            count = f" ×{repeats}" if repeats > 1 else ""  # part of the text before it is placed: never clipped
             placed = None
-            for text in (line.text, SHORT.get(line.marker.kind, line.marker.kind), "+"):
+            for text in (line.text + count, SHORT.get(line.marker.kind, line.marker.kind) + count, "+"):
                 line.set_text(text)
                 placed = self._free_spot(taken, x, line.label.boundingRect().width(), width)
                 if placed is not None:
@@ -145,9 +135,23 @@ class _PlotMarkers:
             left, row = placed if placed is not None else (min(max(x - 4, 0), width - 8), 0)
             line.label.setPos(geo.left() + left, geo.top() - (row + 1) * ROW_PX)
             line.label.show()
-            previous = line
             used = max(used, row + 1)
         self._set_rows(used)
+
+    def _visible_runs(self, x0: float, px: float, width: float) -> list[tuple[MarkerLine, int, float]]:
+        """(line, how many times its label comes in a row, x in pixels) of the lines in view; the repeats
+        after the first are hidden (their count goes on the first's label)."""
+        out: list[list] = []
+        for line in sorted(self.lines, key=lambda ln: ln.value()):
+            x = (line.value() - x0) / px
+            if not -0.5 <= x <= width + 0.5:
+                line.label.hide()
+            elif out and out[-1][0].text == line.text and out[-1][0].marker.kind == line.marker.kind:
+                out[-1][1] += 1
+                line.label.hide()
+            else:
+                out.append([line, 1, x])
+        return [(ln, n, x) for ln, n, x in out]
 
     def _set_rows(self, rows: int) -> None:
         """Grow or shrink the band (a change re-lays out the plot, which places the labels again)."""
