@@ -90,7 +90,7 @@ class MainWindow(QMainWindow):
                                         {"Res&ume Run…": lambda: choose_run_dir(self, "Resume", self.resume_run),
                                          "&Attach to Run…": lambda: choose_run_dir(self, "Attach to", self.attach_run),
                                          "Re&play Run…": lambda: choose_run_dir(self, "Replay", self.replay_run),
-                                         "&Detach": self.attachment.detach})
+                                         "&Detach": (self.attachment.detach, lambda: self.session.attached)})
         self._show_sources()
         if source[0] == "file":
             self.settings.add_recent(source[1])

@@ -72,10 +72,11 @@ class Menus:
 
 def build_menus(window: QMainWindow, settings: Settings, run: list[QAction], open_file: Callable[[str], object],
                 open_runs: Callable[[list[str]], object], runs: Callable[[], object],
-                smoothing: Callable[[], float], other_runs: dict[str, Callable[[], object]] | None = None) -> Menus:
+                smoothing: Callable[[], float], other_runs: dict[str, Any] | None = None) -> Menus:
     """File, Run and Help on `window`'s menu bar. `open_file(path)` opens an experiment file,
     `open_runs(paths)` run directories for review; `runs()` is what figures export; `other_runs`
-    (menu text -> slot) are File's entries for runs other processes write (resume, attach, replay, detach)."""
+    (menu text -> slot, or (slot, enabled())) are File's entries for runs other processes write (resume,
+    attach, replay, detach)."""
     bar = window.menuBar()
     file_menu = bar.addMenu("&File")
     file_menu.addAction("&Open Experiment…", lambda: open_dialog(window, open_file)).setShortcut(
@@ -92,7 +93,12 @@ def build_menus(window: QMainWindow, settings: Settings, run: list[QAction], ope
     file_menu.addAction("Runs &Folder…", lambda: choose_runs_folder(window, settings))
     file_menu.addSeparator()
     for text, slot in (other_runs or {}).items():
-        file_menu.addAction(text, slot)
+        enabled = None
+        if isinstance(slot, tuple):  # (slot, when it can be chosen): checked each time the menu opens
+            slot, enabled = slot
+        action = file_menu.addAction(text, slot)
+        if enabled is not None:
+            file_menu.aboutToShow.connect(lambda a=action, e=enabled: a.setEnabled(bool(e())))
     if other_runs:
         file_menu.addSeparator()
     export_actions = install_export_menu(window, file_menu, runs, smoothing_provider=smoothing)

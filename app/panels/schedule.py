@@ -92,6 +92,7 @@ class SchedulePanel(QWidget):
                                      "gradient is zeroed, so optimizer momentum and weight decay still move "
                                      "them (shown as LEAK)")
         self.stats_check = QCheckBox("Update frozen BN stats")
+        self.stats_check.setVisible(False)  # until a prepared experiment says it has such statistics
         self.stats_check.setToolTip("Let BatchNormalization moving statistics in frozen scopes keep updating")
         self.error_label = QLabel()
         self.error_label.setStyleSheet("color: #c0392b")
@@ -136,9 +137,10 @@ class SchedulePanel(QWidget):
 
     # -- filling ---------------------------------------------------------------------------------------
     def set_config(self, phase_names: Sequence[str], schedule: dict[str, Any], lr: dict[str, float],
-                   method: str = "exact", update_frozen_stats: bool = False, has_stats: bool = True) -> None:
+                   method: str = "exact", update_frozen_stats: bool = False, has_stats: bool | None = None) -> None:
         """Show a prepared experiment's settings (programmatic: emits nothing). `has_stats`: the models have
-        statistics a forward pass updates (BatchNormalization); without, the checkbox for them is hidden."""
+        statistics a forward pass updates (BatchNormalization); without, the checkbox for them is hidden;
+        None leaves it as the experiment set it (a change of controls does not know)."""
         self._quiet = True
         try:
             if list(phase_names) != self.phase_names:
@@ -157,7 +159,8 @@ class SchedulePanel(QWidget):
                     self.lrs[p].setValue(float(lr[p]))
             self.method_combo.setCurrentIndex(max(0, self.method_combo.findData(method)))
             self.stats_check.setChecked(bool(update_frozen_stats))
-            self.stats_check.setVisible(has_stats)
+            if has_stats is not None:
+                self.stats_check.setVisible(has_stats)
             self._policy_changed()
         finally:
             self._quiet = False
