@@ -44,6 +44,8 @@ def example_path(name: str) -> Path:
 
 def require_file(path: str | Path) -> Path:
     path = Path(path)
+    if path.is_dir():
+        raise UserError(f"experiment file {path} is a directory; give the .py file in it")
     if not path.is_file():
         raise UserError(f"experiment file {path} does not exist; check the path")
     return path
@@ -78,6 +80,10 @@ def build_experiment(module: ModuleType, path: Path) -> Experiment:
                             f"return training_core.Experiment(...)")
     elif all(hasattr(module, a) for a in GAN_NAMES):
         exp = gan_experiment(module, path)
+    elif any(hasattr(module, a) for a in GAN_NAMES):  # the GAN shortcut, not quite: name what is missing
+        missing = [a for a in GAN_NAMES if not hasattr(module, a)]
+        raise UserError(f"experiment file {path.name} defines {', '.join(a for a in GAN_NAMES if a not in missing)} "
+                        f"but not {', '.join(missing)}; the GAN shortcut needs all four (README 'Experiment files')")
     else:
         raise UserError(f"experiment file {path.name} defines neither build() nor {', '.join(GAN_NAMES[:-1])} "
                         f"and {GAN_NAMES[-1]}; see README 'Experiment files'")
@@ -88,8 +94,9 @@ def build_experiment(module: ModuleType, path: Path) -> Experiment:
 def _check(exp: Experiment, path: Path) -> None:
     """What `build()` returned must be usable before anything is traced: each problem one line."""
     if not isinstance(exp.models, dict) or not exp.models:
+        got = "an empty dict" if isinstance(exp.models, dict) else type(exp.models).__name__
         raise UserError(f"models of the experiment in {path.name} must be a dict of name -> Keras model, got "
-                        f"{type(exp.models).__name__}; write models={{\"generator\": g, ...}}")
+                        f"{got}; write models={{\"generator\": g, ...}}")
     if not isinstance(exp.models, Models):
         exp.models = Models(exp.models)  # a plain dict from build() gets attribute access too
     if isinstance(exp.phases, (str, bytes)) or not isinstance(exp.phases, (list, tuple)) or not exp.phases:

@@ -52,6 +52,9 @@ BAD = {  # name: (arguments, a word the one line must contain)
     "loss_a_string": (["--experiment", "{tmp}/string_loss.py"], "returned a string tensor"),
     "nan_in_data": (["--experiment", "{tmp}/nan_data.py"], "NaN or Inf values"),
     "shape_mismatch": (["--experiment", "{tmp}/shape_mismatch.py"], "expected axis -1"),
+    "experiment_a_directory": (["--experiment", "{tmp}/full"], "is a directory; give the .py file in it"),
+    "gan_without_real_data": (["--experiment", "{tmp}/no_real_data.py"], "but not real_data"),
+    "models_empty": (["--experiment", "{tmp}/models_empty.py"], "got an empty dict"),
     # --resume (no --steps or --run-dir added)
     "resume_missing": (["--resume", "{tmp}/nope"], "does not exist"),
     "resume_not_a_run": (["--resume", "{tmp}/full"], "not a Freezeframe run directory"),
@@ -73,6 +76,7 @@ _EXPERIMENTS = {
     "string_loss.py": "models={'net': net()}, phases=[Phase('A', lambda ctx: tf.constant('abc'), trains=['net'])]",
     "nan_data.py": "models={'net': net()}, phases=[Phase('A', loss, trains=['net'])], data=DATA * np.nan, name='x'",
     "shape_mismatch.py": "models={'net': net(3)}, phases=[Phase('A', loss, trains=['net'])]",
+    "models_empty.py": "models={}, phases=[Phase('A', loss, trains=['net'])]",
 }
 _EXPERIMENT = """
 import keras, numpy as np, tensorflow as tf
@@ -107,6 +111,14 @@ def cli(tmp_path_factory):
         def discriminator():
             return keras.Sequential([keras.Input((2,)), keras.layers.Dense(1, name="out")], name="discriminator")
         real_data = np.zeros((10, 2), "float32")
+        """)
+    write_file(tmp, "no_real_data.py", """
+        import keras
+        noise_dim = 2
+        def generator():
+            return keras.Sequential([keras.Input((2,)), keras.layers.Dense(2, name="out")], name="generator")
+        def discriminator():
+            return keras.Sequential([keras.Input((2,)), keras.layers.Dense(1, name="out")], name="discriminator")
         """)
     (tmp / "full").mkdir()
     (tmp / "full" / "keep.txt").write_text("an earlier run\n")
