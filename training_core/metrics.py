@@ -40,6 +40,7 @@ class PhaseBlock:
         w = np.sqrt(packed[:, 1 + n:1 + 2 * n])
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = np.where(w > 0, upd / np.where(w > 0, w, 1.0), np.where(upd > 0, np.inf, 0.0))
+        ratio[np.isnan(upd) | np.isnan(w)] = np.nan  # a diverged weight: NaN, never the 0 of a frozen one
         return cls(phase, var_paths, np.asarray(steps, dtype=np.int64), np.asarray(wall_time, dtype=np.float64),
                    packed[:, 0], upd, ratio, np.sqrt(packed[:, 1 + 2 * n:]), np.asarray(frozen, dtype=bool),
                    np.ones(len(steps), dtype=bool) if record is None else np.asarray(record, dtype=bool), w)

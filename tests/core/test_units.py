@@ -182,3 +182,16 @@ def test_run_config_errors_name_the_file(tmp_path):
     (tmp_path / "bad.toml").write_text("steps = = 3\n")
     with pytest.raises(UserError, match="not valid TOML"):
         RunConfig.read_toml(tmp_path / "bad.toml")
+
+
+def test_the_update_ratio_of_a_diverged_weight_is_nan_not_zero():
+    """‖ΔW‖/‖W‖ is NaN when either norm is (a weight gone to Inf or NaN), not the exact 0 that means frozen
+    or converged: the tree showed a diverged variable as "0 · no update", the plot put it on the 0 floor."""
+    from training_core.metrics import PhaseBlock
+    n = 4  # loss, then per variable: squared ‖ΔW‖, squared ‖W‖, squared ‖g‖
+    upd2 = [0.0, 4.0, np.nan, 1.0]
+    w2 = [1.0, 0.0, 4.0, np.nan]
+    packed = np.array([[0.5, *upd2, *w2, *[1.0] * n]])
+    b = PhaseBlock.from_packed("D", tuple(f"v{i}" for i in range(n)), [1], [0.0], packed, np.zeros((1, n), bool))
+    r = b.update_ratio[0]
+    assert r[0] == 0.0 and r[1] == np.inf and np.isnan(r[2]) and np.isnan(r[3])
