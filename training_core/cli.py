@@ -131,6 +131,9 @@ def _main(argv: Sequence[str] | None) -> int:
         extra.append(Replayer(plan))
     trainer = Trainer(cfg, extra, resume=bool(args.resume))
     trainer.prepare()
+    if commands:  # refused now, not `rejected` at the first step after the record was cut back
+        from .resume import check_resume_commands
+        check_resume_commands(trainer.prepared, commands)
     for command in commands:
         trainer.send(command)
     for sig in (signal.SIGINT, signal.SIGTERM):  # from here on: stop at the next step, keep the record

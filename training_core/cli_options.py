@@ -1,5 +1,12 @@
 """The headless command line's options, and what they become: the `RunConfig` of a new run, the
-configuration and commands of a resumed one, or a replay plan (cli.py runs them)."""
+configuration and commands of a resumed one, or a replay plan (cli.py runs them).
+
+Everything here is checked without TensorFlow, so a typo answers at once; what needs the experiment
+(a scope, a phase, a ratio's length) is checked when it is prepared, still before anything is written
+(prepare.check_controls, resume.check_resume_commands). Options that contradict each other (`--device
+cpu --strategy mirrored`, `--max-steps` without `--adaptive`) are refused rather than one of them being
+silently ignored.
+"""
 from __future__ import annotations
 
 import argparse
@@ -26,7 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ratio", help="fixed alternation A:B[:C...], steps of each phase in turn, e.g. 5:1")
     p.add_argument("--adaptive", metavar="PHASE=LOSS", action="append", default=[],
                    help="adaptive policy: stay in a phase until its loss < LOSS (repeat per phase)")
-    p.add_argument("--max-steps", type=int, help="adaptive policy: cap on steps per stay (default 50)")
+    p.add_argument("--max-steps", type=int, help="with --adaptive: cap on steps per stay (default 50)")
     p.add_argument("--freeze", metavar="SCOPE", action="append", default=[],
                    help="freeze a scope prefix, e.g. discriminator or generator/dense_1 (repeatable)")
     p.add_argument("--method", choices=["exact", "gate"], help="freeze method (default exact; gate is leaky)")
@@ -36,7 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=int)
     p.add_argument("--run-dir", metavar="DIR", help="where to write the run record (default runs/NAME-TIME)")
     p.add_argument("--seed", type=int)
-    p.add_argument("--device", help="auto (default), cpu or gpu:N")
+    p.add_argument("--device", help="auto (default), cpu or gpu:N: the one device of a single-device run "
+                                    "(mirrored: --strategy mirrored)")
     p.add_argument("--strategy", choices=["single", "mirrored", "multiworker"],
                    help="single device (default); mirrored: every local GPU (or --replicas logical CPU devices "
                         "without a GPU); multiworker: the cluster in TF_CONFIG")
@@ -88,8 +96,6 @@ def config_from_args(a: argparse.Namespace) -> RunConfig:
             cfg.example = a.example
     if a.steps is not None:
         cfg.steps = a.steps
-    if a.ratio and a.adaptive:
-        raise UserError("--ratio and --adaptive choose different policies; give one of them")
     schedule = _schedule(a)
     if schedule:
         cfg.schedule = schedule
@@ -104,10 +110,18 @@ def config_from_args(a: argparse.Namespace) -> RunConfig:
     for name in ("batch_size", "run_dir", "seed"):
         if getattr(a, name) is not None:
             setattr(cfg, name, getattr(a, name))
-    return _run_options(cfg, a).validate()
+    return _run_options(cfg, a, "run").validate()
 
 
 def _schedule(a: argparse.Namespace) -> dict[str, Any] | None:
+    """The policy `--ratio` or `--adaptive` asks for, if any. `--max-steps` belongs to `--adaptive` (README,
+    --help): alone it used to be dropped without a word, so it is refused, on a resume too (where it would
+    not change the recorded policy either)."""
+    if a.ratio and a.adaptive:
+        raise UserError("--ratio and --adaptive choose different policies; give one of them")
+    if a.max_steps is not None and not a.adaptive:
+        raise UserError(f"--max-steps {a.max_steps} caps each stay of the adaptive policy, so it needs --adaptive "
+                        f"PHASE=LOSS (one per phase); add that, or drop --max-steps")
     if a.ratio:
         from .schedule import parse_ratio
         return {"policy": "fixed", "ratio": parse_ratio(a.ratio)}
@@ -117,12 +131,13 @@ def _schedule(a: argparse.Namespace) -> dict[str, Any] | None:
     return None
 
 
-def _run_options(cfg: RunConfig, a: argparse.Namespace) -> RunConfig:
-    """The options that change how a run is carried out, not what it computes: a resumed run takes them too."""
+def _run_options(cfg: RunConfig, a: argparse.Namespace, verb: str) -> RunConfig:
+    """The options that change how a run is carried out, not what it computes: a resumed run takes them too.
+    `cfg` may come from a `config.toml` (`--config`, `--resume`; `verb` says which: run, resume)."""
     if a.jit:
         cfg.jit = True
-    for name in ("device", "fetch_every", "var_every", "checkpoint_every", "nan_lr_factor", "strategy", "replicas",
-                 "sync_every", "sample_every"):
+    _placement(cfg, a, verb)
+    for name in ("fetch_every", "var_every", "checkpoint_every", "nan_lr_factor", "sync_every", "sample_every"):
         if getattr(a, name) is not None:
             setattr(cfg, name, getattr(a, name))
     if a.metrics_every is not None:
@@ -135,6 +150,45 @@ def _run_options(cfg: RunConfig, a: argparse.Namespace) -> RunConfig:
         cfg.deterministic = True
     cfg.on_nan = a.on_nan or "stop"  # headless, a pause would wait forever
     return cfg
+
+
+#: what a run over several devices or hosts uses instead of one device (README: Several GPUs and hosts)
+_USES = {"mirrored": "every local GPU (or --replicas N of them)", "multiworker": "every GPU of each host"}
+
+
+def _placement(cfg: RunConfig, a: argparse.Namespace, verb: str) -> None:
+    """`--device`, `--strategy` and `--replicas` onto `cfg`, refused when they contradict each other.
+
+    `--device` picks one device, which only a `single` run has: with mirrored or multiworker it used to be
+    dropped without a word (distribute.make_placement places those runs itself). `--device auto` is the
+    default and means nothing more, so it is accepted with any strategy; `--device mirrored` (the window's
+    choice) is `--strategy mirrored`. The strategy and replicas may come from the run's `config.toml`: a
+    mirrored run resumed or rerun with `--strategy single` then runs on one device (its recorded replicas,
+    which the user never gave, no longer apply), and `--replicas 1` with `single` says the same."""
+    device, strategy = (a.device or "").strip().lower() or None, a.strategy  # as devices.resolve_device reads it
+    if device == "mirrored":
+        if strategy not in (None, "mirrored"):
+            raise UserError(f"--device mirrored is --strategy mirrored, which contradicts --strategy {strategy}; "
+                            f"drop one of them")
+        strategy = "mirrored"
+    if strategy is not None:
+        if strategy != "mirrored" and a.replicas in (None, 1):
+            cfg.replicas = 0  # one device, or a multiworker cluster's own count
+            if a.device is None and cfg.device == "mirrored":  # the window's mirrored choice, recorded
+                cfg.device = "auto"
+        cfg.strategy = strategy
+    if a.replicas is not None and not (a.replicas == 1 and cfg.strategy == "single"):
+        cfg.replicas = a.replicas
+    if device not in (None, "auto", "mirrored") and cfg.strategy in _USES:
+        kind = cfg.strategy
+        if a.strategy:
+            what, fix = f"a {kind} run uses", f"drop --strategy {kind} to train on {device} alone"
+        else:  # the strategy is the recorded one
+            what = f"{'the run' if verb == 'resume' else 'the configuration'} is {kind}, which uses"
+            fix = f"add --strategy single to {verb} it on {device} alone"
+        raise UserError(f"--device {device} picks one device, but {what} {_USES[kind]}: drop --device, or {fix}")
+    if device is not None:
+        cfg.device = device
 
 
 #: what a replay takes from the command line; everything else would change what is replayed
@@ -178,17 +232,15 @@ def resume_from_args(a: argparse.Namespace) -> tuple[RunConfig, list[Any]]:
                             f"leave it out, or start a new run with --config {a.resume}/config.toml")
     if a.update_frozen_stats and not a.freeze:
         raise UserError("--update-frozen-stats with --resume applies with a new freeze set; give --freeze too")
-    if a.ratio and a.adaptive:
-        raise UserError("--ratio and --adaptive choose different policies; give one of them")
+    schedule = _schedule(a)
     cfg = resume_config(a.resume)
     if a.steps is not None:
         cfg.steps = a.steps
-    cfg = _run_options(cfg, a).validate()
+    cfg = _run_options(cfg, a, "resume").validate()
     check_target(cfg.run_dir, cfg.steps)
     commands: list[Any] = []
     if a.freeze:
         commands.append(SetFreeze(tuple(a.freeze), bool(a.update_frozen_stats)))
-    schedule = _schedule(a)
     if schedule:
         commands.append(SetSchedule(schedule))
     if a.method:
