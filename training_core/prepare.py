@@ -12,7 +12,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -153,9 +153,8 @@ def prepare(config: RunConfig, on_trace: Callable[[str, str], None]) -> Prepared
         infos = [VarInfo(v.path, tuple(int(d) for d in v.shape), str(v.dtype), bool(v.trainable)) for v in variables]
         trainable = [v for v in variables if v.trainable]
         names = [p.name for p in exp.phases]
-        unknown_lr = set(config.lr) - set(names)
-        if unknown_lr:
-            raise UserError(f"--lr names unknown phase(s) {', '.join(sorted(unknown_lr))}; phases are {', '.join(names)}")
+        schedule = config.schedule or {"policy": "fixed", "ratio": list(exp.default_ratio or [1] * len(names))}
+        freeze, policy = check_controls(config.lr, config.freeze, schedule, names, infos)
         phase_vars, optimizers = [], []
         for p in exp.phases:
             vs = [v for v in trainable if any(in_scope(v.path, s) for s in p.trains)]
@@ -167,9 +166,6 @@ def prepare(config: RunConfig, on_trace: Callable[[str, str], None]) -> Prepared
             phase_vars.append(vs)
             optimizers.append(opt)
         clock.lap("optimizers")
-        freeze = resolve_scopes(config.freeze, infos)
-        schedule = config.schedule or {"policy": "fixed", "ratio": list(exp.default_ratio or [1] * len(names))}
-        policy = policy_from_dict(schedule, names)
         rng = tf.random.Generator.from_seed(config.seed)  # in the scope: one stream per replica
         data = None if exp.data is None else tf.Variable(np.asarray(exp.data, dtype=np.float32), trainable=False,
                                                          name="real_data")
@@ -218,6 +214,20 @@ def prepare(config: RunConfig, on_trace: Callable[[str, str], None]) -> Prepared
                     tuple(v.path for v in stats), policy, freeze, rng, sample_rng, data, warnings=warnings,
                     placement=placement, sync=sync, timings=clock.stages, source=source, at_start=at_start,
                     deferred=deferred)
+
+
+def check_controls(lr: Iterable[str], freeze: Iterable[str], schedule: dict[str, Any] | None,
+                   phase_names: Sequence[str], variables: Sequence[VarInfo]) -> tuple[tuple[str, ...], Policy | None]:
+    """The learning rates' phases, the freeze set's scopes and the schedule (one count per phase), checked
+    against the experiment: a new run's settings here, and the settings given with `--resume` (resume.py)
+    the same way, so that both are refused with the same line before the run directory is touched.
+    Returns the normalised freeze set and the policy (None without a schedule)."""
+    unknown = set(lr) - set(phase_names)
+    if unknown:
+        raise UserError(f"--lr names unknown phase(s) {', '.join(sorted(unknown))}; phases are "
+                        f"{', '.join(phase_names)}")
+    scopes = resolve_scopes(freeze, variables)
+    return scopes, None if schedule is None else policy_from_dict(schedule, phase_names)
 
 
 def _first_variants(config: RunConfig, freeze: tuple[str, ...], phase_vars: list, stats: list) -> list[str]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import traceback
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 from . import commands as C
 from . import events as E
@@ -88,6 +88,31 @@ def check_target(run_dir: str | Path, target: int | None) -> int:
     return step
 
 
+def check_resume_commands(p: Any, commands: Sequence[C.Command]) -> None:
+    """The settings given with `--resume` (commands it sends before the run goes on), checked against the
+    prepared experiment `p` as a new run's are (prepare.check_controls): sent unchecked, a bad one was only
+    `rejected` at the first step boundary, after the record had been cut back and new checkpoints written,
+    and the run trained on without it and exited 0. A `UserError` here comes before anything is written."""
+    from .prepare import check_controls, set_learning_rate
+    rates = [c for c in commands if isinstance(c, C.SetLearningRate)]
+    freeze = [s for c in commands if isinstance(c, C.SetFreeze) for s in c.scopes]
+    schedule = next((c.policy for c in commands if isinstance(c, C.SetSchedule)), None)
+    check_controls([c.phase for c in rates], freeze, schedule, p.phase_names, p.var_infos)
+    # a bad value, or an optimizer on a learning-rate schedule, as at a new run's start. Setting the rate now is
+    # harmless: the checkpoint restores the one it holds, then the command sets this one again.
+    for c in rates:
+        set_learning_rate(p.optimizers[p.phase_names.index(c.phase)], c.phase, c.value)
+
+
+def recorded_sha256(run_dir: str | Path) -> str | None:
+    """The experiment file's sha256 when the run started, from its `config.toml`. The trainer's own config
+    holds the hash of the file as it was loaded now (prepare.py), which is what the two are compared with."""
+    try:
+        return RunConfig.read_toml(Path(run_dir) / CONFIG_FILE).experiment_sha256
+    except UserError:  # read at the start of the resume; if it has gone bad since, there is nothing to compare
+        return None
+
+
 def begin(tr: "Trainer") -> E.Event:
     """Where a run begins: a new run directory and the `start` event, or (`tr.resume`) the run's own
     directory, its checkpoint restored and its record cut back to it, and the `resumed` event."""
@@ -118,14 +143,11 @@ def _lock(tr: "Trainer", run_dir: Path) -> None:
 def resume(tr: "Trainer") -> E.Resumed:
     """Restore the run directory's checkpoint into a prepared trainer and cut the record back to it."""
     from .checkpoints import CheckpointStore
-    from .config import file_sha256
     cfg = tr.config
     d = Path(cfg.run_dir)
     step = check_target(d, cfg.steps)
-    if cfg.experiment_file and cfg.experiment_sha256 and Path(cfg.experiment_file).is_file() \
-            and file_sha256(cfg.experiment_file) != cfg.experiment_sha256:
-        tr.emit(E.Warning(message=f"{Path(cfg.experiment_file).name} changed since the run started (sha256 "
-                                  f"differs); the run continues with the file as it is now"))
+    started = recorded_sha256(d)
+    edited = bool(cfg.experiment_file and cfg.experiment_sha256 and started and cfg.experiment_sha256 != started)
     _lock(tr, d)
     tr.checkpoints = CheckpointStore(tr.prepared, d)
     try:
@@ -138,6 +160,9 @@ def resume(tr: "Trainer") -> E.Resumed:
         raise UserError(f"the checkpoint at step {step} of {d} does not fit the experiment as it is now "
                         f"({first_line(e)}); resume with the experiment file the run started with",
                         detail=traceback.format_exc()) from None
+    if edited:  # said once the checkpoint fits it (one that does not is refused with one line, above)
+        tr.emit(E.Warning(message=f"{Path(cfg.experiment_file).name} changed since the run started (sha256 "
+                                  f"differs); the run continues with the file as it is now"))
     tr.run_dir = d  # from here on the run directory is written to
     apply_host_state(tr, state)
     dropped = _cut_back(tr, step, "resume")

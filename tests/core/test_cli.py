@@ -7,10 +7,13 @@ tests only read their results.
 """
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 import pytest
 
 from training_core import RunConfig, Trainer, read_events, read_scalars
+from training_core.cli import build_parser, config_from_args
 
 from .helpers import error_lines, main_cmd, nan_experiment, run_all, tiny_gan, write_file
 
@@ -61,10 +64,34 @@ BAD = {  # name: (arguments, a word the one line must contain)
     "resume_done": (["--resume", "{tmp}/done"], "pass --steps N with N > 20"),
     "resume_new_seed": (["--resume", "{tmp}/done", "--steps", "30", "--seed", "3"], "--seed cannot change"),
     "resume_changed_model": (["--resume", "{tmp}/arch", "--steps", "30"], "does not fit the experiment as it is now"),
+    # settings given with --resume, checked against the experiment as a new run's are (they were `rejected` at
+    # the first step, after the record had been cut back, and the run went on and exited 0)
+    "resume_unknown_scope": (["--resume", "{tmp}/done", "--steps", "30", "--freeze", "W/kernal"],
+                             "unknown scope 'W/kernal'; did you mean W/kernel?"),
+    "resume_lr_phase": (["--resume", "{tmp}/done", "--steps", "30", "--lr", "X=1e-3"],
+                        "--lr names unknown phase(s) X; phases are W, C"),
+    "resume_ratio_phases": (["--resume", "{tmp}/done", "--steps", "30", "--ratio", "1:2:3"],
+                            "has 3 counts but the experiment has 2 phases"),
+    "resume_adaptive_phase": (["--resume", "{tmp}/done", "--steps", "30", "--adaptive", "X=0.5"],
+                              "adaptive threshold for unknown phase(s) X"),
+    "resume_max_steps": (["--resume", "{tmp}/done", "--steps", "30", "--max-steps", "5"], "needs --adaptive"),
+    "resume_device_on_mirrored_run": (["--resume", "{tmp}/mirrored", "--steps", "20", "--device", "cpu"],
+                                      "add --strategy single to resume it on cpu alone"),
+    "resume_single_with_two_replicas": (["--resume", "{tmp}/mirrored", "--steps", "20", "--strategy", "single",
+                                         "--replicas", "2"], "got 2 with single; add --strategy mirrored or drop"),
     "strategy_unknown": (["--strategy", "ring"], "--strategy"),
     "replicas_without_mirrored": (["--replicas", "2"], "add --strategy mirrored"),
     "multiworker_without_tf_config": (["--strategy", "multiworker"], "TF_CONFIG"),
     "batch_not_divisible": (["--strategy", "mirrored", "--batch-size", "15"], "does not split evenly over 2"),
+    # options that contradict each other (one of them was dropped without a word)
+    "cpu_with_mirrored": (["--device", "cpu", "--strategy", "mirrored"],
+                          "--device cpu picks one device, but a mirrored run uses every local GPU (or --replicas N of "
+                          "them): drop --device, or drop --strategy mirrored"),
+    "gpu_with_mirrored": (["--device", "gpu:0", "--strategy", "mirrored"], "--device gpu:0 picks one device"),
+    "cpu_with_multiworker": (["--device", "cpu", "--strategy", "multiworker"], "a multiworker run uses every GPU"),
+    "device_mirrored_with_single": (["--device", "mirrored", "--strategy", "single"], "contradicts --strategy single"),
+    "max_steps_without_adaptive": (["--max-steps", "5"], "--max-steps 5 caps each stay of the adaptive policy, so "
+                                                         "it needs --adaptive PHASE=LOSS"),
 }
 
 _EXPERIMENTS = {
@@ -94,8 +121,11 @@ _CONFIGS = {"seed_zero.toml": 'seed = "zero"', "batch_big.toml": 'batch_size = "
             "example_path.toml": 'example = "../../resources/experiments/ring"'}
 
 
-def _tree(d) -> dict[str, tuple[int, int]]:
-    return {str(p.relative_to(d)): (p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(d.rglob("*"))}
+def _tree(d) -> dict[str, tuple[int, int, str | None]]:
+    """Every file and folder under `d`: size, modification time and (files) the sha256 of the bytes."""
+    return {str(p.relative_to(d)): (p.stat().st_size, p.stat().st_mtime_ns,
+                                    hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else None)
+            for p in sorted(d.rglob("*"))}
 
 
 @pytest.fixture(scope="module")
@@ -140,7 +170,9 @@ def cli(tmp_path_factory):
     arch = tiny_gan(tmp)
     Trainer(RunConfig(experiment_file=str(arch), example=None, steps=10, run_dir=str(tmp / "arch"))).run()
     arch.write_text(arch.read_text().replace('Dense(4, name="dense_1")', 'Dense(5, name="dense_1")'))
-    before = {d: _tree(tmp / d) for d in ("done", "arch")}
+    Trainer(RunConfig(example="factorization", steps=10, strategy="mirrored", replicas=2, run_dir=str(tmp / "mirrored"),
+                      tensorboard=False)).run()
+    before = {d: _tree(tmp / d) for d in ("done", "arch", "mirrored")}
     nan = nan_experiment(tmp)
     RunConfig(example="ring", steps=40, seed=5, schedule={"policy": "fixed", "ratio": [2, 1]}, var_every=4,
               run_dir="/elsewhere").write_toml(tmp / "rerun.toml")
@@ -161,13 +193,12 @@ def cli(tmp_path_factory):
     commands["all_frozen"] = main_cmd("--headless", "--example", "factorization", "--freeze", "W", "--freeze", "C",
                                       "--run-dir", str(tmp / "frozen"))
     results = run_all(commands)
-    assert {d: _tree(tmp / d) for d in before} == before  # a refused resume wrote nothing
-    return tmp, results
+    return tmp, results, before  # before: the resumed runs' directories, for the test of each refusal
 
 
 @pytest.mark.parametrize("name", list(BAD))
 def test_bad_input_is_one_line_exit_2_and_nothing_written(cli, name):
-    tmp, results = cli
+    tmp, results, before = cli
     r = results[name]
     lines = error_lines(r.stderr)
     assert r.returncode == 2, r.stderr
@@ -178,10 +209,31 @@ def test_bad_input_is_one_line_exit_2_and_nothing_written(cli, name):
         assert sorted(p.name for p in (tmp / "full").iterdir()) == ["keep.txt"]
     elif not name.startswith("resume"):
         assert not (tmp / f"out_{name}").exists()
+    run = BAD[name][0][1].removeprefix("{tmp}/") if name.startswith("resume_") else None
+    if run in before:  # every file and folder of the refused resume's run as it was, byte for byte
+        assert _tree(tmp / run) == before[run], f"a refused --resume changed {run}"
+
+
+@pytest.mark.parametrize("args, placement", [
+    (["--strategy", "mirrored", "--device", "auto"], ("mirrored", 0, "auto")),  # auto is the default: no conflict
+    (["--device", "mirrored", "--replicas", "2"], ("mirrored", 2, "mirrored")),  # the window's choice is the strategy
+    (["--strategy", "single", "--replicas", "1"], ("single", 0, "auto")),  # one replica is what single means
+    (["--device", "GPU:1"], ("single", 0, "gpu:1")),
+])
+def test_placement_options_that_agree_are_taken(args, placement):
+    """What a new run's --strategy, --replicas and --device become (no TensorFlow)."""
+    cfg = config_from_args(build_parser().parse_args(["--headless", *args]))
+    assert (cfg.strategy, cfg.replicas, cfg.device) == placement
+
+
+def test_max_steps_with_adaptive_is_taken():
+    cfg = config_from_args(build_parser().parse_args(["--headless", "--adaptive", "D=0.5", "--adaptive", "G=0.5",
+                                                      "--max-steps", "7"]))
+    assert cfg.schedule == {"policy": "adaptive", "thresholds": {"D": 0.5, "G": 0.5}, "max_steps": 7}
 
 
 def test_list_scopes_prints_the_tree_and_writes_nothing(cli):
-    tmp, results = cli
+    tmp, results, _ = cli
     r = results["list_scopes"]
     assert r.returncode == 0, r.stderr
     assert not (tmp / "out_list").exists()
@@ -211,7 +263,7 @@ def test_list_scopes_prints_the_tree_and_writes_nothing(cli):
 
 def test_config_rerun_in_a_subprocess_matches_an_in_process_run(cli):
     """Determinism across processes: `--config` in a fresh interpreter and a Trainer here agree digit for digit."""
-    tmp, results = cli
+    tmp, results, _ = cli
     r = results["rerun"]
     assert r.returncode == 0, r.stderr
     assert "run directory: " + str(tmp / "rerun") in r.stdout
@@ -228,7 +280,7 @@ def test_config_rerun_in_a_subprocess_matches_an_in_process_run(cli):
 
 @pytest.mark.parametrize("name, cause", [("nan", "became nan at step 2"), ("all_frozen", "nothing can train")])
 def test_headless_run_that_cannot_train_stops_with_one_error_line(cli, name, cause):
-    tmp, results = cli
+    tmp, results, _ = cli
     r = results[name]
     assert r.returncode == 1, r.stderr
     errors = [ln for ln in error_lines(r.stderr) if ln.startswith("error: ")]

@@ -195,3 +195,36 @@ def test_resume_with_a_new_step_target_and_learning_rate(tmp_path):
     assert (resumed.step, resumed.steps, lr.step, lr.phase, lr.value) == (40, 60, 40, "G", 1e-4)
     steps = np.sort(np.concatenate([s for s, _ in _losses(d).values()]))
     np.testing.assert_array_equal(steps, np.arange(1, 61))
+
+
+def test_resume_warns_when_the_experiment_file_changed(tmp_path):
+    """The file is compared with the sha256 the run started with (its config.toml), not with itself: the
+    prepared configuration holds the hash of the file as it is now, so the warning never came."""
+    exp = tiny_gan(tmp_path, "adam")
+    d = tmp_path / "run"
+    Trainer(config(exp, d, steps=10)).run()
+    from training_core.cli import main
+    assert main(["--headless", "--resume", str(d), "--steps", "15", "--quiet"]) == 0  # unchanged: no warning
+    exp.write_text(exp.read_text() + "\n# tuned after the run started\n")
+    assert main(["--headless", "--resume", str(d), "--steps", "20", "--quiet"]) == 0
+    warnings = [e.message for e in read_events(d) if e.kind == "warning"]
+    assert warnings == ["tiny_gan_adam.py changed since the run started (sha256 differs); the run continues with "
+                        "the file as it is now"], warnings
+    resumed = [e.step for e in read_events(d) if e.kind == "resumed"]
+    assert resumed == [10, 15]
+
+
+@pytest.mark.parametrize("options", [["--strategy", "single"], ["--strategy", "single", "--replicas", "1"]])
+def test_a_mirrored_run_resumed_on_one_device(tmp_path, options):
+    """The replicas in the run's config.toml belong to its mirrored strategy: `--strategy single` drops them
+    (they were refused as if the user had given --replicas 2 with single), and `--replicas 1` agrees with it."""
+    exp = tiny_gan(tmp_path, "adam")
+    d = tmp_path / "run"
+    Trainer(config(exp, d, steps=6, strategy="mirrored", replicas=2)).run()
+    assert next(e for e in read_events(d) if e.kind == "start").replicas == 2
+    from training_core.cli import main
+    assert main(["--headless", "--resume", str(d), "--steps", "12", "--quiet", *options]) == 0
+    resumed = next(e for e in read_events(d) if e.kind == "resumed")
+    assert (resumed.step, resumed.device) == (6, "CPU")
+    steps = np.sort(np.concatenate([s for s, _ in _losses(d).values()]))
+    np.testing.assert_array_equal(steps, np.arange(1, 13))
