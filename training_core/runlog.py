@@ -9,7 +9,8 @@ Readers accept a record cut at any byte, because a killed process (or a full dis
 mid-write and everything complete before that must stay usable: a torn last line, a half-written
 header, bytes that are not UTF-8 or lines that are not what they should be are skipped, never fatal.
 `LineTail` reads only the bytes a growing file gained since the last call, so following a live run
-costs what is new, not the run's length. Pure Python and numpy: the window and the figure exporter
+costs what is new, not the run's length; it starts over when the file was cut back and rewritten
+(a resume between two reads: readmark.py). Pure Python and numpy: the window and the figure exporter
 read runs without loading TensorFlow.
 """
 from __future__ import annotations
@@ -24,6 +25,7 @@ import numpy as np
 
 from .errors import UserError
 from .events import Event, event_from_dict
+from .readmark import ReadMark
 from .varstore import KINDS as VAR_KINDS
 from .varstore import VARIABLES_DIR, read_variables
 
@@ -46,32 +48,31 @@ class Series:
 
 
 class LineTail:
-    """The complete lines a growing text file gained since the last call (a torn last line waits).
+    """The complete lines a growing text file gained since the last call (a torn last line waits, and is
+    read again with its end: only complete lines count as read, so a half-written tail never decides
+    whether the file is still the one read).
 
-    `read_lines()` reads only new bytes. If the file shrank (a resumed run truncated it) or was replaced,
+    `read_lines()` reads only new bytes. If what it read is no longer the file's content (a resume or a
+    rollback cut the file back and it may have grown again since; or the file was replaced: readmark.py),
     `reset` turns True for that call and the lines are the whole file again."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self._offset = 0
-        self._partial = b""
+        self._mark = ReadMark()
         self.reset = False
 
     def read_lines(self) -> list[str]:
         self.reset = False
         try:
             with open(self.path, "rb") as f:
-                size = f.seek(0, 2)
-                if size < self._offset:
-                    self._offset, self._partial, self.reset = 0, b"", True
-                f.seek(self._offset)
-                data = f.read()
+                data = self._mark.read_rest(f)
+                if data is None:
+                    self._mark, self.reset = ReadMark(), True
+                    data = self._mark.read_rest(f)
         except OSError:
             return []
-        self._offset += len(data)
-        data = self._partial + data
         cut = data.rfind(b"\n") + 1
-        self._partial = data[cut:]
+        self._mark.consumed(data, cut)
         return data[:cut].decode("utf-8", "replace").splitlines()
 
 

@@ -8,7 +8,8 @@ computes them in) and the frozen mask as bits: about 12 bytes per variable inste
 Fixed-size rows make the file easy to read while it grows and after a kill: the header is one
 magic line and one JSON line; after it, every complete row is a record and a torn last row is simply
 not there yet. A reader that remembers its offset reads only the new bytes (attach, review of a
-growing run), and a resumed run truncates the rows after its checkpoint by binary search.
+growing run), and a resumed run truncates the rows after its checkpoint by binary search (the reader
+notices, by what precedes its offset, and reads the file again: readmark.py).
 """
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
+
+from .readmark import ReadMark
 
 VARIABLES_DIR = "variables"
 MAGIC = b"FREEZEFRAME-VARIABLES 1\n"
@@ -110,37 +113,41 @@ def _parse_header(buf: bytes) -> tuple[dict, int] | None:
 
 
 class VarFileReader:
-    """Reads one phase's file incrementally: `read_new()` returns the rows completed since the last call."""
+    """Reads one phase's file incrementally: `read_new()` returns the rows completed since the last call.
+
+    `reset` turns True for a call that found the rows it had read gone (a resume or a rollback cut the file
+    back, and it may have grown again since: readmark.py); the rows returned are then the whole file's."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.phase: str | None = None
         self.paths: tuple[str, ...] = ()
         self._dtype: np.dtype | None = None
-        self._offset = 0
-        self.reset = False  # the file shrank since the last call (a resumed run dropped rows)
+        self._mark = ReadMark()
+        self.reset = False
 
     def read_new(self) -> VarRows | None:
         self.reset = False
         try:
             with open(self.path, "rb") as f:
-                if self._dtype is not None and f.seek(0, 2) < self._offset:
-                    self._dtype, self._offset, self.reset = None, 0, True
-                if self._dtype is None:
-                    got = _parse_header(f.read(1 << 20))
-                    if got is None:
-                        return None
-                    header, self._offset = got
-                    self.phase, self.paths = header["phase"], header["paths"]
-                    self._dtype = row_dtype(len(self.paths))
-                f.seek(self._offset)
-                size = self._dtype.itemsize
-                data = f.read()
+                data = self._mark.read_rest(f)
+                if data is None:
+                    self._dtype, self._mark, self.reset = None, ReadMark(), True
+                    data = self._mark.read_rest(f)
         except OSError:
             return None
-        k = len(data) // size
-        rec = np.frombuffer(data[:k * size], dtype=self._dtype)
-        self._offset += k * size
+        start = 0
+        if self._dtype is None:
+            got = _parse_header(data[:1 << 20])
+            if got is None:
+                return None
+            header, start = got
+            self.phase, self.paths = header["phase"], header["paths"]
+            self._dtype = row_dtype(len(self.paths))
+        size = self._dtype.itemsize
+        k = (len(data) - start) // size
+        rec = np.frombuffer(data, dtype=self._dtype, count=k, offset=start)
+        self._mark.consumed(data, start + k * size)
         return VarRows.from_records(self.phase, self.paths, rec)
 
 

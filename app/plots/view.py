@@ -3,8 +3,10 @@
 The plots read a `RunSet` (training_core/runs/collection.py): one run while training, several when
 comparing. `PlotView` is the snapshot a refresh works from: the visible runs as `Layer`s, x by step
 or by time since each run began, colour by run (line style by phase or variable) or the reverse,
-and the scopes the update plot shows. Its `signature` changes when any of that changes; the plots
-then redraw from scratch, and otherwise only append what the runs gained.
+and the scopes the update plot shows. Its `signature` changes when any of that changes, or when a run's
+data was refilled from scratch (`RunData.generation`: a followed record read again after a resume cut it
+back, with more points than before as often as not); the plots then redraw from scratch, and otherwise
+only append what the runs gained.
 """
 from __future__ import annotations
 
@@ -37,8 +39,8 @@ class PlotView:
                        for i, e in enumerate(entries)]
         self.colour_by = runs.colour_by
         self.by_time = by_time
-        self.signature = (tuple((ly.key, ly.label, ly.colour, id(ly.data)) for ly in self.layers), self.colour_by,
-                          by_time, tuple(runs.scopes))
+        self.signature = (tuple((ly.key, ly.label, ly.colour, id(ly.data), ly.data.generation) for ly in self.layers),
+                          self.colour_by, by_time, tuple(runs.scopes))
 
     @property
     def multi(self) -> bool:

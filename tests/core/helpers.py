@@ -266,6 +266,16 @@ def assert_bitwise_equal(a: dict[str, np.ndarray], b: dict[str, np.ndarray], wha
     assert not changed, f"{what}: changed bits in {changed}"
 
 
+def assert_same_model(got: Any, want: Any) -> None:
+    """Two `RunData` hold the same series (every tag: steps, wall times, values) and the same events; how a
+    follower came by its model must not show in it."""
+    assert sorted(got.tags()) == sorted(want.tags())  # (the order phases first show up in may differ)
+    for tag in want.tags():
+        for a, b in zip(got.series(tag), want.series(tag), strict=True):
+            np.testing.assert_array_equal(a, b, err_msg=tag)
+    assert [e.to_dict() for e in got.events] == [e.to_dict() for e in want.events]
+
+
 def phase_of_step(run_dir: Path) -> dict[int, str]:
     """Which phase ran each step, from scalars.csv's loss rows."""
     out: dict[int, str] = {}

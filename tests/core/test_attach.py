@@ -9,9 +9,10 @@ import pytest
 
 from training_core import RunConfig, SetFreeze, SetLearningRate, Stop, Trainer
 from training_core.errors import UserError
+from training_core.runs import read_run
 from training_core.runs.attach import AttachedRun
 
-from .helpers import main_cmd, start, tiny_gan, wait_for
+from .helpers import Script, assert_same_model, config, main_cmd, start, tiny_gan, wait_for
 
 TIMEOUT = 120
 
@@ -103,3 +104,35 @@ def test_a_resumed_run_shows_its_new_target_and_its_checkpoint_settings(tmp_path
     assert run.finished and run.status().target_steps == 60 and run.status().step == 60
     info = run.prepared_info()
     assert info.config.steps == 60 and info.config.lr["G"] == 1e-4 and run.controls.lr["G"] == 1e-4
+
+
+def test_a_watcher_that_read_a_crashed_run_sees_its_resume_as_one_timeline(tmp_path):
+    """The tester's case without its timing: a watcher read a run that failed at step 33 (no checkpoint after
+    an error: the last is at 20), then the run is resumed to step 90 while the watcher does not poll. The
+    resume cut the record back to step 20 in place and appended past where the watcher had read; the
+    watcher used to read on from its old offsets (steps twice and out of order, the failed process's rows
+    21 to 33 kept). One poll after the resume: the record as read afresh, and the resumed run's target."""
+    d = tmp_path / "run"
+
+    def crash(trainer):
+        raise RuntimeError("killed")
+
+    with pytest.raises(RuntimeError, match="killed"):
+        Trainer(config(tiny_gan(tmp_path), d, steps=60, checkpoint_every=20), Script({33: [crash]})).run()
+    watcher = AttachedRun(d)
+    watcher.poll()
+    before = watcher.data.last_step
+    assert before >= 30 and watcher.finished and watcher.controls.steps == 60
+    from training_core.cli import main
+    assert main(["--headless", "--resume", str(d), "--steps", "90", "--quiet"]) == 0
+    watcher.poll()
+    assert_same_model(watcher.data, read_run(d))
+    steps = np.sort(np.concatenate([watcher.data.loss(p)[0] for p in watcher.data.phases]))
+    np.testing.assert_array_equal(steps, np.arange(1, 91))  # each step once
+    assert all((np.diff(watcher.data.loss(p)[0]) > 0).all() for p in watcher.data.phases)
+    assert [(e.step, e.steps) for e in watcher.data.events if e.kind == "resumed"] == [(20, 90)]
+    assert watcher.finished and watcher.data.stop.reason == "done"
+    assert watcher.controls.steps == 90 and watcher.status().step == 90
+    events = watcher.data.events
+    kept = next(i for i, e in enumerate(events) if e.kind == "checkpoint" and e.step == 20) + 1
+    assert watcher.new_events == events[kept:]  # new: what follows the checkpoint (the rest it had seen)

@@ -1,13 +1,15 @@
 """Property tests (hypothesis) of every reader of a run directory: a record cut at any byte (a kill, a full
 disk) or with bytes overwritten is read without an exception, and what is read is exactly what was
-complete. Also the tail reader the window follows a run with, the backward line scan that cuts a record
-back to a checkpoint, and the cut itself.
+complete. Also the tail reader the window follows a run with (and how it starts over when a resume cut the
+record back and it grew again before the next poll), the backward line scan that cuts a record back to a
+checkpoint, and the cut itself.
 
 The record is a real one: a short run of a tiny GAN (module fixture), TensorBoard off.
 """
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -18,12 +20,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from training_core import RunConfig, UserError, read_config, read_events, read_scalars, read_variables
+from training_core import events as E
 from training_core import trim
 from training_core.runlog import LineTail
+from training_core.varstore import VarFileReader, VarFileWriter, truncate_after
 from training_core.sample_record import list_samples, sample_file, samples_bytes
 from training_core.runs import RunFollower, read_run
 
-from .helpers import config, run, tiny_gan
+from .helpers import assert_same_model, config, run, tiny_gan
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -173,13 +177,7 @@ def test_following_a_growing_record_in_any_pieces_reads_the_whole(record, seed, 
                 written[n] = min(len(b), written[n] + k)
             follower.poll()
         follower.poll()
-        whole = read_run(record)
-        got = follower.data
-        assert sorted(got.tags()) == sorted(whole.tags())  # (the order phases first show up in may differ)
-        for tag in whole.tags():
-            for a, b in zip(got.series(tag), whole.series(tag)):
-                np.testing.assert_array_equal(a, b)
-        assert [e.to_dict() for e in got.events] == [e.to_dict() for e in whole.events]
+        assert_same_model(follower.data, read_run(record))
     finally:
         shutil.rmtree(out)
 
@@ -191,6 +189,114 @@ def test_line_tail_restarts_when_a_file_shrank(tmp_path):
     assert tail.read_lines() == ["a", "b"] and not tail.reset
     p.write_bytes(b"a\n")
     assert tail.read_lines() == ["a"] and tail.reset
+
+
+# -- following a record that is cut back and grows again (a resume between two polls) -----------------------
+PATHS = ("discriminator/w", "discriminator/b")
+
+
+def _append_rows(d: Path, steps: range, value: float, wall: float) -> None:
+    """Loss rows of steps `steps` (odd: D, even: G) and per-variable rows of the D steps, as the record
+    writer appends them; `value` and `wall` tell one timeline from another (same widths, so the rows of
+    two timelines are the same length)."""
+    with open(d / "scalars.csv", "a") as f:
+        f.writelines(f"{s},{wall + s:.3f},loss/{'D' if s % 2 else 'G'},{value + s:.3f}\n" for s in steps)
+    w = VarFileWriter(d / "variables" / "00-D.bin", "D", PATHS)
+    odd = np.array([s for s in steps if s % 2], dtype=np.int64)
+    norms = np.column_stack([value + odd, value + 2 * odd]).astype(np.float32)
+    w.append(odd, wall + odd, norms, norms, norms, np.zeros(norms.shape, dtype=bool))
+    w.close()
+
+
+def _append_events(d: Path, *events: E.Event) -> None:
+    with open(d / "events.jsonl", "a") as f:
+        f.writelines(json.dumps(e.to_dict()) + "\n" for e in events)
+
+
+def _first_timeline(d: Path, *later: E.Event) -> None:
+    """Steps 1..10 of a run checkpointed at step 4, and `later` events after that checkpoint."""
+    (d / "variables").mkdir(parents=True)
+    (d / "scalars.csv").write_text("step,wall_time,tag,value\n")
+    _append_events(d, E.Start(phases=["D", "G"], phase_variables={"D": list(PATHS), "G": []}, steps=10),
+                   E.Checkpoint(step=4, path="checkpoints/ckpt-4"), *later)
+    _append_rows(d, range(1, 11), 1.0, 1000.0)
+
+
+def _assert_one_timeline(data, d: Path, value: float) -> None:
+    """The follower's model is what reading the directory afresh gives: each step once, in order, with the
+    values the resumed process wrote after the checkpoint."""
+    assert_same_model(data, read_run(d))
+    for phase in ("D", "G"):
+        steps, _, values = data.loss(phase)
+        assert (np.diff(steps) > 0).all(), (phase, steps)
+        np.testing.assert_array_equal(values[steps > 4], value + steps[steps > 4])
+    assert sum(e.kind == "resumed" for e in data.events) <= 1
+
+
+@pytest.mark.parametrize("later, resumed", [((), ()), ((E.Warning(step=7, message="late"),),
+                                                       (E.Resumed(step=4, steps=30), E.Warning(step=5, message="x")))],
+                         ids=["rows only", "rows and events"])
+def test_a_follower_reads_a_record_cut_back_and_regrown_between_two_polls_afresh(tmp_path, later, resumed):
+    """A resume between two polls: the record is cut back to the checkpoint (trim.py, in place) and the
+    resumed process appends past where the follower had read. It used to read on from its old byte offsets
+    in the rewritten files: steps twice and out of order, the killed process's rows kept. Without a
+    `resumed` event ("rows only") the readers alone must notice."""
+    d = tmp_path / "run"
+    _first_timeline(d, *later)
+    follower = RunFollower(d)
+    follower.poll()
+    assert follower.data.last_step == 10
+    trim.trim_record(d, 4, d / "dropped" / "resume")
+    _append_events(d, *resumed)
+    _append_rows(d, range(5, 31), 100.0, 2000.0)  # grows well past the old offsets
+    assert follower.poll()
+    _assert_one_timeline(follower.data, d, 100.0)
+
+
+def test_a_resumed_event_read_after_a_cut_that_left_the_same_bytes_before_the_offset_starts_over(tmp_path):
+    """A cut whose new rows happen to end in the bytes the follower last read (the fingerprint cannot tell):
+    the `resumed` event says the record was cut, so the follower reads it afresh."""
+    d = tmp_path / "run"
+    _first_timeline(d)
+    follower = RunFollower(d)
+    follower.poll()
+    trim.trim_record(d, 4, d / "dropped" / "resume")
+    _append_events(d, E.Resumed(step=4, steps=30))
+    _append_rows(d, range(5, 7), 2.0, 2000.0)  # steps 5, 6 differ (in bytes of the same width) ...
+    _append_rows(d, range(7, 11), 1.0, 1000.0)  # ... 7 to 10 are the bytes of the first timeline
+    _append_rows(d, range(11, 15), 1.0, 1000.0)
+    assert follower.poll()
+    assert_same_model(follower.data, read_run(d))
+    np.testing.assert_array_equal(follower.data.loss("D")[2][:3], [2.0, 4.0, 7.0])
+
+
+def test_readers_start_over_when_the_bytes_before_their_offset_changed(tmp_path):
+    """The tail readers tell a rewritten file from a grown one by what precedes their offset (and by the
+    inode): a file cut and rewritten to the same or a greater size, or replaced, is read again whole."""
+    p = tmp_path / "f.txt"
+    p.write_bytes(b"a\nb\n")
+    tail = LineTail(p)
+    assert tail.read_lines() == ["a", "b"]
+    p.write_bytes(b"a\nb\nc\n")  # grown: only the new line
+    assert tail.read_lines() == ["c"] and not tail.reset
+    p.write_bytes(b"a\nB\nc\nd\n")  # rewritten, longer
+    assert tail.read_lines() == ["a", "B", "c", "d"] and tail.reset
+    q = tmp_path / "g.txt"
+    q.write_bytes(b"a\nB\nc\nd\n")
+    os.replace(q, p)  # the same bytes in a new file
+    assert tail.read_lines() == ["a", "B", "c", "d"] and tail.reset
+    assert tail.read_lines() == [] and not tail.reset
+
+    d = tmp_path / "run"
+    (d / "variables").mkdir(parents=True)
+    _append_rows(d, range(1, 11), 1.0, 1000.0)
+    reader = VarFileReader(d / "variables" / "00-D.bin")
+    assert reader.read_new().steps.tolist() == [1, 3, 5, 7, 9] and not reader.reset
+    truncate_after(d, 4)
+    _append_rows(d, range(5, 21), 100.0, 2000.0)
+    rows = reader.read_new()
+    assert reader.reset and rows.steps.tolist() == list(range(1, 21, 2))
+    assert rows.update_norm[2:, 0].tolist() == [100.0 + s for s in range(5, 21, 2)]
 
 
 # -- cutting back to a checkpoint ----------------------------------------------------------------------------

@@ -1,10 +1,12 @@
 """The scope rows of the tree (training_core/runs/variables.py): every scope's state, computed for all scopes at
 once with numpy, equals the rule written out a scope at a time (the code it replaced, with NaN ignored by the
-largest value), on random trees and random variable states, alarms, frozen mixes, NaN and None included."""
+largest value), on random trees and random variable states, alarms, frozen mixes, NaN and None included. And
+the states of a model refilled from scratch (a followed record read afresh) are the refilled model's."""
 from __future__ import annotations
 
 import math
 
+import numpy as np
 from hypothesis import given, settings, strategies as st
 
 from training_core import VarInfo, build_scope_tree
@@ -48,3 +50,30 @@ def test_every_scope_equals_the_rule_one_scope_at_a_time(paths, data):
     for scope, under in scopes.items():
         want = one_scope([by_path[p] for p in under], under)
         assert same(got[scope], want), (scope, got[scope], want)
+
+
+def test_a_model_read_afresh_forgets_the_leaks_of_the_record_it_replaced():
+    """A follower that reads a record afresh (a resume cut it back: runs/follow.py) clears and refills the
+    same `RunData`; the refilled one may hold more events than before, so their count cannot tell. The leak
+    the cut dropped is gone from the state."""
+    from training_core import events as E
+    from training_core.runs import RunData, VariableStates
+    from training_core.varstore import VarRows
+
+    path = "g/w"
+
+    def fill(data: RunData, leak: bool, events: int) -> None:
+        data.add_event(E.Start(phases=["G"], phase_variables={"G": [path]}))
+        one = np.ones((1, 1), dtype=np.float32)
+        data.add_var_rows(VarRows("G", (path,), np.array([5]), np.array([1.0]), one, one, one, np.ones((1, 1), bool)))
+        for step in range(events):
+            data.add_event(E.Leak(step=step, variable=path, at_step=step, method="gate") if leak else
+                           E.Checkpoint(step=step))
+
+    data = RunData()
+    states = VariableStates(build_scope_tree([VarInfo(path, (1,), "float32", True)]))
+    fill(data, True, 1)
+    assert states.update(data) and states.states[path].state == "LEAK"
+    data.clear()
+    fill(data, False, 3)
+    assert states.update(data) and states.states[path].state == "frozen"

@@ -111,6 +111,8 @@ class AttachedRun:
         self.last_ack: Ack | None = None
         self.samples: dict[str, Any] | None = None
         self._seen = 0  # events already looked at
+        self._looked: list[E.Event] = []  # the list they are in (the old one, after the record was read afresh)
+        self._generation = self.data.generation
         self._samples_stamp: tuple[int, Path] | None = None
         self._tree: ScopeNode | None = None
 
@@ -119,8 +121,8 @@ class AttachedRun:
         """Read what the run wrote since the last poll; True if anything changed."""
         changed = self.follower.poll()
         events = self.data.events
-        if self._seen > len(events):  # the record was rebuilt (a file shrank): look at everything again
-            self._seen, self.controls, self._tree = 0, Controls(), None
+        if self.data.generation != self._generation:
+            self._reread(events)
         self.new_events = events[self._seen:]
         for e in self.new_events:
             self.controls.apply(e)
@@ -129,10 +131,23 @@ class AttachedRun:
                 ack.step = e.step
                 ack.rejected = e.message if isinstance(e, E.Rejected) else None
                 self.last_ack = ack
-        self._seen = len(events)
+        self._seen, self._looked = len(events), events
         now = time.monotonic()
         self._rate = [(t, n) for t, n in self._rate if now - t < 3.0] + [(now, self.data.last_step)]
         return self._read_samples() or changed
+
+    def _reread(self, events: list[E.Event]) -> None:
+        """The follower read the record afresh (a resume or a rollback cut it back; follow.py): the controls
+        are those of every event now in it, but only the events not looked at before are new (a NaN or a
+        warning the window has shown is not shown again). Its count says nothing: the cut record may have
+        grown past it."""
+        self._generation = self.data.generation
+        seen = self._looked[:self._seen]
+        same = next((i for i, (a, b) in enumerate(zip(seen, events)) if a != b), min(len(seen), len(events)))
+        self.controls, self._tree, self._samples_stamp, self._rate = Controls(), None, None, []
+        for e in events[:same]:
+            self.controls.apply(e)
+        self._seen = same
 
     def _read_samples(self) -> bool:
         files = list_samples(self.dir)

@@ -142,9 +142,14 @@ class RunData:
 
     def __init__(self, run_dir: str | Path | None = None) -> None:
         self.run_dir = None if run_dir is None else Path(run_dir)
+        self.version = -1  # bumps on every change; views redraw when it moved
+        self.generation = -1  # bumps on every `clear`: what was derived from the events before is void
         self.clear()
 
     def clear(self) -> None:
+        """Forget everything (a new run, or a followed record read again from the start). `version` and
+        `generation` go on counting, so a view that remembers either never mistakes a refilled model for
+        the one it saw (a rebuilt record may well reach the same count of changes or events)."""
         self._scalars: dict[str, _Series] = {}  # "loss/D", "metric/modes_covered", ...
         self._phases: dict[str, _PhaseVars] = {}
         self._var_index: dict[str, tuple[str, int]] = {}
@@ -154,7 +159,8 @@ class RunData:
         self.start: E.Start | None = None
         self.stop: E.Stop | None = None
         self.last_step = 0
-        self.version = 0  # bumps on every change; views redraw when it moved
+        self.version += 1
+        self.generation += 1
 
     # -- feeding ---------------------------------------------------------------------------------------------
     def add_batch(self, batch: MetricsBatch) -> None:

@@ -4,8 +4,13 @@ last poll (scalars.csv, events.jsonl, variables/*.bin) into a `RunData`.
 This is what review of a growing run and attaching to a run another process writes stand on: the
 cost of a poll is proportional to what is new, not to the run's length, and a record cut at any byte
 (a kill, a full disk, a network file system that shows a file half-written) yields what is complete.
-When a file shrank (a resumed run dropped the rows after its checkpoint), the model is rebuilt from
-the start.
+
+A resume or a rollback cuts the record back to a checkpoint (trim.py) and appends again, possibly past
+where the follower had read before its next poll. Then the model is rebuilt from the start: when a
+reader finds that what it had read is no longer the file's content (readmark.py), and when a poll
+reads a new `resumed` or `rollback` event (each follows a cut: this covers a cut that happens to end
+in the bytes a reader last saw). Reading on from the old offsets gave steps twice and out of order,
+and kept the killed process's rows after the checkpoint.
 """
 from __future__ import annotations
 
@@ -19,9 +24,13 @@ from ..varstore import VARIABLES_DIR, VarFileReader
 
 from .data import RunData
 
+#: events written right after the record was cut back to a checkpoint
+CUT_EVENTS = (E.Resumed, E.Rollback)
+
 
 class RunFollower:
-    """Feeds `data` with what `run_dir` gains (`read_run` makes a RunData and reads a directory once)."""
+    """Feeds `data` with what `run_dir` gains (`read_run` makes a RunData and reads a directory once).
+    A rebuild clears `data` (its `generation` moves) and reads it again."""
 
     def __init__(self, run_dir: str | Path, data: RunData | None = None) -> None:
         self.dir = Path(run_dir)
@@ -32,17 +41,21 @@ class RunFollower:
         self._scalars = LineTail(self.dir / SCALARS_FILE)
         self._events = LineTail(self.dir / EVENTS_FILE)
         self._vars: dict[Path, VarFileReader] = {}
+        self._read_any = False  # whether `data` holds anything these readers read
 
     def poll(self) -> bool:
         """Read what is new; True if the model changed."""
         version = self.data.version
         got = self._read()
-        if got is None:  # a file shrank: start over
-            self.data.clear()
+        events = [] if got is None else parse_event_lines(got[0])
+        if got is None or (self._read_any and any(isinstance(e, CUT_EVENTS) for e in events)):
+            self.data.clear()  # the record was cut back (and may have grown again): start over
             self._reset()
-            got = self._read() or ([], [], [])
+            got = self._read() or ([], [], [])  # (fresh readers never find a mismatch)
+            events = parse_event_lines(got[0])
         event_lines, scalar_lines, var_rows = got
-        for e in parse_event_lines(event_lines):
+        self._read_any = self._read_any or bool(event_lines or scalar_lines or any(len(r) for r in var_rows))
+        for e in events:
             self.data.add_event(e)
         for tag, (s, w, v) in parse_scalar_lines(scalar_lines).items():
             self.data.add_scalar(tag, np.array(s, dtype=np.int64), np.array(w), np.array(v))
@@ -51,6 +64,7 @@ class RunFollower:
         return self.data.version != version
 
     def _read(self) -> tuple[list[str], list[str], list] | None:
+        """The new lines and rows, or None if any file is no longer what was read of it."""
         event_lines = self._events.read_lines()
         scalar_lines = self._scalars.read_lines()
         var_rows = []

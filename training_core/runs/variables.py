@@ -62,15 +62,16 @@ class VariableStates:
         self._reset_step = -1  # the step of the last freeze-set or method change
         self._leaks: dict[str, E.Leak] = {}
         self._data: RunData | None = None
+        self._generation = -1
         self.states = {}
 
     def update(self, data: RunData) -> bool:
         """Recompute if `data` moved since the last call (or is another `RunData`); True if it did."""
         if data is self._data and data.version == self._version:
             return False
-        if data is not self._data:
+        if data is not self._data or data.generation != self._generation:  # another run, or read afresh
             self._events_seen, self._leaks, self._reset_step = 0, {}, -1
-        self._data, self._version = data, data.version
+        self._data, self._version, self._generation = data, data.version, data.generation
         self._collect_leaks(data)
         latest = _latest(data)
         states: dict[str, VarState] = {}
