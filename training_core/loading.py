@@ -48,6 +48,8 @@ def require_file(path: str | Path) -> Path:
         raise UserError(f"experiment file {path} is a directory; give the .py file in it")
     if not path.is_file():
         raise UserError(f"experiment file {path} does not exist; check the path")
+    if path.suffix != ".py":  # Python imports nothing else; said before TensorFlow loads, not 5 s later
+        raise UserError(f"experiment file {path} is not a Python file; give a .py file")
     return path
 
 

@@ -130,6 +130,8 @@ def prepare(config: RunConfig, on_trace: Callable[[str, str], None]) -> Prepared
 
     from .tf_quiet import import_tensorflow
     tf = import_tensorflow(config.intra_op_threads)
+    if config.deterministic:  # before the first op
+        tf.config.experimental.enable_op_determinism()
     import keras
     clock.lap("import")
 

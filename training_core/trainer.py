@@ -122,10 +122,7 @@ class Trainer:
         """Load the experiment, build models and optimizers, trace the steps. Raises `UserError`."""
         if self.prepared is not None:
             return
-        from .prepare import prepare
-        from .tf_quiet import import_tensorflow
-        if self.config.deterministic:
-            import_tensorflow(self.config.intra_op_threads).config.experimental.enable_op_determinism()
+        from .prepare import prepare  # (it turns on op determinism, after the checks that need no TensorFlow)
         run_dir = self.config.run_dir
         # a resumed run's directory is not empty, by definition: only a new run's is checked
         self.prepared = prepare(replace(self.config, run_dir=None) if self.resume else self.config, self.warm.on_trace)

@@ -8,6 +8,8 @@ tests only read their results.
 from __future__ import annotations
 
 import hashlib
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -15,7 +17,7 @@ import pytest
 from training_core import RunConfig, Trainer, read_events, read_scalars
 from training_core.cli import build_parser, config_from_args
 
-from .helpers import error_lines, main_cmd, nan_experiment, run_all, tiny_gan, write_file
+from .helpers import REPO, error_lines, main_cmd, nan_experiment, run_all, tiny_gan, write_file
 
 BAD = {  # name: (arguments, a word the one line must contain)
     "unknown_scope": (["--freeze", "nosuch"], "nosuch"),
@@ -212,6 +214,34 @@ def test_bad_input_is_one_line_exit_2_and_nothing_written(cli, name):
     run = BAD[name][0][1].removeprefix("{tmp}/") if name.startswith("resume_") else None
     if run in before:  # every file and folder of the refused resume's run as it was, byte for byte
         assert _tree(tmp / run) == before[run], f"a refused --resume changed {run}"
+
+
+_WITHOUT_TF = """
+import sys
+from training_core.cli import main
+code = main(sys.argv[1:])
+print("tensorflow imported:", "tensorflow" in sys.modules, "exit:", code)
+"""
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--example", "nope"], "unknown example"),
+    (["--experiment", "{tmp}/nope.py"], "does not exist"),
+    (["--experiment", "{tmp}/full"], "is a directory"),
+    (["--experiment", "{tmp}/full/keep.txt"], "is not a Python file"),
+    (["--run-dir", "{tmp}/full"], "not empty"),
+    (["--replay", "{tmp}/done", "--deterministic", "--run-dir", "{tmp}/full"], "not empty"),
+    (["--resume", "{tmp}/done", "--steps", "30", "--max-steps", "3"], "--max-steps"),
+])
+def test_typos_that_need_no_tensorflow_are_refused_before_it_loads(cli, args, says):
+    """README: typos that need no TensorFlow answer at once. A fresh interpreter (not the tests' forked one,
+    which has TensorFlow already) refuses them with TensorFlow never imported; a replay into a used
+    directory, and an experiment file that is not Python, used to load it first (~5 s)."""
+    tmp = cli[0]
+    r = subprocess.run([sys.executable, "-c", _WITHOUT_TF, "--headless", *[a.format(tmp=tmp) for a in args]],
+                       cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert r.stdout.strip() == "tensorflow imported: False exit: 2", (r.stdout, r.stderr)
+    assert says in r.stderr
 
 
 @pytest.mark.parametrize("args, placement", [
