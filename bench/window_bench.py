@@ -113,6 +113,9 @@ class Window:
                  signals=(worker.metrics, worker.event))
         self.clock_rate = step_clock_rate(self.w.store, start, start + n)
 
+    def close(self) -> None:
+        close_window(self.w)
+
 
 def step_clock_rate(store, after: int, upto: int) -> float | None:
     """Steps/s of steps `after`+1..`upto` by the training process's own clock (each step's recorded wall
@@ -125,9 +128,6 @@ def step_clock_rate(store, after: int, upto: int) -> float | None:
         walls.append(wall[(steps > after) & (steps <= upto)])
     w = np.sort(np.concatenate(walls)) if walls else np.array([])
     return (len(w) - 1) / (w[-1] - w[0]) if len(w) > 1 and w[-1] > w[0] else None
-
-    def close(self) -> None:
-        close_window(self.w)
 
 
 def close_window(w) -> None:
