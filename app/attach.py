@@ -121,7 +121,8 @@ class AttachController(QObject):
         others_changed = False
         for e in run.new_events:
             s.track(e)
-            if isinstance(e, (E.Freeze, E.Ratio, E.LearningRate, E.Method)) and e.id not in mine:
+            if isinstance(e, E.Resumed) or isinstance(e, (E.Freeze, E.Ratio, E.LearningRate, E.Method)) \
+                    and e.id not in mine:  # (a resume: the settings of its checkpoint, its new step target)
                 others_changed = True
         if not self._announced and run.start is not None:
             self._announced = True

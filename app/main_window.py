@@ -293,8 +293,8 @@ class MainWindow(QMainWindow):
     def _show_controls(self, c) -> None:
         """Someone else changed the attached run's controls: the panels show what the run now uses."""
         self.scope_tree.set_frozen(c.freeze)
-        self.schedule_panel.set_config(self.schedule_panel.phase_names, c.schedule, c.lr, c.method,
-                                       c.update_frozen_stats)
+        self.experiment_panel.steps_spin.setValue(c.steps or 0)  # a resume's new target
+        self.schedule_panel.set_config(self.schedule_panel.phase_names, c.schedule, c.lr, c.method, c.update_frozen_stats)
 
     def _highlight(self, path: str | None) -> None:
         self._wanted_highlight = path

@@ -124,6 +124,30 @@ def test_replay_run_from_the_window_reproduces_the_losses(ui, qtbot, headless_ru
     assert w.session.run_dir == str(tmp_path / "replayed") and w.store.stop.reason == "done"
 
 
+def test_an_attached_window_follows_its_run_through_a_kill_and_a_resume(ui, qtbot, headless_run):
+    """The server's run is killed and resumed with a new target and learning rate while a window watches:
+    the window shows one timeline (the record read afresh after the cut) and the resumed settings."""
+    run_dir, proc = headless_run
+    w = _attached(ui, qtbot, run_dir)
+    qtbot.waitUntil(lambda: w.store.last_step > 100, timeout=TIMEOUT)
+    proc.kill()
+    proc.wait(60)
+    resumed = start(main_cmd("--headless", "--resume", str(run_dir), "--steps", "400", "--lr", "G=5e-4", "--quiet"))
+    try:
+        qtbot.waitUntil(lambda: w.store.stop is not None or not w.session.attached, timeout=TIMEOUT)
+        assert resumed.wait(120) == 0
+    finally:
+        if resumed.poll() is None:
+            resumed.kill()
+        resumed.communicate()
+    assert w.schedule_panel.lrs["G"].value() == 5e-4 and w.experiment_panel.steps_spin.value() == 400
+    record = read_scalars(run_dir)
+    for phase in ("D", "G"):
+        steps, _, values = w.store.loss(phase)
+        assert np.all(np.diff(steps) > 0) and np.array_equal(steps, record[f"loss/{phase}"].steps)
+        assert np.array_equal(values, record[f"loss/{phase}"].values)
+
+
 def test_attached_at_launch_before_tensorflow_loads(ui, qtbot, headless_run):
     """`--attach` attaches before the window's own training process has loaded TensorFlow: the load that
     follows leaves the attached run's scope tree and plots on screen (it used to replace the tree with
