@@ -113,7 +113,7 @@ def test_start_pause_step_resume_stop(ui, qtbot, tmp_path):
     click(qtbot, w, "stop")
     ui.wait_finished(w)
     final = w.store.last_step
-    assert final > held + 100
+    assert final >= held + 100  # resumed and trained on (the stop may land on the very step waited for)
     stop = last_event(tmp_path / "run0")
     assert stop.kind == "stop" and stop.reason == "stopped" and stop.step == final
     assert w.start_action.isEnabled() and not w.stop_action.isEnabled()
