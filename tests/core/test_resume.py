@@ -214,14 +214,23 @@ def test_resume_warns_when_the_experiment_file_changed(tmp_path):
     assert resumed == [10, 15]
 
 
+@pytest.fixture(scope="module")
+def mirrored_run(tmp_path_factory):
+    """6 steps of a 2-replica run, trained once; each test resumes a copy of it."""
+    tmp = tmp_path_factory.mktemp("mirrored")
+    d = tmp / "run"
+    Trainer(config(tiny_gan(tmp, "adam"), d, steps=6, strategy="mirrored", replicas=2)).run()
+    assert next(e for e in read_events(d) if e.kind == "start").replicas == 2
+    return d
+
+
 @pytest.mark.parametrize("options", [["--strategy", "single"], ["--strategy", "single", "--replicas", "1"]])
-def test_a_mirrored_run_resumed_on_one_device(tmp_path, options):
+def test_a_mirrored_run_resumed_on_one_device(mirrored_run, tmp_path, options):
     """The replicas in the run's config.toml belong to its mirrored strategy: `--strategy single` drops them
     (they were refused as if the user had given --replicas 2 with single), and `--replicas 1` agrees with it."""
-    exp = tiny_gan(tmp_path, "adam")
+    import shutil
     d = tmp_path / "run"
-    Trainer(config(exp, d, steps=6, strategy="mirrored", replicas=2)).run()
-    assert next(e for e in read_events(d) if e.kind == "start").replicas == 2
+    shutil.copytree(mirrored_run, d)
     from training_core.cli import main
     assert main(["--headless", "--resume", str(d), "--steps", "12", "--quiet", *options]) == 0
     resumed = next(e for e in read_events(d) if e.kind == "resumed")
