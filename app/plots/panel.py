@@ -277,7 +277,8 @@ class PlotsPanel(QtWidgets.QWidget):
         self._followed = None
         self._others_due = False
         for plot in (self.loss_plot, self.update_plot):
-            plot.vb.enableAutoRange(axis=pg.ViewBox.YAxis)
+            plot.vb.setYRange(0, 1, padding=0)  # with no data left (a roll-back to step 0) autorange keeps any
+            plot.vb.enableAutoRange(axis=pg.ViewBox.YAxis)  # old range: a diverged run's 2e15 stayed on screen
 
     def highlight_variable(self, path: str | None) -> None:
         """Emphasise one variable's update curve (thicker, on top) and dim the others, and outline its

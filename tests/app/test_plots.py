@@ -299,6 +299,20 @@ def test_the_step_axis_follows_the_run_until_the_user_zooms(panel_of, qtbot):
     assert 1000 <= panel.loss_plot.vb.viewRange()[0][1] < 1000 + 15  # stopped: no room left, padding aside
 
 
+def test_reset_leaves_no_stale_y_range(panel_of):
+    """A run that diverged, then rolled back to step 0: the loss axis spanned 2e15 with no data."""
+    store = RunData()
+    store.add_batch(MetricsBatch([block("D", np.arange(1, 101), ("d/k",))]))
+    store.add_scalar("loss/D", np.array([101]), np.array([101.0]), np.array([2e15]))
+    panel = panel_of(store)
+    panel.refresh()
+    assert panel.loss_plot.vb.viewRange()[1][1] > 1e15
+    store.clear()
+    panel.reset()
+    panel.refresh()
+    assert panel.loss_plot.vb.viewRange()[1][1] < 10
+
+
 def test_reset_forgets_the_run(ring, panel_of):
     panel = panel_of(ring)
     ring.add_event(events.Pause(step=100, reason="user"))
