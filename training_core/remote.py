@@ -98,9 +98,13 @@ class CommandFileReader(Observer):
         self.path = Path(trainer.run_dir) / COMMANDS_FILE
         try:
             with open(self.path, "ab") as f:  # create it, so `ls` shows where commands go
-                self._offset = f.tell()
+                size = f.tell()
         except OSError:
-            self._offset = 0
+            size = 0
+        # where this run's commands begin (resume.begin): lines appended since, after the `start` or
+        # `resumed` event a watcher saw, are applied (they were dropped with the old lines as not this run's)
+        start = getattr(trainer, "command_file_start", None)
+        self._offset = size if start is None else min(start, size)
         if self._offset:
             with open(self.path, "rb") as f:
                 old = f.read(self._offset)

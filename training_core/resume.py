@@ -118,8 +118,13 @@ def begin(tr: "Trainer") -> E.Event:
     directory, its checkpoint restored and its record cut back to it, and the `resumed` event."""
     from .checkpoints import CheckpointStore
     from .recorder import default_run_dir, prepare_run_dir
+    from .remote import COMMANDS_FILE
     if tr.resume:
+        # commands.jsonl from here on is this process's to apply: the reader starts at this size, not at its
+        # size when it starts looking, which comes after the `resumed` event a watcher may already answer
+        tr.command_file_start = _size(Path(tr.config.run_dir) / COMMANDS_FILE)
         return resume(tr)
+    tr.command_file_start = 0  # a new directory: whatever commands.jsonl holds was written for this run
     p, cfg = tr.prepared, tr.config
     tr.run_dir = prepare_run_dir(cfg.run_dir or default_run_dir(cfg))
     cfg.run_dir = str(tr.run_dir)
@@ -131,6 +136,13 @@ def begin(tr: "Trainer") -> E.Event:
                    freeze=list(tr.freeze), schedule=p.policy.to_dict(), lr=dict(cfg.lr), method=tr.method,
                    run_dir=str(tr.run_dir), steps=cfg.steps, variables=[v.to_dict() for v in p.var_infos],
                    strategy=p.placement.kind, replicas=p.placement.replicas)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _lock(tr: "Trainer", run_dir: Path) -> None:

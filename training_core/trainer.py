@@ -64,17 +64,13 @@ class Trainer:
         self._step_observers = [o for o in self.observers if overrides(o, "on_step_end")]
         self.commands = C.CommandQueue()
         self.prepared: Any = None  # prepare.Prepared, after prepare()
-        self.step = 0
-        self.traces = 0
-        self.retraces = 0
+        self.step = self.traces = self.retraces = 0
         self.run_dir: Path | None = None
         self.lock: runlock.RunLock | None = None  # one writer per run directory (taken by resume.begin)
         self.checkpoints: Any = None  # checkpoints.CheckpointStore, while running
         self.method = self.config.freeze_method
         self.freeze: tuple[str, ...] = ()
-        self._running = False
-        self._paused = False
-        self._stop = False
+        self._running = self._paused = self._stop = False
         self._stop_command: C.Envelope | None = None
         self._steps_left: int | None = None
         self._pending: list[PendingStep] = []
@@ -89,7 +85,7 @@ class Trainer:
         self._t0 = 0.0
         self._rate = (0.0, 0, 0.0)  # (time, step, steps/s)
         self._handlers: dict[type[C.Command], Callable[[Any, str | None], None]] = {
-            C.Pause: lambda cmd, cid: self.pause("user", cmd, cid), C.Resume: self._cmd_resume,
+            C.Pause: self._cmd_pause, C.Resume: self._cmd_resume,
             C.Step: self._cmd_step, C.Stop: self._cmd_stop,
             **{kind: partial(handler, self) for kind, handler in HANDLERS.items()},
         }
@@ -271,12 +267,18 @@ class Trainer:
             message = str(e) if isinstance(e, UserError) else f"{type(e).__name__}: {' '.join(str(e).split())}"
             self.emit(E.Rejected(message=message, command=cmd.to_dict(), id=cid))
 
+    def _cmd_pause(self, cmd: C.Pause, cid: str | None) -> None:
+        if self._paused:  # refused, not dropped: an event with its id is a remote sender's acknowledgement
+            raise UserError("already paused: Pause has nothing to do (send resume to go on)")
+        self.pause("user", cmd, cid)
+
     def _cmd_resume(self, cmd: C.Resume, cid: str | None) -> None:
-        self._steps_left = None
-        if self._paused:
-            self._paused = False
-            self.emit(E.Resume(command=cmd.to_dict(), id=cid))
-            self.report_status()
+        stepping, self._steps_left = self._steps_left is not None, None
+        if not (self._paused or stepping):
+            raise UserError("not paused: Resume has nothing to do")
+        self._paused = False  # (a Step count running out would have paused: it trains on now)
+        self.emit(E.Resume(command=cmd.to_dict(), id=cid))
+        self.report_status()
 
     def _cmd_step(self, cmd: C.Step, cid: str | None) -> None:
         n = int(cmd.n)

@@ -12,13 +12,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from training_core import append_command, events as E, read_events, read_scalars
+from training_core import Observer, RunConfig, Trainer, append_command, events as E, read_events, read_scalars
 from training_core.remote import COMMANDS_FILE, CommandFileReader, parse_command_line
 from training_core.commands import Envelope, Resume, SetFreeze, SetLearningRate, Step
 from training_core.errors import UserError
 from training_core.schedule import Policy, policy_from_dict
 
-from .helpers import error_lines, phase_of_step, runs_of
+from .helpers import error_lines, phase_of_step, runs_of, tiny_gan
 from .steering import BAD_LINES, FROZEN
 
 
@@ -133,6 +133,42 @@ def test_lines_before_the_run_opened_its_directory_are_not_applied(tmp_path):
     append_command(tmp_path, Step(n=2), "new")
     r.poll(t)
     assert t.got[1:] == [Envelope(Step(n=2), "new")]
+
+
+class _AppendsWhenItBegins(Observer):
+    """A watcher that answers the run's `start` (or `resumed`) event at once: it appends a command before the
+    run's own command reader has opened commands.jsonl (the reader comes after the step-0 checkpoint)."""
+
+    def __init__(self, run_dir, kind: str, command, cid: str) -> None:
+        self.run_dir, self.kind, self.command, self.cid = run_dir, kind, command, cid
+
+    def on_event(self, e) -> None:
+        if e.kind == self.kind:
+            append_command(self.run_dir, self.command, self.cid)
+
+
+def test_a_command_appended_as_soon_as_the_run_shows_is_applied(tmp_path):
+    """Such a command used to be counted with the lines from before the run and dropped (a warning, no
+    acknowledgement ever); a resumed run still drops only what was there before it resumed."""
+    d = tmp_path / "run"
+    exp = tiny_gan(tmp_path)
+    freeze = SetFreeze(scopes=("generator/dense_1",))
+    Trainer(RunConfig(experiment_file=str(exp), example=None, run_dir=str(d), steps=20),
+            _AppendsWhenItBegins(d, "start", freeze, "at-start")).run()
+    events = read_events(d)
+    assert len([e for e in events if e.kind == "freeze" and e.id == "at-start"]) == 1  # applied, at its first look
+    assert not [e for e in events if e.kind == "warning" and COMMANDS_FILE in e.message]
+
+    append_command(d, SetFreeze(scopes=()), "stale")  # written while no process had the run open
+    cfg = RunConfig(experiment_file=str(exp), example=None, run_dir=str(d), steps=30)
+    Trainer(cfg, _AppendsWhenItBegins(d, "resumed", SetLearningRate(phase="G", value=1e-4), "at-resume"),
+            resume=True).run()
+    events = read_events(d)
+    assert [e.id for e in events if e.kind == "lr"] == ["at-resume"]
+    assert not [e for e in events if getattr(e, "id", None) == "stale"]
+    assert [e.message for e in events if e.kind == "warning"] == [
+        f"2 line(s) already in {COMMANDS_FILE} were written before this process opened the run and are not "
+        "applied; append new ones"]
 
 
 def test_a_file_that_shrank_is_read_again_from_its_start(tmp_path):
