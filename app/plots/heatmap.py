@@ -35,6 +35,22 @@ LABEL_MIN_PX = 14  # a block label needs this much height
 LOW_PERCENTILE = 1.0  # the colour scale starts at this percentile of the cells (lower ones: its lowest colour)
 
 
+def shrinkable(label: pg.LabelItem) -> None:
+    """Let `label` be narrower than its text. pyqtgraph makes a title's width its plot's minimum (on every
+    text change and resize): the heat map's (640 px) made the plot column wider than the window below
+    1,440 px, and every plot lost its right end under the samples view. The title is cut instead."""
+    full = label.updateMin
+
+    def update_min() -> None:
+        full()
+        minimum = QtCore.Qt.SizeHint.MinimumSize
+        label.setMinimumWidth(0)
+        label._sizeHint[minimum] = (0, label._sizeHint[minimum][1])  # LabelItem.sizeHint reads this table
+    label.updateMin = update_min
+    update_min()
+    label.updateGeometry()
+
+
 def _hex(rgba: tuple) -> str:
     return "#" + "".join(f"{c:02x}" for c in rgba[:3])
 
@@ -76,6 +92,7 @@ class UpdateHeatmap:
         self._blocks: list[tuple[str, int, int]] = []
         self._lines: list[pg.InfiniteLine] = []
         self._labels: list[QtWidgets.QGraphicsTextItem] = []
+        shrinkable(self.plot.titleLabel)
         self._set_title()
 
     def _set_title(self) -> None:

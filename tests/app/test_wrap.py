@@ -51,3 +51,5 @@ def test_the_window_fits_a_laptop_screen_with_every_plot_control_on_it(ui, width
     for c in controls + [w.plots.samples]:
         box = QRect(c.mapTo(w, QPoint(0, 0)), c.size())
         assert inside.contains(box), f"{type(c).__name__} {c.objectName()} at {box} is outside {inside}"
+    g = w.plots.graphics  # and the plots fit their view: the heat map's title held them at 658 px, wider than
+    ui.qtbot.waitUntil(lambda: g.ci.geometry().width() <= g.viewport().width() + 1, timeout=60_000)  # the view
