@@ -88,7 +88,7 @@ class StatusPanel(QStatusBar):
         if the last numbers came from before the pause."""
         self._set(self.step_label, f"Step {s.step:,}")
         self._set(self.phase_label, f"Phase {s.phase or '–'}")
-        running = s.steps_per_s and not (paused or s.paused)
+        running = s.steps_per_s and s.running and not (paused or s.paused)  # a finished run has no speed
         self._set(self.rate_label, f"{s.steps_per_s:,.0f} steps/s" if running else "– steps/s")
         self._set(self.elapsed_label, format_elapsed(s.elapsed_s))
         if s.device:

@@ -52,7 +52,7 @@ class PlotsPanel(QtWidgets.QWidget):
             self.runs = source
         self._seen: tuple | None = None
         self._signature: tuple | None = None
-        self._follow = True
+        self._follow, self._by_time = True, False  # following the runs; x is the time since each began (or step)
         self._followed: tuple[float, float] | None = None  # the x range last set while following
         self._others_due = False  # `refresh_part` drew the losses: the rest comes next, before new data
         self.sample_key: str | None = None  # whose samples are shown (None: the first shown run)
@@ -200,6 +200,8 @@ class PlotsPanel(QtWidgets.QWidget):
             return True
         view = PlotView(self.runs)
         if view.signature != self._signature:
+            self._follow |= view.by_time != self._by_time  # a step range read as seconds squeezed the runs to a pixel
+            self._by_time = view.by_time
             self._clear_curves()
             self._followed = None
             self._signature = view.signature

@@ -9,7 +9,7 @@ from __future__ import annotations
 import html
 
 import pyqtgraph as pg
-from PySide6 import QtCore, QtWidgets
+from PySide6 import QtCore, QtGui, QtWidgets
 
 from . import palette
 from .losses import LossCurves
@@ -25,6 +25,11 @@ def readout_label() -> QtWidgets.QLabel:
     label.setStyleSheet("font-size: 9pt;")
     label.setWordWrap(True)  # a long readout wraps, never runs past the window's edge
     label.setSizePolicy(QtWidgets.QSizePolicy.Policy.Ignored, QtWidgets.QSizePolicy.Policy.Preferred)
+    font = QtGui.QFont(label.font())
+    font.setPointSizeF(9.0)
+    # room for two lines from the start: a readout that wrapped grew the label and shrank the plots under a
+    # still cursor, so the heat map's next readout named another row than the one then clicked
+    label.setFixedHeight(2 * QtGui.QFontMetrics(font).lineSpacing() + 2)
     return label
 
 

@@ -9,7 +9,8 @@ from app.panels import SchedulePanel, SciSpinBox, ScopeTree
 from app.panels.schedule import DEBOUNCE_MS, format_number
 from app.panels.scope_tree import PARAMS, minimal_scopes
 from app.settings import MAX_RECENT, Settings
-from app.status import format_elapsed
+from app.status import StatusPanel, format_elapsed
+from training_core import Status
 from training_core import VarInfo, build_scope_tree
 
 
@@ -103,6 +104,15 @@ def test_recent_files_survive_and_stay_short(tmp_path):
     assert Settings().recent_files()[0] == files[5]
     (tmp_path / "exp5.py").unlink()
     assert files[5] not in Settings().recent_files()
+
+
+def test_a_finished_run_shows_no_speed(qtbot):
+    panel = StatusPanel()
+    qtbot.addWidget(panel)
+    panel.show_status(Status(step=2000, steps_per_s=152.0, running=True))
+    assert panel.rate_label.text() == "152 steps/s"
+    panel.show_status(Status(step=3000, steps_per_s=152.0, running=False))  # it kept the last speed
+    assert panel.rate_label.text() == "– steps/s"
 
 
 def test_elapsed_format():

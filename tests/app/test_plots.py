@@ -299,6 +299,36 @@ def test_the_step_axis_follows_the_run_until_the_user_zooms(panel_of, qtbot):
     assert 1000 <= panel.loss_plot.vb.viewRange()[0][1] < 1000 + 15  # stopped: no room left, padding aside
 
 
+def test_switching_to_time_follows_the_runs_again(panel_of):
+    """An event clicked in the Runs tab stops following (the plots go to its step); x by time then kept
+    the step range, read as seconds: 0 to ~10,800 s for a 55 s run, every curve in the first pixels."""
+    store = RunData()
+    store.add_batch(MetricsBatch([block("D", np.arange(1, 2001), ("d/k",))]))  # a millisecond a step (blocks.py)
+    panel = panel_of(store)
+    panel.refresh()
+    panel.show_step(1500)
+    assert not panel.following
+    panel.runs.set_option(align="time")
+    panel.refresh()
+    (x0, x1), _ = panel.loss_plot.vb.viewRange()
+    steps, wall, _ = store.loss("D")
+    assert panel.following and x1 <= (wall[-1] - wall[0]) * 1.1 + 1
+
+
+def test_a_readout_that_wraps_does_not_move_the_plots(panel_of, qtbot):
+    """A heat-map readout long enough to wrap grew its label and shrank the plots under a still cursor: the
+    row the readout named was not the row a click then selected."""
+    panel = panel_of(RunData())
+    panel.show()
+    qtbot.waitExposed(panel)
+    panel.readout_label.setText("hover a plot for values")
+    QtGui.QGuiApplication.processEvents()
+    before = panel.graphics.height()
+    panel.readout_label.setText("generator/dense_26/kernel · steps 1,344–1,407 · " * 4)
+    QtGui.QGuiApplication.processEvents()
+    assert panel.graphics.height() == before
+
+
 def test_reset_leaves_no_stale_y_range(panel_of):
     """A run that diverged, then rolled back to step 0: the loss axis spanned 2e15 with no data."""
     store = RunData()
