@@ -13,17 +13,18 @@ from training_core import VarInfo, build_scope_tree
 from training_core.runs.variables import FROZEN_STATES, STATES, VarState, _Rollup
 
 
-def one_scope(under: list[VarState], paths: list[str]) -> VarState:
-    """The rule, one scope at a time."""
+def one_scope(under: list[VarState], paths: list[str], tracked: list[bool]) -> VarState:
+    """The rule, one scope at a time: only variables a phase trains (`tracked`) count towards frozen."""
     present = [s.value for s in under if s.value is not None]
     numbers = [v for v in present if not math.isnan(v)]
     value = max(numbers) if numbers else (math.nan if present else None)
-    n_frozen = sum(s.state in FROZEN_STATES for s in under)
+    n_frozen = sum(s.state in FROZEN_STATES for s, t in zip(under, tracked) if t)
+    size = sum(tracked)
     state = next((k for k in ("LEAK", "leaked") if any(s.state == k for s in under)), "")
-    state = state or ("frozen" if under and n_frozen == len(under) else "partly" if n_frozen else "")
+    state = state or ("frozen" if n_frozen and n_frozen == size else "partly" if n_frozen else "")
     leaking = [p for p, s in zip(paths, under) if s.alarm]
     tip = f"leaked: {', '.join(leaking)}" if leaking else (
-        f"{n_frozen} of {len(under)} variables frozen" if n_frozen else "")
+        f"{n_frozen} of {size} variables frozen" if n_frozen else "")
     return VarState(value, state, tip)
 
 
@@ -44,11 +45,12 @@ def test_every_scope_equals_the_rule_one_scope_at_a_time(paths, data):
     order = [v.path for v in tree.all_variables()]
     scopes = {n.path: [v.path for v in n.all_variables()] for n in tree.walk() if n.path}
     states = [VarState(data.draw(value_st), data.draw(st.sampled_from(STATES))) for _ in order]
-    by_path = dict(zip(order, states))
-    got = _Rollup(order, scopes).scopes(states)
+    tracked = [data.draw(st.booleans()) for _ in order]  # untracked: moving statistics, no phase trains them
+    by_path, is_tracked = dict(zip(order, states)), dict(zip(order, tracked))
+    got = _Rollup(order, scopes).scopes(states, tracked)
     assert got.keys() == scopes.keys()
     for scope, under in scopes.items():
-        want = one_scope([by_path[p] for p in under], under)
+        want = one_scope([by_path[p] for p in under], under, [is_tracked[p] for p in under])
         assert same(got[scope], want), (scope, got[scope], want)
 
 
@@ -77,3 +79,19 @@ def test_a_model_read_afresh_forgets_the_leaks_of_the_record_it_replaced():
     data.clear()
     fill(data, False, 3)
     assert states.update(data) and states.states[path].state == "frozen"
+
+
+def test_a_frozen_batchnorm_layer_reads_frozen_not_partly():
+    """Its moving statistics have no update records (no phase trains them): they used to count as
+    variables not frozen, so a fully ticked BatchNormalization layer read "partly"."""
+    from training_core.runs import RunData, VariableStates
+    from training_core.varstore import VarRows
+    trained = ("g/bn_1/gamma", "g/bn_1/beta")
+    infos = [VarInfo(p, (4,), "float32", True) for p in trained] + [
+        VarInfo(f"g/bn_1/{p}", (4,), "float32", False) for p in ("moving_mean", "moving_variance")]
+    data = RunData()
+    zero, frozen = np.zeros((1, 2), dtype=np.float32), np.ones((1, 2), bool)
+    data.add_var_rows(VarRows("G", trained, np.array([25]), np.array([1.0]), zero, zero, zero, frozen))
+    states = VariableStates(build_scope_tree(infos))
+    states.update(data)
+    assert states.states["g/bn_1"].state == "frozen" and states.states["g/bn_1"].tip == "2 of 2 variables frozen"

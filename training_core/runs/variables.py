@@ -77,7 +77,7 @@ class VariableStates:
         states: dict[str, VarState] = {}
         for path in self._vars:
             states[path] = self._variable(path, *latest[path]) if path in latest else VarState(None, "")
-        states.update(self._rollup.scopes([states[p] for p in self._vars]))
+        states.update(self._rollup.scopes([states[p] for p in self._vars], [p in latest for p in self._vars]))
         self.states = states
         return True
 
@@ -141,10 +141,11 @@ class _Rollup:
         self.under = [scopes[s] for s in self.names]
         self.flat = np.array([index[p] for s in self.names for p in scopes[s]], dtype=np.intp)
         self.starts = np.cumsum([0] + [len(u) for u in self.under[:-1]], dtype=np.intp)
-        self.sizes = [len(u) for u in self.under]
 
-    def scopes(self, states: list[VarState]) -> dict[str, VarState]:
-        """`states` are the variables', in the order given at construction."""
+    def scopes(self, states: list[VarState], tracked: list[bool] | None = None) -> dict[str, VarState]:
+        """`states` are the variables', in the order given at construction; `tracked`, whether each is one a
+        phase trains (it has update records). Only those count towards "frozen": a frozen BatchNormalization
+        layer's moving statistics have no records, and made it read "partly"."""
         out = {s: VarState(None, "") for s in self.empty}
         if not self.names:
             return out
@@ -156,15 +157,16 @@ class _Rollup:
         with np.errstate(invalid="ignore"):
             top = np.fmax.reduceat(value[flat], starts).tolist()
         any_value = np.logical_or.reduceat(has[flat], starts).tolist()
-        n_frozen = np.add.reduceat(frozen[flat], starts).tolist()
         worst = np.maximum.reduceat(alarm[flat], starts).tolist()
-        for name, under, size, v, got, n, w in zip(self.names, self.under, self.sizes, top, any_value, n_frozen,
-                                                   worst):
+        counted = np.ones(len(states), np.int64) if tracked is None else np.asarray(tracked, dtype=np.int64)
+        sizes = np.add.reduceat(counted[flat], starts).tolist()
+        n_frozen = np.add.reduceat((frozen * counted)[flat], starts).tolist()
+        for name, under, size, v, got, n, w in zip(self.names, self.under, sizes, top, any_value, n_frozen, worst):
             if w:
                 state = "LEAK" if w == 2 else "leaked"
                 tip = "leaked: " + ", ".join(p for p in under if states[self.index[p]].alarm)
             else:
-                state = "frozen" if n == size else "partly" if n else ""
+                state = "frozen" if n and n == size else "partly" if n else ""
                 tip = f"{n} of {size} variables frozen" if n else ""
             out[name] = VarState(v if got else None, state, tip)
         return out
