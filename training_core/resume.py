@@ -75,6 +75,8 @@ def resume_point(run_dir: str | Path) -> int:
     the record holds its steps; after a write failure the record may end before the newest one)."""
     steps = checkpoint_steps(run_dir)
     last = last_scalar_step(Path(run_dir) / SCALARS_FILE)
+    if not steps:  # (resume_config says so first; a RunConfig made by hand may name any directory)
+        raise UserError(f"run {run_dir} has no complete checkpoint to resume from; is it the run's own directory?")
     usable = [s for s in steps if s <= last]
     return usable[-1] if usable else steps[0]
 

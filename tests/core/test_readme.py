@@ -38,3 +38,24 @@ def test_the_readme_wgan_gp_trains_5_to_1_with_finite_losses(tmp_path):
     assert not [e for e in read_events(tmp_path / "run") if e.kind in ("error", "nan", "warning", "retrace")]
     s = obs.samples[-1]
     assert s["kind"] == "points2d" and s["real"].shape == (512, 2) and s["fake"].shape == (512, 2)
+
+
+LIVE = "<!-- live-control: tests/core/test_readme.py runs this block -->"
+
+
+def test_the_readme_live_control_block_steers_a_run_as_it_says(tmp_path):
+    """The "Live control from code" block, at a tenth of its steps (600), into a temporary directory: every
+    command it sends is applied, in order, each at or after the step it waited for, and the run ends at its
+    target. (As first printed it sent everything at once and let the main thread return: nothing trained.)"""
+    import re
+    code = readme_block(LIVE).replace("steps=6000", "steps=600").replace('"runs/live"', repr(str(tmp_path / "live")))
+    code = re.sub(r"at\((\d+)\)", lambda m: f"at({int(m.group(1)) // 10})", code)
+    code = code.replace("time.sleep(1.0)", "time.sleep(0.2)")
+    exec(compile(code, "README.md (live control)", "exec"), {"__name__": "readme_live"})
+    events = [e for e in read_events(tmp_path / "live") if e.kind in ("freeze", "ratio", "lr", "pause", "step",
+                                                                      "resume", "stop")]
+    kinds = [e.kind for e in events]
+    assert kinds[:5] == ["freeze", "ratio", "ratio", "lr", "pause"] and kinds[-1] == "stop", kinds
+    assert "step" in kinds and "resume" in kinds and events[-1].reason == "done" and events[-1].step == 600
+    for e, at in zip(events, (100, 200, 300, 400, 500)):
+        assert e.step >= at, (e.kind, e.step, at)

@@ -237,3 +237,13 @@ def test_a_mirrored_run_resumed_on_one_device(mirrored_run, tmp_path, options):
     assert (resumed.step, resumed.device) == (6, "CPU")
     steps = np.sort(np.concatenate([s for s, _ in _losses(d).values()]))
     np.testing.assert_array_equal(steps, np.arange(1, 13))
+
+
+def test_resuming_a_directory_without_checkpoints_is_one_line(tmp_path):
+    """A RunConfig read from a copied run's config.toml names the original directory; one that names a
+    directory without checkpoints got a bare IndexError."""
+    from training_core.errors import UserError
+    from training_core.resume import resume_point
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(UserError, match="has no complete checkpoint to resume from"):
+        resume_point(tmp_path / "empty")
