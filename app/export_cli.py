@@ -58,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                                       "(column) or auto")
     p.add_argument("--xlabel", help="x-axis label of every plot")
     p.add_argument("--ylabel", metavar="PLOT=TEXT", action="append", default=[], help="y-axis label of a plot")
-    p.add_argument("--csv", metavar="FILE", help="also write the drawn curves as step,wall_time,tag,value,smoothed")
+    p.add_argument("--csv", metavar="FILE", help="also write the drawn curves as step,wall_time,tag,value,smoothed,run")
     return p
 
 

@@ -16,6 +16,8 @@ any other `Experiment`.
 """
 from __future__ import annotations
 
+import re
+
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable
@@ -99,6 +101,8 @@ def gan_experiment(module: ModuleType, path: Path) -> Experiment:
     kind = getattr(module, "sample_kind", None) or ("points2d" if data.ndim == 2 and data.shape[1] == 2
                                                      else "images" if data.ndim in (3, 4) else "none")
     ratio = getattr(module, "ratio", None)
+    if ratio is not None and not re.fullmatch(r"\s*\d+(\s*:\s*\d+)+\s*", str(ratio)):
+        raise UserError(f"ratio in {path.name} must be counts per phase like \"5:1\", got {ratio!r}")
     metrics = getattr(module, "metrics", None)
     if metrics is not None and not callable(metrics):
         raise UserError(f"metrics in {path.name} must be a function of ctx returning {{name: number}}, "

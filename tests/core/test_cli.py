@@ -60,6 +60,7 @@ BAD = {  # name: (arguments, a word the one line must contain)
     "experiment_a_directory": (["--experiment", "{tmp}/full"], "is a directory; give the .py file in it"),
     "gan_without_real_data": (["--experiment", "{tmp}/no_real_data.py"], "but not real_data"),
     "models_empty": (["--experiment", "{tmp}/models_empty.py"], "got an empty dict"),
+    "gan_ratio_text": (["--experiment", "{tmp}/ratio_text.py"], "must be counts per phase like"),
     # --resume (no --steps or --run-dir added)
     "resume_missing": (["--resume", "{tmp}/nope"], "does not exist"),
     "resume_not_a_run": (["--resume", "{tmp}/full"], "not a Freezeframe run directory"),
@@ -152,6 +153,8 @@ def cli(tmp_path_factory):
         def discriminator():
             return keras.Sequential([keras.Input((2,)), keras.layers.Dense(1, name="out")], name="discriminator")
         """)
+    write_file(tmp, "ratio_text.py", (tmp / "misfit.py").read_text().replace("noise_dim = 3", "noise_dim = 4")
+               + 'ratio = "5:x"\n')
     (tmp / "full").mkdir()
     (tmp / "full" / "keep.txt").write_text("an earlier run\n")
     for name, args in _EXPERIMENTS.items():
