@@ -64,6 +64,16 @@ def test_two_watchers_see_each_others_changes_and_their_own_acknowledgements(att
     assert "freeze: discriminator/dense_1" in marks and "lr G=0.0005" in marks
 
 
+def test_a_sample_request_does_not_hide_the_last_commands_acknowledgement(attached):
+    """A window asks for samples every 2 s: that request's acknowledgement replaced the freeze's, and the
+    status bar lost "freeze acknowledged" (a window test missed it under load)."""
+    _, _, a, b = attached
+    fa = a.send(SetFreeze(scopes=["generator/dense_1"]))
+    sample = a.request_samples()
+    assert _until([a, b], lambda: a.sent[fa].step is not None and a.sent[sample].step is not None)
+    assert a.status_text() == f"attached · freeze acknowledged at step {a.sent[fa].step:,}"
+
+
 def test_samples_arrive_on_request(attached):
     _, _, a, b = attached
     cid = a.request_samples()  # a headless run draws every --sample-every seconds; a watcher asks for now

@@ -108,7 +108,7 @@ class AttachedRun:
         self.follower = RunFollower(self.dir, self.data)
         self.controls = Controls()
         self.sent: dict[str, Ack] = {}  # this watcher's commands, in the order sent
-        self.last_ack: Ack | None = None
+        self.last_ack: Ack | None = None  # of the last control command (sample requests are not shown)
         self.samples: dict[str, Any] | None = None
         self._seen = 0  # events already looked at
         self._looked: list[E.Event] = []  # the list they are in (the old one, after the record was read afresh)
@@ -130,7 +130,8 @@ class AttachedRun:
             if ack is not None and ack.step is None:
                 ack.step = e.step
                 ack.rejected = e.message if isinstance(e, E.Rejected) else None
-                self.last_ack = ack
+                if ack.kind != "sample":  # the window's own sample requests (every 2 s) must not hide it
+                    self.last_ack = ack
         self._seen, self._looked = len(events), events
         now = time.monotonic()
         self._rate = [(t, n) for t, n in self._rate if now - t < 3.0] + [(now, self.data.last_step)]
@@ -236,7 +237,7 @@ class AttachedRun:
         """For the status bar: attached, the command in flight, or the last one and the step it took effect."""
         parts = ["attached"]
         flying = [a for a in self.in_flight if a.kind != "sample"]
-        last = self.last_ack if self.last_ack is not None and self.last_ack.kind != "sample" else None
+        last = self.last_ack
         if flying:
             parts.append(f"{flying[-1].kind} in flight" + (f" (+{len(flying) - 1} more)" if len(flying) > 1 else ""))
         elif last is not None and last.rejected is not None:
