@@ -137,6 +137,9 @@ def _run_options(cfg: RunConfig, a: argparse.Namespace, verb: str) -> RunConfig:
     if a.jit:
         cfg.jit = True
     _placement(cfg, a, verb)
+    if a.sync_every is not None and cfg.strategy != "multiworker":  # (it was ignored without a word)
+        raise UserError(f"--sync-every {a.sync_every} sets where a multi-worker run's workers take commands; "
+                        f"add --strategy multiworker, or drop --sync-every")
     for name in ("fetch_every", "var_every", "checkpoint_every", "nan_lr_factor", "sync_every", "sample_every"):
         if getattr(a, name) is not None:
             setattr(cfg, name, getattr(a, name))

@@ -61,6 +61,7 @@ BAD = {  # name: (arguments, a word the one line must contain)
     "gan_without_real_data": (["--experiment", "{tmp}/no_real_data.py"], "but not real_data"),
     "models_empty": (["--experiment", "{tmp}/models_empty.py"], "got an empty dict"),
     "gan_ratio_text": (["--experiment", "{tmp}/ratio_text.py"], "must be counts per phase like"),
+    "sync_every_alone": (["--sync-every", "5"], "add --strategy multiworker, or drop --sync-every"),
     # --resume (no --steps or --run-dir added)
     "resume_missing": (["--resume", "{tmp}/nope"], "does not exist"),
     "resume_not_a_run": (["--resume", "{tmp}/full"], "not a Freezeframe run directory"),
