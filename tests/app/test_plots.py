@@ -470,49 +470,6 @@ def test_readout_wraps_and_clears_when_the_mouse_leaves(ring, panel_of, qtbot):
     assert "hover a plot" in panel.readout_label.text() and not panel.readout.cursors[0].isVisible()
 
 
-def test_marker_labels_sit_above_the_plot_in_full_and_repeats_merge(panel_of, qtbot):
-    store = RunData()
-    store.add_batch(MetricsBatch([block("D", np.arange(1, 2001), ("d/k",))]))
-    store.add_event(events.Freeze(step=300, scopes=["discriminator/dense_1", "generator/dense_2"]))
-    for s in range(1500, 1510):  # ten Step clicks
-        store.add_event(events.Pause(step=s, reason="step"))
-    panel = panel_of(store)
-    panel.show()
-    qtbot.waitExposed(panel)
-    panel.refresh()
-    QtGui.QGuiApplication.processEvents()
-    lines = panel.marker_lines("loss")
-    shown = [ln for ln in lines if ln.label.isVisible()]
-    assert [ln.label.toPlainText() for ln in shown] == ["freeze: discriminator/dense_1, generator/dense_2",
-                                                        "pause (step) ×10"]  # in full, and one for ten clicks
-    vb_top = panel.loss_plot.vb.geometry().top()
-    for ln in shown:  # in the band above the plot area, never over a curve
-        rect = ln.label.mapRectToItem(panel.loss_plot, ln.label.boundingRect())
-        assert rect.bottom() <= vb_top + 1 and rect.left() >= panel.loss_plot.vb.geometry().left() - 1
-        assert rect.right() <= panel.loss_plot.vb.geometry().right() + 1
-    panel.loss_plot.vb.setXRange(900, 1600, padding=0)  # panned: the freeze is out of view, so is its label
-    assert not lines[0].label.isVisible() and shown[1].label.isVisible()
-
-
-def test_repeated_marker_labels_at_the_right_edge_stay_inside_the_plot(panel_of, qtbot):
-    """The count of a repeated label was appended after the label had been placed: at the right edge
-    "pause (step) ×2" lost its "×2" (and another label read "pause (st")."""
-    store = RunData()
-    store.add_batch(MetricsBatch([block("D", np.arange(1, 2001), ("d/k",))]))
-    store.add_event(events.Stop(step=2000, reason="done"))  # no room left after the last step
-    for s in (1996, 1997, 1998):
-        store.add_event(events.Pause(step=s, reason="step"))
-    panel = panel_of(store)
-    panel.show()
-    qtbot.waitExposed(panel)
-    panel.refresh()
-    QtGui.QGuiApplication.processEvents()
-    shown = [ln for ln in panel.marker_lines("loss") if ln.label.isVisible()]
-    assert [ln.label.toPlainText() for ln in shown] == ["pause (step) ×3"]
-    rect = shown[0].label.mapRectToItem(panel.loss_plot, shown[0].label.boundingRect())
-    assert rect.right() <= panel.loss_plot.vb.geometry().right() + 1
-
-
 def test_each_metric_gets_a_plot_of_its_own(panel_of):
     store = RunData()
     batch = MetricsBatch([block("D", np.arange(1, 101), ("d/k",))],

@@ -146,16 +146,9 @@ def cli(tmp_path_factory):
             return keras.Sequential([keras.Input((2,)), keras.layers.Dense(1, name="out")], name="discriminator")
         real_data = np.zeros((10, 2), "float32")
         """)
-    write_file(tmp, "no_real_data.py", """
-        import keras
-        noise_dim = 2
-        def generator():
-            return keras.Sequential([keras.Input((2,)), keras.layers.Dense(2, name="out")], name="generator")
-        def discriminator():
-            return keras.Sequential([keras.Input((2,)), keras.layers.Dense(1, name="out")], name="discriminator")
-        """)
-    write_file(tmp, "ratio_text.py", (tmp / "misfit.py").read_text().replace("noise_dim = 3", "noise_dim = 4")
-               + 'ratio = "5:x"\n')
+    misfit = (tmp / "misfit.py").read_text()  # the GAN shortcut's four names, as variations on one file
+    write_file(tmp, "no_real_data.py", misfit.replace('real_data = np.zeros((10, 2), "float32")', ""))
+    write_file(tmp, "ratio_text.py", misfit.replace("noise_dim = 3", "noise_dim = 4") + 'ratio = "5:x"\n')
     (tmp / "full").mkdir()
     (tmp / "full" / "keep.txt").write_text("an earlier run\n")
     for name, args in _EXPERIMENTS.items():

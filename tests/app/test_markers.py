@@ -1,0 +1,58 @@
+"""Marker labels (app/plots/markers.py) on a real plots panel: in the band above the plot, in full where
+they fit, repeats merged into one label with its count, and inside the plot at its right edge."""
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import numpy as np  # noqa: E402
+from PySide6 import QtGui  # noqa: E402
+
+from tests.app.blocks import block  # noqa: E402
+from training_core import MetricsBatch, events  # noqa: E402
+from training_core.runs import RunData  # noqa: E402
+
+
+def _labelled(panel_of, qtbot, *marks: events.Event):
+    """A panel of 2,000 D steps with `marks`, shown and drawn; its loss plot's marker lines."""
+    store = RunData()
+    store.add_batch(MetricsBatch([block("D", np.arange(1, 2001), ("d/k",))]))
+    for e in marks:
+        store.add_event(e)
+    panel = panel_of(store)
+    panel.show()
+    qtbot.waitExposed(panel)
+    panel.refresh()
+    QtGui.QGuiApplication.processEvents()
+    return panel, panel.marker_lines("loss")
+
+
+def _rect(panel, line):
+    return line.label.mapRectToItem(panel.loss_plot, line.label.boundingRect())
+
+
+def test_marker_labels_sit_above_the_plot_in_full_and_repeats_merge(panel_of, qtbot):
+    freeze = events.Freeze(step=300, scopes=["discriminator/dense_1", "generator/dense_2"])
+    clicks = [events.Pause(step=s, reason="step") for s in range(1500, 1510)]  # ten Step clicks
+    panel, lines = _labelled(panel_of, qtbot, freeze, *clicks)
+    shown = [ln for ln in lines if ln.label.isVisible()]
+    assert [ln.label.toPlainText() for ln in shown] == ["freeze: discriminator/dense_1, generator/dense_2",
+                                                        "pause (step) ×10"]  # in full, and one for ten clicks
+    vb_top = panel.loss_plot.vb.geometry().top()
+    for ln in shown:  # in the band above the plot area, never over a curve
+        rect = _rect(panel, ln)
+        assert rect.bottom() <= vb_top + 1 and rect.left() >= panel.loss_plot.vb.geometry().left() - 1
+        assert rect.right() <= panel.loss_plot.vb.geometry().right() + 1
+    panel.loss_plot.vb.setXRange(900, 1600, padding=0)  # panned: the freeze is out of view, so is its label
+    assert not lines[0].label.isVisible() and shown[1].label.isVisible()
+
+
+def test_repeated_marker_labels_at_the_right_edge_stay_inside_the_plot(panel_of, qtbot):
+    """The count of a repeated label was appended after the label had been placed: at the right edge
+    "pause (step) ×2" lost its "×2" (and another label read "pause (st")."""
+    stop = events.Stop(step=2000, reason="done")  # no room left after the last step
+    panel, lines = _labelled(panel_of, qtbot, stop, *[events.Pause(step=s, reason="step") for s in (1996, 1997, 1998)])
+    shown = [ln for ln in lines if ln.label.isVisible()]
+    assert [ln.label.toPlainText() for ln in shown] == ["pause (step) ×3"]
+    assert _rect(panel, shown[0]).right() <= panel.loss_plot.vb.geometry().right() + 1
