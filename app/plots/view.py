@@ -74,8 +74,8 @@ class PlotView:
         One run: a colour per layer and a line style per kind of leaf (distinct for 24+ variables). Several:
         colour by run and line style by variable, or colour by variable and line style by run."""
         n_dash = len(palette.VARIABLE_DASHES)
-        all_paths = list(dict.fromkeys(p for paths in shown.values() for p in paths))
-        styles = variable_styles(all_paths, len(palette.VARIABLE_CYCLE), n_dash)
+        order = {p: i for i, p in enumerate(dict.fromkeys(p for paths in shown.values() for p in paths))}
+        styles = variable_styles(list(order), len(palette.VARIABLE_CYCLE), n_dash)
         out = {}
         for layer in self.layers:
             for p in shown.get(layer.key, []):
@@ -83,10 +83,10 @@ class PlotView:
                 if not self.multi:
                     out[(layer.key, p)] = (palette.variable_color(c), d)
                 elif self.colour_by == "run":  # more variables than line styles: one style, the legend says so
-                    dash = all_paths.index(p) if len(all_paths) <= n_dash else 0
+                    dash = order[p] if len(order) <= n_dash else 0
                     out[(layer.key, p)] = (palette.run_color(layer.colour), dash)
                 else:  # a colour per variable (by layer, kernel and bias looked alike: the dash is the run's)
-                    colour = all_paths.index(p) % len(palette.VARIABLE_CYCLE)
+                    colour = order[p] % len(palette.VARIABLE_CYCLE)  # (a dict: this runs every refresh)
                     out[(layer.key, p)] = (palette.variable_color(colour), layer.index % n_dash)
         return out
 

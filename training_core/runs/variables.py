@@ -142,7 +142,7 @@ class _Rollup:
         self.flat = np.array([index[p] for s in self.names for p in scopes[s]], dtype=np.intp)
         self.starts = np.cumsum([0] + [len(u) for u in self.under[:-1]], dtype=np.intp)
 
-    def scopes(self, states: list[VarState], tracked: list[bool] | None = None) -> dict[str, VarState]:
+    def scopes(self, states: list[VarState], tracked: list[bool]) -> dict[str, VarState]:
         """`states` are the variables', in the order given at construction; `tracked`, whether each is one a
         phase trains (it has update records). Only those count towards "frozen": a frozen BatchNormalization
         layer's moving statistics have no records, and made it read "partly"."""
@@ -158,7 +158,7 @@ class _Rollup:
             top = np.fmax.reduceat(value[flat], starts).tolist()
         any_value = np.logical_or.reduceat(has[flat], starts).tolist()
         worst = np.maximum.reduceat(alarm[flat], starts).tolist()
-        counted = np.ones(len(states), np.int64) if tracked is None else np.asarray(tracked, dtype=np.int64)
+        counted = np.asarray(tracked, dtype=np.int64)
         sizes = np.add.reduceat(counted[flat], starts).tolist()
         n_frozen = np.add.reduceat((frozen * counted)[flat], starts).tolist()
         for name, under, size, v, got, n, w in zip(self.names, self.under, sizes, top, any_value, n_frozen, worst):
