@@ -2,9 +2,9 @@
 
 Why apart from the window: review reads run directories, the window trains; they meet only in the
 run set the plots draw. This object opens runs (File → Open Run…, `--open`, recent runs), follows the
-ones still being written (a poll every second reads only the bytes they gained), keeps the live
-entry in step with the window's `Session` (a new run replaces it; its label is its directory's
-name), and drives the Runs tab. Opened runs are read-only: no Start, no commands reach them.
+ones still being written (a poll every second reads only the bytes they gained; a stopped one is looked
+at every 5 s, since `--resume` makes it grow again), keeps the live entry in step with the window's
+`Session` (a new run replaces it; its label is its directory's name), and drives the Runs tab. Opened runs are read-only: no Start, no commands reach them.
 """
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from .panels import RunsPanel
 from .settings import Settings
 
 POLL_MS = 500  # the Runs tab's lists; growing runs are read every other tick
+STOPPED_EVERY = 10  # ticks: stopped runs are looked at every 5 s, in case a resume made them grow again
 
 
 class RunReview(QObject):
@@ -52,7 +53,7 @@ class RunReview(QObject):
     def poll(self) -> None:
         self._tick += 1
         if self._tick % 2 == 0:
-            self.runs.poll()
+            self.runs.poll(stopped_too=self._tick % STOPPED_EVERY == 0)
         self.panel.refresh()
 
     def labelled(self) -> list:

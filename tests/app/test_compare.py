@@ -4,6 +4,7 @@ Three real ring runs (1:1, 3:1, 5:1) made once by the headless CLI; the window r
 service, since review never trains."""
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -138,6 +139,25 @@ def test_a_new_run_joins_the_opened_ones_as_the_live_run(ui, ring_runs):
     live, opened = w.review.runs.entries
     assert live.key == LIVE and live.label == "run0"  # named after its run directory
     assert {"run0: loss/D", f"{opened.label}: loss/D"} <= set(w.plots.curves())
+
+
+def test_an_opened_finished_run_that_is_resumed_is_drawn_on(ui, ring_runs, tmp_path):
+    """A finished run is resumed in its own directory (`--resume`): the window that has it open draws the
+    resumed steps within its next look at stopped runs, from the record rebuilt after the cut."""
+    from tests.core.helpers import main_cmd
+    from app.review import STOPPED_EVERY
+    run_dir = tmp_path / "copy"
+    shutil.copytree(ring_runs[0], run_dir)
+    w = ui.make(fake=True, wait=False, open_runs=[str(run_dir)])
+    w.refresh()
+    assert w.plots.curves()["loss/D"].xData[-1] < 300  # one run shown: its curves carry no run label
+    subprocess.run(main_cmd("--headless", "--resume", str(run_dir), "--steps", "360", "--quiet"), cwd=REPO,
+                   check=True, capture_output=True, timeout=300)
+    for _ in range(STOPPED_EVERY):
+        w.review.poll()
+    w.refresh()
+    steps = w.plots.curves()["loss/D"].xData
+    assert steps[-1] >= 350 and np.all(np.diff(steps) > 0)  # one timeline: the cut's rows are not drawn twice
 
 
 def test_open_run_reports_a_folder_that_is_not_a_run(ui, tmp_path):

@@ -174,6 +174,17 @@ def test_run_set_opens_labels_shows_and_follows_a_growing_run(tmp_path, idle_run
         proc.send_signal(signal.SIGINT)  # stops cleanly: the record ends with its stop event
         proc.wait(timeout=60)
     assert wait_for(lambda: (runs.poll() or True) and not g.growing, timeout=30)  # the stop event was read
+
+    # a stopped run resumed in its own directory grows again: looked at with stopped_too, rebuilt from the cut
+    stopped_at, generation = g.data.last_step, g.data.generation
+    target = stopped_at + 60
+    subprocess.run([sys.executable, "main.py", "--headless", "--resume", str(grow), "--steps", str(target),
+                    "--quiet", "--fetch-every", "10"], cwd=REPO, check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, timeout=300)
+    assert not runs.poll() and g.data.last_step == stopped_at  # a plain poll leaves stopped runs alone
+    assert runs.poll(stopped_too=True)
+    assert g.data.generation != generation and g.data.last_step == target and not g.growing
+    assert any(isinstance(e, events.Resumed) for e in g.data.events)
     runs.remove(g.key)
     assert runs.get(g.key) is None
 

@@ -158,11 +158,13 @@ class RunSet:
         """Whether the update plot shows variable `path` under the scope filter."""
         return not self.scopes or any(in_scope(path, s) for s in self.scopes)
 
-    def poll(self) -> bool:
-        """Follow the runs still being written; True if any of them gained records."""
+    def poll(self, stopped_too: bool = False) -> bool:
+        """Follow the runs still being written; True if any of them gained records. With `stopped_too`,
+        also look at the runs that have stopped: a run is resumed in its own directory (`--resume`), so
+        a finished run can grow again, from a cut back to its checkpoint (the follower rebuilds it)."""
         grew = False
         for e in self.entries:
-            if e.follower is not None and e.growing:
+            if e.follower is not None and (e.growing or stopped_too):
                 grew |= e.follower.poll()
         if grew:
             self.grew.emit()
