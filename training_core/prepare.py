@@ -23,7 +23,8 @@ from .experiment import Experiment, Models
 from .loading import build_experiment, example_path, file_sha256, load_module, require_file
 from .randomness import escaping_random_ops
 from .schedule import Policy, policy_from_dict
-from .scopes import ScopeNode, VarInfo, build_scope_tree, frozen_mask, in_scope, resolve_scopes
+from .scopes import (ScopeNode, VarInfo, build_scope_tree, default_name_warnings, frozen_mask, in_scope,
+                     resolve_scopes)
 from .usercode import user_code
 
 
@@ -175,7 +176,7 @@ def prepare(config: RunConfig, on_trace: Callable[[str, str], None]) -> Prepared
         steps = [_make_step(placement, p, exp, opt, vs, stats, rng, data, on_trace, config.jit)
                  for p, opt, vs in zip(exp.phases, optimizers, phase_vars)]
         clock.lap("steps")
-    warnings = []
+    warnings = default_name_warnings(exp.models)
     # One device (warmup.py): the first phase's starting variant is traced now; the other phases' losses are
     # checked now (their forward and backward pass traced: where user code fails, so it fails here), their
     # starting variants traced on a thread after the first step, every other variant once every phase

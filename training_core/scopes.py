@@ -7,8 +7,9 @@ window can show and edit the tree from plain `VarInfo` records.
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from .errors import UserError
 
@@ -148,3 +149,17 @@ def format_phases(phases: Sequence[tuple[str, Sequence[str], Sequence[str]]], va
     lines.append(f"  {len(phases)} phases train {len(trained)} of {len(variables)} variables, "
                  f"{sum(size[p] for p in trained):,} of {sum(size.values()):,} parameters")
     return "\n".join(lines)
+
+
+#: the names Keras gives a model that was not named: its variables' scopes then say nothing of its role
+KERAS_DEFAULT_NAME = re.compile(r"(sequential|functional)(_\d+)?")
+
+
+def default_name_warnings(models: Mapping[str, object]) -> list[str]:
+    """One line for each model left with Keras' default name. Freezing, the tree and the figures name
+    variables by path (`sequential_1/dense/kernel`), so an unnamed generator and discriminator read alike;
+    the run still trains, hence a warning rather than an error."""
+    return [f"model {key!r} is named {name!r} by Keras' default, so its variables read {name}/...; "
+            f"name it (e.g. keras.Sequential([...], name={key!r})) to freeze and read it by its role"
+            for key, name in ((k, str(getattr(m, "name", ""))) for k, m in models.items())
+            if KERAS_DEFAULT_NAME.fullmatch(name) and name != key]

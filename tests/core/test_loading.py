@@ -142,3 +142,27 @@ def test_a_loss_drawing_from_tf_random_is_warned_about(tmp_path):
         "save; use ctx.normal/ctx.uniform"]
     gan = prepare(RunConfig(experiment_file=str(tiny_gan(tmp_path))), lambda *_: None)
     assert gan.warnings == []  # ctx.normal, and the batch drawn by the run's generator, are covered
+
+
+def test_models_left_with_keras_default_names_are_warned_of(tmp_path):
+    """Unnamed Sequentials train, but their scopes read sequential/... and sequential_1/...: a warning names
+    the model and the fix; named ones (and a model whose key is its default name) get none."""
+    unnamed = write_file(tmp_path, "unnamed.py", '''
+        import keras, numpy as np
+        noise_dim = 2
+        def generator():
+            return keras.Sequential([keras.Input((2,)), keras.layers.Dense(2)])
+        def discriminator():
+            return keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)], name="discriminator")
+        real_data = np.zeros((10, 2), "float32")
+        ''')
+    prepared = prepare(RunConfig(experiment_file=str(unnamed)), lambda *_: None)
+    [warning] = [w for w in prepared.warnings if "Keras' default" in w]
+    name = prepared.experiment.models["generator"].name
+    assert warning.startswith(f"model 'generator' is named {name!r} by Keras' default, so its variables read {name}/")
+    assert "name='generator'" in warning and "\n" not in warning
+    assert all(v.path.startswith((f"{name}/", "discriminator/")) for v in prepared.var_infos)
+    named = write_file(tmp_path, "named.py", (tmp_path / "unnamed.py").read_text().replace(
+        "keras.layers.Dense(2)])", "keras.layers.Dense(2)], name='generator')"))
+    assert not [w for w in prepare(RunConfig(experiment_file=str(named)), lambda *_: None).warnings
+                if "Keras' default" in w]
