@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Sequence
 
 from training_core import UserError, in_scope, is_run_dir
+from training_core.outputs import check_output
 from training_core.cli_args import ArgParser, run_cli
 
 from training_core.figures import (COLOUR_BY, FORMATS, LAYOUTS, PLOT_NAMES, THEMES, UNITS, X_AXES, FigureSpec,
@@ -113,9 +114,11 @@ def _check_paths(a: argparse.Namespace) -> None:
                             "give the directory a training run wrote")
     if not a.out and not a.csv:
         raise UserError("nothing to write; give --out FILE (.png/.svg/.pdf) and/or --csv FILE")
-    for path in (a.out, a.csv):
-        if path and not Path(path).resolve().parent.is_dir():
-            raise UserError(f"the folder of {path} does not exist; create it or choose another --out/--csv")
+    if a.out and a.csv and Path(a.out).expanduser().resolve() == Path(a.csv).expanduser().resolve():
+        raise UserError(f"--out and --csv are both {a.out}; the CSV would replace the figure: give them two names")
+    for path, what in ((a.out, "--out"), (a.csv, "--csv")):
+        if path:  # both checked before anything is written
+            check_output(path, what)
 
 
 _APP = None  # the QGuiApplication fonts and painting need; module-level so it outlives main()'s locals

@@ -19,6 +19,7 @@ from typing import Sequence
 from training_core import UserError, builtin_examples, example_path, is_run_dir
 from training_core.cli_args import ArgParser, run_cli
 from training_core.loading import require_file
+from training_core.outputs import check_output
 
 STARTUP_ENV = "FREEZEFRAME_STARTUP_REPORT"  # print a line when the window is first visible (benchmarks)
 
@@ -79,8 +80,7 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
     if a.screenshot:
         if not a.screenshot.lower().endswith(".png"):
             raise UserError(f"--screenshot {a.screenshot} must end in .png")
-        if not Path(a.screenshot).resolve().parent.is_dir():
-            raise UserError(f"the folder of --screenshot {a.screenshot} does not exist; create it first")
+        check_output(a.screenshot, "--screenshot")
         if not a.steps and not a.open:
             a.steps = 400
     for d in a.open or []:

@@ -8,6 +8,7 @@ from PySide6.QtGui import QGuiApplication, QPixmap
 from PySide6.QtWidgets import QWidget
 
 from training_core import UserError
+from training_core.outputs import check_output
 
 from .figure import Figure
 from .render import figure_image, svg_bytes
@@ -39,6 +40,7 @@ def window_screenshot(widget: QWidget, ratio: float = 1.0) -> QPixmap:
 
 
 def save_window_screenshot(widget: QWidget, path: str | Path, ratio: float = 1.0) -> QPixmap:
+    check_output(path, "the screenshot")
     pix = window_screenshot(widget, ratio)
     if not pix.save(str(path), "PNG"):
         raise UserError(f"could not write {path}; check that its folder exists and is writable")

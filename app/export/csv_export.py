@@ -12,6 +12,7 @@ import math
 from pathlib import Path
 
 from training_core import UserError
+from training_core.outputs import check_output
 from training_core.figures import FigureData
 
 CSV_HEADER = "step,wall_time,tag,value,smoothed,run"
@@ -42,6 +43,7 @@ def csv_text(data: FigureData) -> str:
 
 def write_csv(data: FigureData, path: str | Path) -> int:
     """Write the CSV; returns the number of data rows."""
+    check_output(path, "the CSV")
     text = csv_text(data)
     try:
         Path(path).write_text(text, encoding="utf-8")

@@ -15,6 +15,7 @@ from PySide6.QtGui import QImage, QPageSize, QPainter, QPdfWriter
 from PySide6.QtSvg import QSvgGenerator
 
 from training_core import UserError
+from training_core.outputs import check_output
 
 from .figure import VECTOR_DPI, Figure
 
@@ -36,6 +37,7 @@ def figure_image(fig: Figure, dpi: float) -> QImage:
 
 
 def write_png(fig: Figure, path: str | Path, dpi: float) -> None:
+    check_output(path, "the figure")
     if not figure_image(fig, dpi).save(str(path), "PNG"):
         raise UserError(f"could not write {path}; check that its folder exists and is writable")
 
@@ -67,6 +69,7 @@ def svg_bytes(fig: Figure) -> bytes:
 
 
 def write_svg(fig: Figure, path: str | Path) -> None:
+    check_output(path, "the figure")
     data = svg_bytes(fig)
     try:
         Path(path).write_bytes(data)
@@ -82,6 +85,7 @@ def write_pdf(fig: Figure, path: str | Path) -> None:
     rewritten, same byte length, to the exact size: the page is what was asked for, nothing is
     clipped, and the file's offsets stay valid.
     """
+    check_output(path, "the figure")
     w_pt, h_pt = fig.size_pt
     pdf = QPdfWriter(str(path))
     pdf.setCreator("Freezeframe")

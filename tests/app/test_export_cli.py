@@ -66,15 +66,36 @@ def test_svg_and_csv_in_millimetres(run_dir, tmp_path):
     (["{run}", "--format", "tiff", "--out", "{out}"], "invalid choice"),
     (["{run}", "--out", "{tmp}/fig.eps"], "cannot tell the format"),
     (["{run}", "--format", "png", "--out", "{out}"], "--format png but --out ends in .pdf"),
+    # a run's own record is never written over (a figure replaced scalars.csv: the run could not be read again)
+    (["{run}", "--csv", "{run}/scalars.csv"], "is part of the run record in"),
+    (["{run}", "--format", "svg", "--out", "{run}/events.jsonl"], "would destroy the run"),
+    (["{run}", "--out", "{run}/variables/fig.pdf"], "is part of the run record in"),
+    (["{run}", "--out", "{out}", "--csv", "{out}"], "the CSV would replace the figure"),
+    (["{run}", "--out", "{out}", "--csv", "{tmp}"], "is a folder"),  # checked before the figure is written
+    (["{run}", "--out", "{tmp}/dir.pdf"], "is a folder"),
+    (["{run}", "--out", "{tmp}/nofolder/fig.pdf"], "does not exist"),
 ])
 def test_bad_input_is_one_line_and_exit_2(run_dir, tmp_path, args, needle):
     out = tmp_path / "fig.pdf"
+    (tmp_path / "dir.pdf").mkdir()
     subs = {"missing": str(tmp_path / "nope"), "tmp": str(tmp_path), "run": str(run_dir), "out": str(out)}
+    record = {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file()}
     r = export(*[a.format(**subs) for a in args])
     assert r.returncode == 2
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0], r.stderr
     assert not out.exists() and not (tmp_path / "fig.eps").exists()
+    assert {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file()} == record  # nothing written there
+
+
+def test_a_figure_beside_the_run_record_is_fine(run_dir, tmp_path):
+    """Inside a run directory only the names the run writes are refused: runs/x/figure.pdf is a fine place."""
+    import shutil
+    copy = tmp_path / "run"
+    shutil.copytree(run_dir, copy)
+    r = export(str(copy), "--out", str(copy / "figure.pdf"), "--csv", str(copy / "figure.csv"))
+    assert r.returncode == 0, r.stderr
+    assert (copy / "figure.pdf").stat().st_size > 0 and (copy / "figure.csv").read_text().startswith("step,")
 
 
 def test_a_record_cut_mid_write_still_exports(run_dir, tmp_path):
