@@ -98,3 +98,19 @@ def test_decimation_is_identity_on_short_series():
     y[50] = np.nan
     keep = minmax_decimate(np.arange(1e5), np.r_[y, np.zeros(int(1e5) - 100)], 0.0, 1e5, 100)
     assert 50 in keep  # a gap stays a gap
+
+
+@pytest.mark.parametrize("leak, runs", [(0.0, 1), (3e-6, 1), (0.0, 2), (3e-6, 2)])
+def test_the_frozen_entry_claims_dw_0_only_when_every_frozen_record_is_0(leak, runs):
+    """With the gate method a frozen variable keeps moving: its figure must not call the stretch "ΔW = 0"."""
+    from training_core.figures.data import FROZEN_EXACT, FROZEN_LEAKING
+    store = RunData()
+    n, steps = 40, np.arange(1, 41, dtype=np.int64)
+    frozen = np.zeros((n, 4), bool)
+    frozen[20:, 0] = True  # dense_1/kernel frozen from step 21: exact zeros, or the gate's decaying leak
+    ratio = np.where(frozen, leak, 1e-3)
+    store.add_batch(MetricsBatch([PhaseBlock("D", D_PATHS, steps, steps * 0.1, np.linspace(2, 1, n), ratio * 10,
+                                             ratio, ratio * 100, frozen, np.ones(n, bool))]))
+    data = FigureData.from_runs([(f"run{i}", store) for i in range(runs)], FigureSpec(plots=["updates"]))
+    labels = [e.label for e in data.plots[0].legend]
+    assert (FROZEN_LEAKING in labels) == bool(leak) and (FROZEN_EXACT in labels) == (not leak)

@@ -205,6 +205,10 @@ def _metrics(runs: list, spec: FigureSpec, clock: _Clock) -> list[PlotData]:
     return plots
 
 
+FROZEN_EXACT = "frozen (ΔW = 0)"
+FROZEN_LEAKING = "frozen (gate: ΔW ≠ 0, the leak)"
+
+
 def _updates(runs: list, spec: FigureSpec, clock: _Clock) -> PlotData:
     kind = spec.update_kind
     chosen = [[p for p in s.var_paths if not spec.variables or any(in_scope(p, v) for v in spec.variables)]
@@ -228,7 +232,7 @@ def _updates(runs: list, spec: FigureSpec, clock: _Clock) -> PlotData:
         if len(paths) == 1:  # the one variable compared: named, since no line style stands for it
             legend.insert(0, LegendEntry(paths[0], None))
         if any(c.frozen is not None and c.frozen.any() for c in curves):
-            legend.append(LegendEntry("frozen (ΔW = 0)", "muted", frozen=True))
+            legend.append(frozen_entry(curves))
         plot = PlotData("updates", curves, legend, log_y=True, zero_floor=True, problem=problem)
     if _has_unfrozen_zero(plot.curves):
         plot.legend.append(LegendEntry(NO_UPDATE_NOTE, None))
@@ -236,6 +240,15 @@ def _updates(runs: list, spec: FigureSpec, clock: _Clock) -> PlotData:
     if plot.reference is not None:
         plot.legend.append(LegendEntry("10⁻³ reference", "muted", [3.0, 2.0]))
     return plot
+
+
+def frozen_entry(curves: list[Curve]) -> LegendEntry:
+    """The legend's entry for frozen stretches. "ΔW = 0" only when every frozen record is exactly 0: with
+    the gate method a frozen variable still moves (Adam's momentum, AdamW's decay), and the figure then
+    says so instead of claiming the zero the plot does not show."""
+    leaks = any(c.frozen is not None and np.any(c.values[np.asarray(c.frozen, bool)[:len(c.values)]] != 0)
+                for c in curves)
+    return LegendEntry(FROZEN_LEAKING if leaks else FROZEN_EXACT, "muted", frozen=True)
 
 
 def _has_unfrozen_zero(curves: list[Curve]) -> bool:
@@ -282,7 +295,7 @@ def _updates_one(run: tuple[str, "RunData"], paths: list[str], spec: FigureSpec,
     if not per_variable and len(leaves) > 1:
         legend += [LegendEntry(leaf, "fg", DASHES[i % len(DASHES)]) for i, leaf in enumerate(leaves)]
     if any(frozen[p].any() for p in live):
-        legend.append(LegendEntry("frozen (ΔW = 0)", "muted", frozen=True))
+        legend.append(frozen_entry(curves))
     return PlotData("updates", curves, legend, log_y=True, zero_floor=True)
 
 
