@@ -93,7 +93,7 @@ class HeadlessObserver(ProgressBar):
         elif isinstance(e, E.Pause) and e.reason not in ("user", "step") and self._trainer is not None \
                 and self.halted is None:  # a pause or step from commands.jsonl waits for its resume
             self.halted = f"training stopped at step {e.step}: {self._cause or e.reason}"
-            self._trainer.send(_stop())
+            self._trainer.send(_stop("halted"))
 
 
 EXIT_FAILED = 1  # the run began and failed, or training halted: the record is kept
@@ -170,6 +170,6 @@ def _list_scopes(cfg: RunConfig) -> int:
     return 0
 
 
-def _stop() -> Any:
+def _stop(reason: str = "stopped") -> Any:
     from .commands import Stop
-    return Stop()
+    return Stop(reason=reason)

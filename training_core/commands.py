@@ -43,9 +43,19 @@ class Step(Command):
     n: int = 1
 
 
+#: why a run stops on a `Stop` command: a user or signal (stopped), or a headless run that cannot go on
+#: by itself (halted: a NaN it gave up on, nothing left to train); the `stop` event carries it
+STOP_REASONS = ("stopped", "halted")
+
+
 @dataclass(frozen=True)
 class Stop(Command):
     kind: ClassVar[str] = "stop"
+    reason: str = "stopped"
+
+    def __post_init__(self) -> None:
+        if self.reason not in STOP_REASONS:
+            raise UserError(f"command 'stop': reason must be one of {', '.join(STOP_REASONS)}, got {self.reason!r}")
 
 
 @dataclass(frozen=True)

@@ -118,7 +118,8 @@ class Error(Event):
 @dataclass(frozen=True, kw_only=True)
 class Stop(ControlEvent):
     """The last event of a run: `reason` is done (step target), stopped (a Stop command, Ctrl-C, SIGTERM,
-    the window closed) or error."""
+    the window closed), halted (a headless run that could not go on by itself: a NaN it stopped or gave up
+    on, nothing left to train) or error."""
 
     kind: ClassVar[str] = "stop"
     reason: str = "done"

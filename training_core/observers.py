@@ -170,24 +170,30 @@ class NanAlarm(Observer):
             self._phases.clear()
 
     def on_metrics(self, batch: MetricsBatch) -> None:
+        """A batch spans many steps of every phase: its non-finite losses are reported earliest first (the
+        phase that failed first is the one a rollback lowers), then the run pauses or stops once."""
         tr = self._trainer
+        if tr is None:
+            return
+        found = []
         for b in batch.blocks:
             bad = ~np.isfinite(b.loss)
-            if bad.any() and b.phase not in self._phases and tr is not None:
+            if bad.any() and b.phase not in self._phases:
                 self._phases.add(b.phase)
                 r = int(np.flatnonzero(bad)[0])
-                at = int(b.steps[r])
-                tr.nan_at = at if tr.nan_at is None else min(tr.nan_at, at)
-                tr.emit(E.Nan(phase=b.phase, at_step=at, value=str(b.loss[r])))
-                if self.on_nan in ("pause", "stop"):
-                    tr.pause("nan")
-                if self.on_nan == "stop":
-                    from .commands import Stop
-                    tr.send(Stop())
+                found.append((int(b.steps[r]), b.phase, str(b.loss[r])))
             elif len(b.loss) and np.isfinite(b.loss[-1]):
                 self._phases.discard(b.phase)
-                if not self._phases and tr is not None:
+                if not self._phases:
                     tr.nan_at = None
+        for at, phase, value in sorted(found):
+            tr.nan_at = at if tr.nan_at is None else min(tr.nan_at, at)
+            tr.emit(E.Nan(phase=phase, at_step=at, value=value))
+        if found and self.on_nan in ("pause", "stop"):
+            tr.pause("nan")
+        if found and self.on_nan == "stop":
+            from .commands import Stop
+            tr.send(Stop(reason="halted"))
 
 
 class NanRollback(Observer):

@@ -206,7 +206,7 @@ class Trainer:
             elif self._paused or self.commands.pending():
                 self._handle_commands()
             if self._stop:
-                return "stopped"
+                return self._stop_command.command.reason if self._stop_command is not None else "stopped"
             if cfg.steps is not None and self.step >= cfg.steps:
                 return "done"
             if self._paused:

@@ -313,4 +313,4 @@ def test_headless_run_that_cannot_train_stops_with_one_error_line(cli, name, cau
     errors = [ln for ln in error_lines(r.stderr) if ln.startswith("error: ")]
     assert len(errors) == 1 and cause in errors[0], r.stderr
     events = read_events(tmp / ("nan" if name == "nan" else "frozen"))
-    assert events[-1].kind == "stop" and events[-1].reason == "stopped"
+    assert events[-1].kind == "stop" and events[-1].reason == "halted"  # it stopped itself

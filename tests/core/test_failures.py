@@ -321,7 +321,7 @@ def test_on_nan_rollback_gives_up_after_three(tmp_path):
     assert [(e.step, e.count) for e in rollbacks] == [(1, 3)]
     assert [(e.step, e.value) for e in events if e.kind == "lr"] == [(1, 1.25)]  # 10 halved three times
     assert len(list((d / "dropped").glob("rollback-*"))) == 3
-    assert "after 3 rollbacks; gave up" in observer.halted and events[-1].reason == "stopped"
+    assert "after 3 rollbacks; gave up" in observer.halted and events[-1].reason == "halted"
 
 
 class _RollBackOnNan(Observer):
@@ -373,3 +373,50 @@ def test_the_window_model_of_a_resumed_run_is_its_record(tmp_path):
     Trainer(replace(RunConfig.read_toml(d / "config.toml"), steps=120), window, resume=True).run()
     _same_as_disk(window.data, d)
     assert int(window.data.loss("D")[0][-1]) in (119, 120)
+
+
+class _Recorder:
+    """The parts of a Trainer the NaN observers use: events go to both observers, as `emit` does."""
+
+    def __init__(self, observers) -> None:
+        self.observers, self.events, self.sent, self.nan_at, self.rollbacks = observers, [], [], None, 0
+        self.checkpoints = type("C", (), {"steps": staticmethod(lambda: [0, 5])})()
+
+    def emit(self, e) -> None:
+        self.events.append(e)
+        for o in self.observers:
+            o.on_event(e)
+
+    def pause(self, reason: str) -> None:
+        self.events.append(("pause", reason))
+
+    def send(self, cmd) -> None:
+        self.sent.append(cmd)
+
+
+@pytest.mark.parametrize("on_nan", ["pause", "stop", "rollback"])
+def test_a_batch_with_two_phases_gone_non_finite_names_the_earliest_first(on_nan):
+    """D's block comes first in a batch, but G went non-finite a step earlier: G is reported first, the
+    rollback lowers G's rate, and the pause follows both `nan` events (it came between them)."""
+    from training_core import MetricsBatch, PhaseBlock
+    from training_core.commands import Stop
+    from training_core.observers import NanAlarm, NanRollback
+    alarm, rollback = NanAlarm(on_nan), NanRollback(0.5)
+    tr = _Recorder([alarm, rollback] if on_nan == "rollback" else [alarm])
+    for o in tr.observers:
+        o.on_run_begin(tr)
+
+    def block(phase, steps, loss):
+        n = len(steps)
+        z = np.zeros((n, 1))
+        return PhaseBlock(phase, ("w",), np.array(steps), np.zeros(n), np.array(loss), z, z, z, np.zeros((n, 1), bool))
+
+    alarm.on_metrics(MetricsBatch([block("D", [7, 9], [1.0, np.nan]), block("G", [6, 8], [0.5, np.inf])]))
+    nans = [e for e in tr.events if getattr(e, "kind", None) == "nan"]
+    assert [(e.phase, e.at_step) for e in nans] == [("G", 8), ("D", 9)] and tr.nan_at == 8
+    if on_nan == "rollback":
+        [rb] = tr.sent
+        assert (rb.phase, rb.step) == ("G", 5) and "loss of G was inf at step 8" in rb.reason
+    else:
+        assert tr.events[-1] == ("pause", "nan") and tr.events.count(("pause", "nan")) == 1
+        assert tr.sent == ([Stop(reason="halted")] if on_nan == "stop" else [])

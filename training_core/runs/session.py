@@ -272,7 +272,8 @@ class Session:
         if not self.tf_ready:
             return LOADING
         if self.last_run is not None:
-            verb = {"done": "Finished", "stopped": "Stopped", "error": "Failed"}.get(self.stop_reason, "Ended")
+            verb = {"done": "Finished", "stopped": "Stopped", "halted": "Halted",
+                    "error": "Failed"}.get(self.stop_reason, "Ended")
             return f"{verb} at step {self.last_run.step:,}"
         return "Ready" if self.prepared is not None else "Not prepared"
 
