@@ -67,7 +67,8 @@ class HealthMetrics(Observer):
         self._trainer = trainer
         if trainer.prepared.experiment.metrics is None:
             return
-        self._measure()
+        if not trainer.resume:  # a resumed run's record keeps the measures up to its checkpoint, at its step too
+            self._measure()
         self._interval = min(FIRST_INTERVAL_S, self.seconds)
         self._next = time.perf_counter() + self._interval
 

@@ -6,6 +6,7 @@ switch) comes back from the checkpoint; and the weights are in Keras' own format
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 import signal
 
 import keras
@@ -247,3 +248,18 @@ def test_resuming_a_directory_without_checkpoints_is_one_line(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(UserError, match="has no complete checkpoint to resume from"):
         resume_point(tmp_path / "empty")
+
+
+def test_a_resumed_run_measures_no_step_twice(tmp_path):
+    """The ring measures metrics(ctx) at the start and at the end of a run: a run that ended at step 30 (its
+    last checkpoint) and resumed from there kept both the first process's step-30 row and the new one's."""
+    d = tmp_path / "run"
+    Trainer(RunConfig(example="ring", run_dir=str(d), steps=30)).run()
+    Trainer(replace(RunConfig.read_toml(d / "config.toml"), steps=45), resume=True).run()
+    scalars = read_scalars(d)
+    metrics = [t for t in scalars if t.startswith("metric/")]
+    assert metrics and max(int(scalars[t].steps[-1]) for t in metrics) == 45
+    for tag in metrics + ["loss/D", "loss/G"]:
+        steps = scalars[tag].steps
+        assert len(np.unique(steps)) == len(steps), (tag, steps)
+    assert 30 in scalars[metrics[0]].steps  # the first process's measure at its end stays
