@@ -50,13 +50,22 @@ def _decimals(step: float) -> int:
     return 12
 
 
-def linear_ticks(lo: float, hi: float, max_ticks: int, steps_axis: bool = False, compact: bool = False
-                 ) -> list[Tick]:
-    """Ticks at a nice step; on a step axis 20000 reads 20k (from 1e4, or from 1e3 when `compact`)."""
+def linear_ticks(lo: float, hi: float, max_ticks: int, steps_axis: bool = False, compact: bool = False,
+                 scientific: bool = False) -> list[Tick]:
+    """Ticks at a nice step; on a step axis 20000 reads 20k (from 1e4, or from 1e3 when `compact`), and
+    steps are whole (a 2-step run had ticks at 1.2, 1.4, ...); with `scientific` (a y axis, which draws
+    `Tick.exponent`), values from 1e6 or below 1e-3 read as multiples of one power of ten (a diverged
+    loss's 1e24 was written out in 25 digits)."""
     step = nice_step(hi - lo, max_ticks)
-    scale, suffix = 1.0, ""
-    if steps_axis and max(abs(lo), abs(hi)) >= (1e3 if compact else 1e4):
-        scale, suffix = (1e6, "M") if max(abs(lo), abs(hi)) >= 1e7 else (1e3, "k")
+    if steps_axis:
+        step = max(step, 1.0)
+    scale, suffix, exponent = 1.0, "", ""
+    big = max(abs(lo), abs(hi))
+    if steps_axis and big >= (1e3 if compact else 1e4):
+        scale, suffix = (1e6, "M") if big >= 1e7 else (1e3, "k")
+    elif scientific and big > 0 and (big >= 1e6 or big < 1e-3):
+        e = math.floor(math.log10(big))
+        scale, suffix, exponent = 10.0 ** e, "×10", str(e).replace("-", MINUS)
     d = _decimals(step / scale)
     first = math.ceil(lo / step - 1e-9)
     ticks = []
@@ -66,10 +75,10 @@ def linear_ticks(lo: float, hi: float, max_ticks: int, steps_axis: bool = False,
             break
         text = f"{v / scale:.{d}f}"
         if float(text) == 0:
-            text, sfx = "0", ""
+            text, sfx, exp = "0", "", ""
         else:
-            sfx = suffix
-        ticks.append(Tick(v, text.replace("-", MINUS) + sfx))
+            sfx, exp = suffix, exponent
+        ticks.append(Tick(v, text.replace("-", MINUS) + sfx, exp))
     return ticks
 
 

@@ -99,11 +99,11 @@ class Panel:
     def _yticks(self, height: float) -> list[Tick]:
         n = max(2, int(height / (self.tick_style.height * 2.4)))
         if not self.plot.log_y:  # at least two labelled ticks, or a reader cannot tell the scale
-            ticks = linear_ticks(*self.yr, n)
+            ticks = linear_ticks(*self.yr, n, scientific=True)
             for more in range(n + 1, n + 6):
                 if len(ticks) >= 2:
                     break
-                ticks = linear_ticks(*self.yr, more)
+                ticks = linear_ticks(*self.yr, more, scientific=True)
             if self._whole_numbers():  # a count (modes covered): no tick at 0.5 of a mode
                 ticks = [t for t in ticks if float(t.value).is_integer()] or ticks
             return ticks

@@ -1,0 +1,24 @@
+"""Tick labels of printed figures (app/export/axes.py): the numeric rules, without Qt."""
+from __future__ import annotations
+
+import pytest
+
+from app.export.axes import MINUS, linear_ticks
+
+
+@pytest.mark.parametrize("lo, hi, kw, labels, exponent", [
+    (0.0, 1.0, {}, ["0", "0.2", "0.4", "0.6", "0.8", "1.0"], ""),
+    (1.0, 2.0, {"steps_axis": True}, ["1", "2"], ""),  # a 2-step run: whole steps only (it read 1.2, 1.4, ...)
+    (0.0, 20000.0, {"steps_axis": True}, ["0", "5k", "10k", "15k", "20k"], ""),
+    (0.0, 1.3e22, {"scientific": True}, ["0", "0.5×10", "1.0×10"], "22"),  # was written out in 23 digits
+    (0.0, 4e-5, {"scientific": True}, ["0", "1×10", "2×10", "3×10", "4×10"], f"{MINUS}5"),
+    (-2e6, 2e6, {"scientific": True}, [f"{MINUS}2×10", f"{MINUS}1×10", "0", "1×10", "2×10"], "6"),
+    (0.0, 1.3e22, {}, None, ""),  # an x axis (it draws no exponent) never gets the ×10 form
+])
+def test_tick_labels(lo, hi, kw, labels, exponent):
+    ticks = linear_ticks(lo, hi, 5, **kw)
+    if labels is None:
+        assert not any("×" in t.text or t.exponent for t in ticks)
+        return
+    assert [t.text for t in ticks] == labels
+    assert {t.exponent for t in ticks if t.text != "0"} == {exponent}
