@@ -28,6 +28,7 @@ from .panel import Panel
 from .theme import Theme, theme_named
 
 VECTOR_DPI = 200.0  # SVG/PDF curves keep 2-4 points per 1/200 in: far finer than a 1 pt line
+MAX_HEIGHT_IN = 40.0  # the largest figure side a spec takes: no height past it is suggested
 MIN_AREA_IN = (1.1, 0.75)  # a plot area smaller than this (width, height) is too small to read in print
 
 Runs = RunData | Sequence[tuple[str, RunData]]
@@ -120,11 +121,22 @@ class Figure:
                  if pn.area.width() < MIN_AREA_IN[0] * 72 - 0.5 or pn.area.height() < MIN_AREA_IN[1] * 72 - 0.5]
         if not small:
             return ""
-        worst = min(small, key=lambda pn: pn.area.height())
+        def room(pn: Panel) -> float:
+            return min(pn.area.width() / (MIN_AREA_IN[0] * 72), pn.area.height() / (MIN_AREA_IN[1] * 72))
+
+        worst = min(small, key=room)
+        narrow = worst.area.width() < MIN_AREA_IN[0] * 72 - 0.5
+        n = len(self.data.plots)
+        rows, cols = self._grid(n, *self.size_pt)
         better = recommended_height(self.spec, self.data)
+        # the advice follows what is short: a taller page, or, at a width where no height helps, a wider one
+        fix = (f"use a height of at least {better:.2f} in" if better < MAX_HEIGHT_IN
+               else "no height is enough at this width: make it wider")
+        others = ["fewer plots"] + (["a column layout"] if narrow and cols > 1 else []) \
+            + (["a row layout"] if not narrow and rows > 1 else [])
         return (f"at {self.spec.width_in:.2f} × {self.spec.height_in:.2f} in, plot {worst.plot.name} gets only "
-                f"{worst.area.width() / 72:.2f} × {worst.area.height() / 72:.2f} in; use a height of at least "
-                f"{better:.2f} in (or fewer plots, or a row layout)")
+                f"{worst.area.width() / 72:.2f} × {worst.area.height() / 72:.2f} in; {fix} "
+                f"(or {', or '.join(others)})")
 
     # -- drawing -----------------------------------------------------------------------------------
     def paint(self, p: QPainter, dpi_equiv: float = VECTOR_DPI) -> None:
@@ -148,9 +160,9 @@ def recommended_height(spec: FigureSpec, data: FigureData | None = None, runs: R
         data = Figure(runs, spec).data
     probe = Figure.__new__(Figure)
     probe.theme, probe.data = theme_named(spec.theme), data
-    for tenths in range(int(max(spec.width_in / 6, 1.0) * 20), 40 * 20 + 1):
+    for tenths in range(int(max(spec.width_in / 6, 1.0) * 20), int(MAX_HEIGHT_IN) * 20 + 1):
         probe.spec, probe._laid_out = spec.copy(height_in=tenths / 20), None
         if not any(pn.area.width() < MIN_AREA_IN[0] * 72 - 0.5 or pn.area.height() < MIN_AREA_IN[1] * 72 - 0.5
                    for pn in probe.layout()[0]):
             return tenths / 20
-    return 40.0
+    return MAX_HEIGHT_IN

@@ -194,3 +194,18 @@ def test_export_while_training_runs(tmp_path, qapp):
     assert during >= 2  # several exports while the trainer was running
     assert trainer.status().step == 1000 and store.last_step == 1000
     assert [e.kind for e in read_events(tmp_path / "live") if e.kind in ("pause", "stop")] == ["stop"]
+
+
+@pytest.mark.parametrize("size, layout, advice", [
+    ((3.5, 2.0), "column", "use a height of at least"),   # stacked, too short: taller, or side by side
+    ((3.5, 2.0), "column", "or a row layout"),
+    ((7.16, 1.2), "row", "use a height of at least"),      # side by side, short: no row layout to offer
+    ((3.0, 4.0), "row", "or a column layout"),              # side by side, each panel too narrow
+    ((0.6, 0.6), "auto", "no height is enough at this width: make it wider"),  # said 'a height of 40 in'
+])
+def test_a_cramped_figure_gets_advice_that_fixes_what_is_short(store, size, layout, advice):
+    fig = Figure(store, FigureSpec(plots=["losses", "updates"], width_in=size[0], height_in=size[1], layout=layout))
+    problem = fig.check()
+    assert advice in problem and "\n" not in problem, problem
+    if layout == "row":
+        assert "a row layout" not in problem
