@@ -208,15 +208,19 @@ class Panel:
 
     # -- drawing ---------------------------------------------------------------------------------
     def prepare(self, rows: int | None = None) -> int:
-        """Lay out the panel; `rows` forces the marker-label rows (to line up panels side by side)."""
+        """Lay out the panel; `rows` asks for at least that many marker-label rows (to line up panels side by
+        side). Laying out again for the rows the labels need can move the legend and so the markers' x,
+        and the labels may then need another row: the rows only grow until they hold every label (a
+        footnote number was drawn above the page in a row that had no room reserved)."""
         self.rows = rows or 0
         self._choose_legend()
         self.labels = assign_marker_labels(self)
         needed = max((lab.row + 1 for lab in self.labels), default=0)
-        if rows is None and needed != self.rows:
+        while needed > self.rows:
             self.rows = needed
             self._choose_legend()
             self.labels = assign_marker_labels(self)
+            needed = max((lab.row + 1 for lab in self.labels), default=0)
         return self.rows
 
     def draw(self, p: QPainter) -> None:

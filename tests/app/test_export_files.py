@@ -209,3 +209,24 @@ def test_a_cramped_figure_gets_advice_that_fixes_what_is_short(store, size, layo
     assert advice in problem and "\n" not in problem, problem
     if layout == "row":
         assert "a row layout" not in problem
+
+
+def test_marker_label_rows_grow_to_hold_every_label(qapp):
+    """A panel laid out again for fewer label rows than its labels take (stacked panels share the narrowest
+    plot width, which crowds the labels) reserves the rows they need: a footnote number was drawn above
+    the page, in a row with no room kept for it."""
+    store = RunData()
+    steps = np.arange(1, 3001)
+    r = np.full((3000, 1), 1e-3)
+    store.add_batch(MetricsBatch([PhaseBlock("D", ("d/w",), steps, steps * 0.01, np.linspace(2, 1, 3000), r, r, r,
+                                             np.zeros((3000, 1), bool), np.ones(3000, bool))]))
+    for step, scopes in ((270, ["discriminator/dense_2"]), (574, ["discriminator/dense_2", "generator/out"]),
+                         (969, [])):
+        store.add_event(events.Freeze(step=step, scopes=scopes))
+    fig = Figure(store, FigureSpec(plots=["losses"], width_in=7.16, height_in=3))
+    [panel], _ = fig.layout()
+    need = max(lab.row for lab in panel.labels) + 1
+    assert need >= 2  # two long freeze labels overlap: a second row
+    for asked in range(need):  # as Figure.layout asks panels side by side for the rows of the tallest
+        assert panel.prepare(asked) >= need
+        assert all(lab.row < panel.rows for lab in panel.labels)
