@@ -61,6 +61,10 @@ class ReplayPlan:
 def plan_replay(run_dir: str | Path, new_run_dir: str | None = None, deterministic: bool = False) -> ReplayPlan:
     """Read what a replay of `run_dir` needs; a directory that is not a replayable run is a `UserError`."""
     src = Path(run_dir)
+    if src.is_file():
+        raise UserError(f"{src} is a file; --replay takes the run's directory: pass {src.parent}")
+    if not src.is_dir():
+        raise UserError(f"run directory {src} does not exist; pass the directory of a recorded run to --replay")
     if not (src / CONFIG_FILE).is_file():
         raise UserError(f"{src} has no {CONFIG_FILE}; pass the run directory of a recorded run to --replay")
     cfg = RunConfig.read_toml(src / CONFIG_FILE)

@@ -58,6 +58,8 @@ def resume_config(run_dir: str | Path) -> RunConfig:
     """The configuration of the run in `run_dir`, to be continued there. No TensorFlow: bad input (not a
     run directory, no checkpoint) answers at once and writes nothing."""
     d = Path(run_dir)
+    if d.is_file():
+        raise UserError(f"{d} is a file; --resume takes the run's directory: pass {d.parent}")
     if not d.is_dir():
         raise UserError(f"run directory {d} does not exist; pass the directory of the run to resume")
     if not (d / CONFIG_FILE).is_file():

@@ -65,6 +65,9 @@ BAD = {  # name: (arguments, a word the one line must contain)
     # --resume (no --steps or --run-dir added)
     "resume_missing": (["--resume", "{tmp}/nope"], "does not exist"),
     "resume_not_a_run": (["--resume", "{tmp}/full"], "not a Freezeframe run directory"),
+    "resume_a_file": (["--resume", "{tmp}/done/config.toml"], "is a file; --resume takes the run's directory"),
+    "replay_a_file": (["--replay", "{tmp}/done/config.toml"], "is a file; --replay takes the run's directory"),
+    "replay_missing": (["--replay", "{tmp}/nope"], "does not exist"),
     "resume_done": (["--resume", "{tmp}/done"], "pass --steps N with N > 20"),
     "resume_new_seed": (["--resume", "{tmp}/done", "--steps", "30", "--seed", "3"], "--seed cannot change"),
     "resume_changed_model": (["--resume", "{tmp}/arch", "--steps", "30"], "does not fit the experiment as it is now"),
@@ -179,7 +182,7 @@ def cli(tmp_path_factory):
     commands = {}
     for name, (args, _) in BAD.items():
         args = [a.format(tmp=tmp) for a in args]
-        if "--resume" in args:
+        if "--resume" in args or "--replay" in args:
             commands[name] = main_cmd("--headless", *args)
             continue
         run_dir = [] if "--run-dir" in args else ["--run-dir", str(tmp / f"out_{name}")]
