@@ -7,6 +7,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
 def main(argv: list[str]) -> int:
+    if "--export" in argv and "--headless" in argv:  # each would report the other's options as unknown
+        print("error: --export draws figures from a finished record and trains nothing; drop --headless",
+              file=sys.stderr)
+        return 2
     if "--headless" in argv or "--list-scopes" in argv:
         from training_core.cli import main as headless
         return headless(argv)

@@ -74,6 +74,7 @@ def test_svg_and_csv_in_millimetres(run_dir, tmp_path):
     (["{run}", "--out", "{out}", "--csv", "{tmp}"], "is a folder"),  # checked before the figure is written
     (["{run}", "--out", "{tmp}/dir.pdf"], "is a folder"),
     (["{run}", "--out", "{tmp}/nofolder/fig.pdf"], "does not exist"),
+    (["{run}", "--headless", "--out", "{out}"], "trains nothing; drop --headless"),  # named --export as unknown
 ])
 def test_bad_input_is_one_line_and_exit_2(run_dir, tmp_path, args, needle):
     out = tmp_path / "fig.pdf"
