@@ -22,9 +22,11 @@ if TYPE_CHECKING:
 
 def set_freeze(tr: "Trainer", cmd: C.SetFreeze, cid: str | None) -> None:
     scopes = resolve_scopes(cmd.scopes, tr.prepared.var_infos)
-    tr.set_freeze(scopes, bool(cmd.update_frozen_stats))
+    warnings = tr.set_freeze(scopes, bool(cmd.update_frozen_stats))
     tr.emit(E.Freeze(scopes=list(scopes), update_frozen_stats=bool(cmd.update_frozen_stats),
                      command=cmd.to_dict(), id=cid))
+    for w in warnings:  # after the freeze that caused them
+        tr.emit(w)
 
 
 def set_schedule(tr: "Trainer", cmd: C.SetSchedule, cid: str | None) -> None:

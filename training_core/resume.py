@@ -46,7 +46,8 @@ def host_state(tr: "Trainer") -> dict[str, Any]:
 def apply_host_state(tr: "Trainer", st: dict[str, Any]) -> None:
     p, cfg = tr.prepared, tr.config
     tr.step = int(st["step"])
-    tr.set_freeze(tuple(st["freeze"]), bool(st["update_frozen_stats"]))
+    for w in tr.set_freeze(tuple(st["freeze"]), bool(st["update_frozen_stats"])):
+        tr.emit(w)
     tr.set_method(str(st["method"]))
     p.policy = policy_from_dict(st["policy"], p.phase_names).set_state(st["policy_state"])
     tr.phase_counts = [int(c) for c in st["phase_counts"]]

@@ -126,10 +126,10 @@ class Trainer:
         if self.resume:
             self.config.run_dir = run_dir
         self.phase_counts = [0] * len(self.prepared.steps)
-        self.set_freeze(self.prepared.freeze, self.config.update_frozen_stats)
+        frozen_warnings = self.set_freeze(self.prepared.freeze, self.config.update_frozen_stats)
         self.set_method(self.config.freeze_method)
-        for message in self.prepared.warnings:
-            self.emit(E.Warning(message=message))
+        for w in [E.Warning(message=m) for m in self.prepared.warnings] + frozen_warnings:
+            self.emit(w)
         for o in self.observers:
             o.on_prepared(self)
 
@@ -301,8 +301,11 @@ class Trainer:
         self.emit(E.Pause(reason=reason, command=None if cmd is None else cmd.to_dict(), id=cid))
         self.report_status()
 
-    def set_freeze(self, scopes: tuple[str, ...], update_stats: bool) -> None:
+    def set_freeze(self, scopes: tuple[str, ...], update_stats: bool) -> list[E.Warning]:
+        """Apply a freeze set; returns the warnings it gives (a phase with nothing left to train), for the
+        caller to emit after the event that says what changed, so the record reads cause, then effect."""
         p = self.prepared
+        warnings = []
         self.freeze = tuple(scopes)
         self.config.update_frozen_stats = update_stats
         restore = np.array(frozen_mask(p.stat_paths, scopes), dtype=bool) & (not update_stats)
@@ -317,7 +320,9 @@ class Trainer:
             self._frozen_rows.append(mask)
             self._runnable.append(not mask.all())
             if mask.all():
-                self.emit(E.Warning(message=f"phase {name} has all its variables frozen; it is skipped", phase=name))
+                warnings.append(E.Warning(message=f"phase {name} has all its variables frozen; it is skipped",
+                                          phase=name))
+        return warnings
 
     def set_method(self, method: str) -> None:
         if method not in C.FREEZE_METHODS:

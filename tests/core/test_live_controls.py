@@ -163,6 +163,16 @@ def test_malformed_commands_are_rejected_and_training_goes_on(tmp_path, run_dir)
     assert not script.kinds("error", "lr", "ratio", "freeze", "method", "step")
 
 
+def test_a_phase_left_with_nothing_to_train_is_warned_of_after_the_freeze(tmp_path, run_dir):
+    """The record reads cause, then effect: the `freeze` of all of G, then the warning that G is skipped
+    (the warning came first, logged while the freeze set was being applied)."""
+    script = Script({5: [SetFreeze(["generator"])]})
+    run(config(tiny_gan(tmp_path), run_dir, steps=12), script)
+    kinds = [(e.kind, getattr(e, "phase", None)) for e in script.events if e.kind in ("freeze", "warning")]
+    assert kinds == [("freeze", None), ("warning", "G")]
+    assert "G has all its variables frozen" in script.kinds("warning")[0].message
+
+
 def test_learning_rate_of_a_scheduled_optimizer_is_refused_cleanly(tmp_path, run_dir):
     exp = write_file(tmp_path, "scheduled.py", (tmp_path / tiny_gan(tmp_path).name).read_text().replace(
         "keras.optimizers.Adam(0.01, beta_1=0.5)",
