@@ -128,7 +128,13 @@ FREEZE_METHODS = ("exact", "gate")
 
 def _check_value(kind: str, name: str, value: Any, hint: Any) -> None:
     """A field's value must have its declared type: commands also come from files (`commands.jsonl`),
-    where `"scopes": "generator"` or `"value": "1e-4"` would otherwise be taken apart or compared as text."""
+    where `"scopes": "generator"` or `"value": "1e-4"` would otherwise be taken apart or compared as text.
+    An optional field (`phase: str | None`) takes null or its type."""
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    if type(None) in typing.get_args(hint):
+        if value is None:
+            return
+        hint = args[0]
     origin = typing.get_origin(hint) or hint
     ok = {
         bool: lambda v: isinstance(v, bool),

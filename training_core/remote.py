@@ -72,6 +72,8 @@ def parse_command_line(line: bytes) -> Envelope | E.Rejected:
         return Envelope(command_from_dict(d), cid)
     except UserError as e:
         return E.Rejected(message=str(e), command=d, id=cid)
+    except Exception as e:  # noqa: BLE001 - a line from a file must never end a long run
+        return E.Rejected(message=f"the command could not be read ({type(e).__name__}: {e})"[:300], command=d, id=cid)
 
 
 def _snippet(line: bytes) -> str:

@@ -11,16 +11,21 @@ from training_core import (Pause, Resume, RunConfig, SampleNow, SaveCheckpoint, 
                            SetLearningRate, SetSchedule, Step, Stop, UserError, VarInfo, build_scope_tree,
                            command_from_dict, ema_smooth, format_tree, in_scope, read_config, read_events,
                            read_scalars)
+from training_core.commands import COMMANDS, RollBack
 from training_core.smoothing import EmaState
 from training_core.scopes import frozen_mask, resolve_scopes
 
 ALL_COMMANDS = [Pause(), Resume(), Step(7), Stop(), SetFreeze(["generator/dense_1", "discriminator"], True),
                 SetSchedule({"policy": "adaptive", "thresholds": [0.5, 0.7], "max_steps": 20}),
-                SetLearningRate("G", 5e-5), SetFreezeMethod("gate"), SampleNow(), SaveCheckpoint()]
+                SetLearningRate("G", 5e-5), SetFreezeMethod("gate"), SampleNow(), SaveCheckpoint(),
+                RollBack(step=500, phase="D", lr_factor=0.5)]
+# optional fields left out or null, other values: each kind's variants (RollBack's `phase: str | None` was
+# missing from the type check, and a rollback read from commands.jsonl ended the run with a KeyError)
+VARIANTS = [RollBack(step=5), Stop(reason="halted")]
 
 
 # -- commands -------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("cmd", ALL_COMMANDS, ids=lambda c: c.kind)
+@pytest.mark.parametrize("cmd", ALL_COMMANDS + VARIANTS, ids=lambda c: c.kind)
 def test_command_round_trips_through_json(cmd):
     d = json.loads(json.dumps(cmd.to_dict()))  # what events.jsonl holds
     assert d["kind"] == cmd.kind
@@ -28,12 +33,14 @@ def test_command_round_trips_through_json(cmd):
 
 
 def test_command_kinds_are_distinct_and_freeze_scopes_become_a_tuple():
-    assert len({c.kind for c in ALL_COMMANDS}) == len(ALL_COMMANDS)
+    assert len({c.kind for c in ALL_COMMANDS}) == len(ALL_COMMANDS) and {c.kind for c in ALL_COMMANDS} == set(COMMANDS)
     assert SetFreeze(["a", "b"]).scopes == ("a", "b") and hash(SetFreeze(["a"])) == hash(SetFreeze(("a",)))
 
 
 @pytest.mark.parametrize("d, word", [({"kind": "nope"}, "nope"), ({}, "None"),
-                                     ({"kind": "lr", "phase": "D", "rate": 1.0}, "rate")])
+                                     ({"kind": "lr", "phase": "D", "rate": 1.0}, "rate"),
+                                     ({"kind": "rollback", "step": 5, "phase": 3}, "'phase' must be a string"),
+                                     ({"kind": "stop", "reason": "tired"}, "reason must be one of")])
 def test_command_from_dict_rejects_with_one_line(d, word):
     with pytest.raises(UserError) as e:
         command_from_dict(d)
