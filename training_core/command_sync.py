@@ -147,5 +147,5 @@ class ScratchCleanup(Observer):
 
     def on_run_end(self, trainer: "Trainer", reason: str) -> None:
         import shutil
-        if trainer.run_dir is not None:
-            shutil.rmtree(trainer.run_dir, ignore_errors=True)
+        if trainer.scratch_dir is not None:  # never `run_dir`: on a resume that is the chief's record
+            shutil.rmtree(trainer.scratch_dir, ignore_errors=True)

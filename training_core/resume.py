@@ -165,7 +165,9 @@ def resume(tr: "Trainer") -> E.Resumed:
     step = check_target(d, cfg.steps)
     started = recorded_sha256(d)
     edited = bool(cfg.experiment_file and cfg.experiment_sha256 and started and cfg.experiment_sha256 != started)
-    _lock(tr, d)
+    chief = tr.prepared.placement.chief
+    if chief:  # a non-chief worker only reads the run directory: the chief's checkpoint, its record untouched
+        _lock(tr, d)
     tr.checkpoints = CheckpointStore(tr.prepared, d)
     try:
         state = tr.checkpoints.restore(step)
@@ -180,6 +182,13 @@ def resume(tr: "Trainer") -> E.Resumed:
     if edited:  # said once the checkpoint fits it (one that does not is refused with one line, above)
         tr.emit(E.Warning(message=f"{Path(cfg.experiment_file).name} changed since the run started (sha256 "
                                   f"differs); the run continues with the file as it is now"))
+    if not chief:  # it goes on checkpointing with the others into its scratch directory (saving is collective)
+        tr.run_dir = tr.scratch_dir
+        tr.checkpoints = CheckpointStore(tr.prepared, tr.run_dir)
+        apply_host_state(tr, state)
+        p = tr.prepared
+        return E.Resumed(checkpoint=str(checkpoint_prefix(d, step)), device=p.device_name, freeze=list(tr.freeze),
+                         schedule=p.policy.to_dict(), lr=dict(cfg.lr), method=tr.method, steps=cfg.steps)
     tr.run_dir = d  # from here on the run directory is written to
     apply_host_state(tr, state)
     dropped = _cut_back(tr, step, "resume")

@@ -72,6 +72,7 @@ class Trainer:
         self.freeze: tuple[str, ...] = ()
         self._running = self._paused = self._stop = False
         self._stop_command: C.Envelope | None = None
+        self.scratch_dir: Path | None = None  # a non-chief worker's own checkpoints (set by prepare)
         self._steps_left: int | None = None
         self._pending: list[PendingStep] = []
         self._pending_scalars: list[tuple[str, int, float, float]] = []  # (tag, step, wall, value)
@@ -123,6 +124,8 @@ class Trainer:
         # a resumed run's directory is not empty, by definition: only a new run's is checked
         self.prepared = prepare(replace(self.config, run_dir=None) if self.resume else self.config, self.warm.on_trace)
         self.config = self.prepared.config
+        # a non-chief worker's own directory (prepare made it): its collective checkpoints, deleted at the end
+        self.scratch_dir = None if self.prepared.placement.chief else Path(self.config.run_dir)
         if self.resume:
             self.config.run_dir = run_dir
         self.phase_counts = [0] * len(self.prepared.steps)

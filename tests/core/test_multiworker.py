@@ -164,3 +164,27 @@ def test_a_bad_tf_config_is_one_line(monkeypatch, value, expected):
 def test_the_chief_is_tensorflows(monkeypatch, cluster, task, chief):
     monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": cluster, "task": task}))
     assert is_chief("multiworker") is chief and is_chief("single") is True
+
+
+def test_a_multiworker_run_resumed_on_every_worker_goes_on_with_its_record(tmp_path):
+    """`--resume RUN_DIR` on both workers, as at the start: the chief takes the run directory and cuts it
+    back; the other worker reads the checkpoint there and writes nothing (it took the lock and, at its end,
+    deleted the whole run directory, the chief's record)."""
+    run_dir = tmp_path / "run"
+    args = ["--headless", "--quiet", "--fetch-every", "1", "--no-tensorboard", "--checkpoint-every", "20"]
+    first = start_cluster(main_cmd(*args, "--experiment", str(tiny_gan(tmp_path)), "--strategy", "multiworker",
+                                   "--steps", "40", "--run-dir", str(run_dir)))
+    outs = [p.communicate(timeout=600) for p in first]
+    assert [p.returncode for p in first] == [0, 0], [o[1][-2000:] for o in outs]
+    before = (run_dir / "config.toml").read_bytes()
+    second = start_cluster(main_cmd(*args, "--resume", str(run_dir), "--steps", "60"))
+    outs = [p.communicate(timeout=600) for p in second]
+    assert [p.returncode for p in second] == [0, 0], [o[1][-2000:] for o in outs]
+    assert (run_dir / "config.toml").read_bytes() == before and (run_dir / "events.jsonl").is_file()
+    events = read_events(run_dir)
+    kinds = [e.kind for e in events]
+    assert kinds.count("start") == 1 and kinds.count("resumed") == 1 and events[-1].kind == "stop"
+    assert next(e for e in events if e.kind == "resumed").step == 40 and events[-1].step == 60
+    steps = sorted(int(ln.split(",")[0]) for ln in (run_dir / "scalars.csv").read_text().splitlines()[1:]
+                   if ",loss/" in ln)
+    assert steps == list(range(1, 61))  # one timeline, each step once
