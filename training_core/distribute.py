@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from .errors import UserError
 
@@ -52,8 +54,11 @@ def tf_config() -> dict[str, Any]:
         cfg = json.loads(raw)
         cluster, task = cfg["cluster"], cfg["task"]
         kind, index = str(task["type"]), int(task.get("index", 0))
-        if kind not in cluster or index >= len(cluster[kind]):
+        if kind not in cluster:
             raise KeyError(kind)
+        if not 0 <= index < len(cluster[kind]):
+            raise UserError(f"TF_CONFIG's task is {kind} {index}, but its cluster has {len(cluster[kind])} {kind}(s), "
+                            f"numbered from 0; give each process an index from 0 to {len(cluster[kind]) - 1}")
     except (ValueError, KeyError, TypeError) as e:
         raise UserError(f"TF_CONFIG is not a cluster with this task in it ({type(e).__name__}: {e}); give "
                         f"\"cluster\" (job -> [host:port, ...]) and \"task\" ({{\"type\": ..., \"index\": ...}})") from None
@@ -115,6 +120,22 @@ def _mirrored(devices: tuple[str, ...]) -> Any:
     return _mirrored_strategies[devices]
 
 
+def _wait_for_cluster(make: Callable[[], Any], where: str) -> Any:
+    """`make()` the multi-worker strategy: it blocks in TensorFlow's C++ until every worker of `TF_CONFIG` is
+    up, holding the GIL, so no Python signal handler can run (Ctrl-C and SIGTERM did nothing, silently;
+    only kill -9 stopped a worker whose peers never came). A line says what it waits for, and while it
+    waits the two signals have their default action: they end the process at once (the shell reports
+    130 and 143), before anything is written."""
+    main = threading.current_thread() is threading.main_thread()  # (only the main thread may set handlers)
+    old = {sig: signal.signal(sig, signal.SIG_DFL) for sig in (signal.SIGINT, signal.SIGTERM)} if main else {}
+    print(f"{where}: connecting to the other workers of TF_CONFIG (Ctrl-C stops)", flush=True)  # (handlers set)
+    try:
+        return make()
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+
+
 def make_placement(kind: str, replicas: int, device: str) -> Placement:
     """The strategy for a run. Call before TensorFlow's first op (see the module docstring)."""
     import tensorflow as tf
@@ -144,7 +165,8 @@ def make_placement(kind: str, replicas: int, device: str) -> Placement:
         chief, where = is_chief(kind), task_address()
         options = tf.distribute.experimental.CommunicationOptions(
             implementation=tf.distribute.experimental.CommunicationImplementation.AUTO)
-        strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
+        strategy = _wait_for_cluster(lambda: tf.distribute.MultiWorkerMirroredStrategy(communication_options=options),
+                                     where)
         n = int(strategy.num_replicas_in_sync)
         local = strategy.extended.worker_devices
         what = "GPU" if gpus else "CPU"

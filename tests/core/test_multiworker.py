@@ -145,7 +145,8 @@ def _steps_recorded(run_dir: Path) -> int:
     ("", "TF_CONFIG, which is not set"),
     ("{not json", "TF_CONFIG is not a cluster"),
     ('{"cluster": {"worker": ["a:1"]}}', "TF_CONFIG is not a cluster"),
-    ('{"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": 3}}', "TF_CONFIG is not a cluster"),
+    ('{"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": 3}}',
+     "its cluster has 1 worker(s), numbered from 0; give each process an index from 0 to 0"),
     ('{"cluster": {"worker": ["a:1"]}, "task": {"type": "ps", "index": 0}}', "TF_CONFIG is not a cluster"),
 ])
 def test_a_bad_tf_config_is_one_line(monkeypatch, value, expected):
@@ -188,3 +189,26 @@ def test_a_multiworker_run_resumed_on_every_worker_goes_on_with_its_record(tmp_p
     steps = sorted(int(ln.split(",")[0]) for ln in (run_dir / "scalars.csv").read_text().splitlines()[1:]
                    if ",loss/" in ln)
     assert steps == list(range(1, 61))  # one timeline, each step once
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_worker_waiting_for_its_cluster_says_so_and_stops_on_a_signal(tmp_path, sig):
+    """Worker 0 of two, the other never started: TensorFlow waits in C++ holding the GIL, where no Python
+    signal handler runs (only kill -9 stopped it, and it printed nothing). It says what it waits for, and
+    either signal ends it at once (their default action), with nothing written."""
+    run_dir = tmp_path / "run"
+    ports = free_ports(2)
+    proc = subprocess.Popen(main_cmd("--headless", "--experiment", str(tiny_gan(tmp_path)), "--strategy", "multiworker",
+                                     "--run-dir", str(run_dir)), cwd=REPO, env={**env(), "TF_CONFIG": tf_config(ports, 0)},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()  # a read that returns once the line is out
+        assert line.strip() == f"worker 0 (localhost:{ports[0]}): connecting to the other workers of TF_CONFIG (Ctrl-C stops)"
+        proc.send_signal(sig)
+        proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == -sig  # ended by the signal itself: the shell says 130 (Ctrl-C) or 143
+    assert not run_dir.exists()
