@@ -168,6 +168,9 @@ def _placement(cfg: RunConfig, a: argparse.Namespace, verb: str) -> None:
     choice) is `--strategy mirrored`. The strategy and replicas may come from the run's `config.toml`: a
     mirrored run resumed or rerun with `--strategy single` then runs on one device (its recorded replicas,
     which the user never gave, no longer apply), and `--replicas 1` with `single` says the same."""
+    if a.replicas is not None and a.replicas < 1:  # (0 is the configuration's "every GPU, or 2 CPUs")
+        raise UserError(f"--replicas must be a whole number >= 1, got {a.replicas}; or leave it out for every GPU "
+                        f"(2 CPU devices without one)")
     device, strategy = (a.device or "").strip().lower() or None, a.strategy  # as devices.resolve_device reads it
     if device == "mirrored":
         if strategy not in (None, "mirrored"):

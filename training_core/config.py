@@ -110,11 +110,14 @@ class RunConfig:
                 raise UserError(f"learning rate for {phase} must be a finite number >= 0, got {v!r}")
         if self.strategy not in STRATEGIES:
             raise UserError(f"strategy {self.strategy!r} is unknown; use {', '.join(STRATEGIES)}")
-        if self.replicas < 0 or (self.replicas and self.strategy != "mirrored"):
-            raise UserError(f"replicas must be >= 1 and given with strategy mirrored, got {self.replicas} with "
-                            f"{self.strategy}; add --strategy mirrored or drop --replicas")
+        if self.replicas < 0:
+            raise UserError(f"replicas must be a whole number >= 1, got {self.replicas}")
+        if self.replicas and self.strategy != "mirrored":
+            raise UserError(f"replicas are given with strategy mirrored, got {self.replicas} with {self.strategy}; "
+                            f"add --strategy mirrored or drop --replicas")
         if self.sync_every < 1:
-            raise UserError(f"sync_every must be >= 1, got {self.sync_every}")
+            raise UserError(f"--sync-every must be a whole number of steps >= 1 (commands apply every N steps; "
+                            f"10 when left out), got {self.sync_every}")
         if self.batch_size is not None and self.batch_size < 1:
             raise UserError(f"batch size must be >= 1, got {self.batch_size}")
         return self

@@ -47,4 +47,4 @@ def resolve_device(name: str) -> tuple[str, str]:
             raise UserError(f"device {name} is not available ({len(gpus)} GPU(s) visible); use auto or cpu")
         details = tf.config.experimental.get_device_details(gpus[idx]) or {}
         return f"/GPU:{idx}", f"GPU:{idx} {details.get('device_name', '')}".strip()
-    raise UserError(f"unknown device {name!r}; use auto, cpu or gpu:N")
+    raise UserError(f"unknown device {name!r}; use auto, cpu, gpu:N or mirrored (every GPU, or 2 CPU devices)")

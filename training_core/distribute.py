@@ -172,6 +172,6 @@ def make_placement(kind: str, replicas: int, device: str) -> Placement:
         what = "GPU" if gpus else "CPU"
         workers = len(strategy.cluster_resolver.cluster_spec().as_dict().get("worker", [])) + \
             len(strategy.cluster_resolver.cluster_spec().as_dict().get("chief", []))
-        return Placement(strategy, "multiworker", n, local[0], f"{what} ×{n} on {workers} workers (multiworker)",
+        return Placement(strategy, "multiworker", n, local[0], f"{what} ×{n} on {workers} worker{'s' if workers != 1 else ''} (multiworker)",
                          chief=chief, worker=where)
     raise UserError(f"strategy {kind!r} is unknown; use single, mirrored or multiworker")

@@ -88,6 +88,10 @@ BAD = {  # name: (arguments, a word the one line must contain)
                                          "--replicas", "2"], "got 2 with single; add --strategy mirrored or drop"),
     "strategy_unknown": (["--strategy", "ring"], "--strategy"),
     "replicas_without_mirrored": (["--replicas", "2"], "add --strategy mirrored"),
+    "replicas_negative": (["--strategy", "mirrored", "--replicas", "-1"], "--replicas must be a whole number >= 1"),
+    "replicas_zero": (["--strategy", "mirrored", "--replicas", "0"], "got 0; or leave it out"),  # ran 2 replicas
+    "sync_every_zero": (["--strategy", "multiworker", "--sync-every", "0"], "--sync-every must be a whole number"),
+    "device_unknown": (["--device", "bogus"], "use auto, cpu, gpu:N or mirrored"),
     "multiworker_without_tf_config": (["--strategy", "multiworker"], "TF_CONFIG"),
     "batch_not_divisible": (["--strategy", "mirrored", "--batch-size", "15"], "does not split evenly over 2"),
     # options that contradict each other (one of them was dropped without a word)
