@@ -142,6 +142,8 @@ class Resumed(Event):
     lr: dict = field(default_factory=dict)
     method: str = "exact"
     steps: int | None = None
+    strategy: str = "single"  # as in `start`: a run may be resumed with another strategy or replica count
+    replicas: int = 1
     #: what was dropped: {"dir": "dropped/…", "scalars": rows, "events": lines, "variables": rows, "checkpoints": n}
     dropped: dict = field(default_factory=dict)
 

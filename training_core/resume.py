@@ -188,13 +188,15 @@ def resume(tr: "Trainer") -> E.Resumed:
         apply_host_state(tr, state)
         p = tr.prepared
         return E.Resumed(checkpoint=str(checkpoint_prefix(d, step)), device=p.device_name, freeze=list(tr.freeze),
-                         schedule=p.policy.to_dict(), lr=dict(cfg.lr), method=tr.method, steps=cfg.steps)
+                         schedule=p.policy.to_dict(), lr=dict(cfg.lr), method=tr.method, steps=cfg.steps,
+                         strategy=p.placement.kind, replicas=p.placement.replicas)
     tr.run_dir = d  # from here on the run directory is written to
     apply_host_state(tr, state)
     dropped = _cut_back(tr, step, "resume")
     p = tr.prepared
     return E.Resumed(checkpoint=_rel(tr, checkpoint_prefix(d, step)), device=p.device_name, freeze=list(tr.freeze),
-                     schedule=p.policy.to_dict(), lr=dict(cfg.lr), method=tr.method, steps=cfg.steps, dropped=dropped)
+                     schedule=p.policy.to_dict(), lr=dict(cfg.lr), method=tr.method, steps=cfg.steps, dropped=dropped,
+                     strategy=p.placement.kind, replicas=p.placement.replicas)
 
 
 def rollback(tr: "Trainer", cmd: C.RollBack, cid: str | None) -> None:

@@ -18,7 +18,7 @@ from training_core import (RunConfig, SetFreeze, SetFreezeMethod, SetSchedule, S
                            read_scalars, read_variables)
 from training_core.checkpoints import checkpoint_steps
 
-from .helpers import Script, config, main_cmd, start, tiny_gan, wait_for
+from .helpers import REPO, Script, config, main_cmd, start, tiny_gan, wait_for
 
 STEPS = 2000
 
@@ -235,9 +235,23 @@ def test_a_mirrored_run_resumed_on_one_device(mirrored_run, tmp_path, options):
     from training_core.cli import main
     assert main(["--headless", "--resume", str(d), "--steps", "12", "--quiet", *options]) == 0
     resumed = next(e for e in read_events(d) if e.kind == "resumed")
-    assert (resumed.step, resumed.device) == (6, "CPU")
+    assert (resumed.step, resumed.device, resumed.strategy, resumed.replicas) == (6, "CPU", "single", 1)
     steps = np.sort(np.concatenate([s for s, _ in _losses(d).values()]))
     np.testing.assert_array_equal(steps, np.arange(1, 13))
+
+
+def test_a_mirrored_run_resumed_on_more_replicas_says_so(mirrored_run, tmp_path):
+    """The `resumed` event carries the strategy and replica count the run continued with (it had only the
+    device text, and config.toml still says 2)."""
+    import shutil
+    d = tmp_path / "run"
+    shutil.copytree(mirrored_run, d)
+    import subprocess
+    r = subprocess.run(main_cmd("--headless", "--resume", str(d), "--steps", "12", "--quiet", "--replicas", "4"),
+                       cwd=REPO, capture_output=True, text=True, timeout=300)  # a new process: 4 devices
+    assert r.returncode == 0, r.stderr
+    resumed = next(e for e in read_events(d) if e.kind == "resumed")
+    assert (resumed.strategy, resumed.replicas, resumed.device) == ("mirrored", 4, "CPU ×4 (mirrored)")
 
 
 def test_resuming_a_directory_without_checkpoints_is_one_line(tmp_path):
