@@ -18,6 +18,7 @@ from typing import Sequence
 
 from training_core import UserError, builtin_examples, example_path, is_run_dir
 from training_core.cli_args import ArgParser, run_cli
+from training_core.devices import DEVICE_HELP, check_device_name
 from training_core.loading import require_file
 from training_core.outputs import check_output
 
@@ -49,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--steps", type=int, help="train this many steps, starting as soon as the window is ready "
                                               "(without it the window waits for Start)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    p.add_argument("--device", default="auto", help="auto (default), cpu or gpu:N")
+    p.add_argument("--device", default="auto", help=DEVICE_HELP)
     p.add_argument("--run-dir", metavar="DIR", help="run directory of the first run (default runs/NAME-TIME)")
     p.add_argument("--start", action="store_true", help="start training as soon as the experiment is ready")
     p.add_argument("--open", metavar="RUN_DIR", nargs="+", help="show these run directories (finished, or still "
@@ -75,6 +76,7 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
         raise UserError(f"--steps must be >= 0, got {a.steps}")
     if not 0 <= a.seed <= SEED_MAX:  # the seed box's range: a value outside it would silently become another
         raise UserError(f"--seed must be a whole number from 0 to {SEED_MAX}, got {a.seed}; pass another --seed")
+    check_device_name(a.device)
     if a.close_after is not None and a.close_after < 0:
         raise UserError(f"--close-after must be >= 0 seconds, got {a.close_after}")
     if a.screenshot:

@@ -2,6 +2,8 @@
 not take the whole card), the CPU otherwise."""
 from __future__ import annotations
 
+import re
+
 from .errors import UserError
 
 _growth_set = False
@@ -28,6 +30,19 @@ def enable_memory_growth() -> None:
     _growth_set = True
 
 
+DEVICE_HELP = "auto (default), cpu, gpu:N or mirrored (every GPU, or 2 CPU devices)"
+
+
+def check_device_name(name: str) -> None:
+    """The form of a device name, without TensorFlow: a typo answers at once (the window found it only in
+    its training process, and `--screenshot` then exited 1, not 2). Whether a GPU exists is
+    `resolve_device`'s to say."""
+    n = (name or "auto").strip().lower()
+    if n in ("auto", "cpu", "gpu", "mirrored") or re.fullmatch(r"gpu:\d+", n):
+        return
+    raise UserError(f"unknown device {name!r}; use {DEVICE_HELP}")
+
+
 def resolve_device(name: str) -> tuple[str, str]:
     """`auto|cpu|gpu:N` -> (TensorFlow device string, human description)."""
     import tensorflow as tf
@@ -47,4 +62,4 @@ def resolve_device(name: str) -> tuple[str, str]:
             raise UserError(f"device {name} is not available ({len(gpus)} GPU(s) visible); use auto or cpu")
         details = tf.config.experimental.get_device_details(gpus[idx]) or {}
         return f"/GPU:{idx}", f"GPU:{idx} {details.get('device_name', '')}".strip()
-    raise UserError(f"unknown device {name!r}; use auto, cpu, gpu:N or mirrored (every GPU, or 2 CPU devices)")
+    raise UserError(f"unknown device {name!r}; use {DEVICE_HELP}")

@@ -55,12 +55,15 @@ def test_screenshot_writes_the_trained_window(tmp_path):
 
 
 def test_bad_options_fail_in_one_line(tmp_path):
+    (tmp_path / "shots.png").mkdir()
     for args, expected in ((["--example", "nope"], "unknown example 'nope'"),
                            (["--experiment", "missing.py"], "experiment file missing.py does not exist"),
                            (["--steps", "-3"], "--steps must be >= 0"),
                            (["--seed", "-1"], "--seed must be a whole number from 0 to 2147483647, got -1"),
                            (["--example", "../../resources/experiments/ring"], "unknown example"),
                            (["--screenshot", "out.jpg"], "must end in .png"),
+                           (["--device", "bogus", "--screenshot", "out.png"], "use auto (default), cpu, gpu:N or mirrored"),
+                           (["--screenshot", "shots.png"], "is a folder"),  # a folder named like a PNG
                            (["--attach", "."], "has no events.jsonl"),
                            (["--attach", ".", "--example", "ring"], "not allowed with")):
         p = run_main(args, tmp_path, timeout=60)
