@@ -131,7 +131,8 @@ class ExperimentPanel(QWidget):
         self.device_combo.addItem("auto", "auto")
         gpus = any(d.startswith("gpu") for d in devices)
         for d in devices:
-            label = ("All GPUs (mirrored)" if gpus else "2 CPU replicas (mirrored)") if d == "mirrored" else d.upper()
+            # as the status bar words it, and short: the picker is narrow ("2 CPU replicas (mi" was cut)
+            label = ("all GPUs (mirrored)" if gpus else "CPU ×2 (mirrored)") if d == "mirrored" else d.upper()
             self.device_combo.addItem(label, d)
         self.device_combo.setCurrentIndex(max(0, self.device_combo.findData(current)))
 

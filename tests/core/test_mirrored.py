@@ -229,7 +229,7 @@ print(json.dumps({{"devices": next(r.devices for r in reports if isinstance(r, P
 
 def test_the_window_switches_to_mirrored_in_the_same_training_process(tmp_path):
     """The window's training process sets up 2 logical CPU devices when it loads TensorFlow (before any op),
-    so choosing "2 CPU replicas (mirrored)" after a single-device run needs no new process."""
+    so choosing "CPU ×2 (mirrored)" after a single-device run needs no new process."""
     import json
     import subprocess
     import sys
