@@ -166,6 +166,7 @@ def resume(tr: "Trainer") -> E.Resumed:
     started = recorded_sha256(d)
     edited = bool(cfg.experiment_file and cfg.experiment_sha256 and started and cfg.experiment_sha256 != started)
     chief = tr.prepared.placement.chief
+    tr.step = step  # what happens from here (a lock taken over: a warning) happens at the checkpoint's step
     if chief:  # a non-chief worker only reads the run directory: the chief's checkpoint, its record untouched
         _lock(tr, d)
     tr.checkpoints = CheckpointStore(tr.prepared, d)

@@ -89,6 +89,8 @@ def test_the_event_record_is_one_timeline(killed_and_resumed):
     resumed = events[i]
     # the killed process left its writer lock: the resume takes it over, with a warning that says so
     assert kinds[i - 1] == "warning" and "took over" in events[i - 1].message, events[i - 1]
+    printed = [ln for ln in (killed_and_resumed[4] + killed_and_resumed[5]).splitlines() if "took over" in ln]
+    assert printed and all(ln.startswith(f"[step {resumed.step}] warning") for ln in printed), printed  # not [step 0]
     i -= 1
     # the new process's warm-up: its first phase's starting variant before `resumed`, stamped with the step it
     # resumes from; the others during the run (warmup.py)
