@@ -21,6 +21,17 @@ from .legend import Legend, best_corner, make_pen
 from .markers import assign_marker_labels, draw_marker_labels, draw_marker_lines, label_row_height
 from .text import PowerLabel, TextStyle
 
+LONE_POINT_PT = 1.5  # a point with no neighbour to join is drawn as a dash this long, so a 2-step run shows
+
+
+def empty_text(plot: str) -> str:
+    """What an empty panel says: per-variable rows come every `--var-every` steps of a phase, so a short
+    run can have losses and no update rows (it said "no data yet" of a finished run)."""
+    if plot == "updates":
+        return "no per-variable records"
+    return "nothing recorded"
+
+
 class Panel:
     def __init__(self, fig, plot: PlotData, cell: QRectF, letter: str | None, label_markers: bool,
                  dpi_equiv: float) -> None:
@@ -228,7 +239,7 @@ class Panel:
         self._grid_and_reference(p)
         draw_marker_lines(self, p)
         if self.plot.empty:
-            self.label_style.draw(p, a.center().x(), a.center().y(), "no data yet", QColor(th.muted),
+            self.label_style.draw(p, a.center().x(), a.center().y(), empty_text(self.plot.name), QColor(th.muted),
                                   ha="center", va="center")
         self._curves(p)
         self._axes(p)
@@ -268,6 +279,9 @@ class Panel:
         for a, b in zip(edges[::2], edges[1::2]):
             if b - a >= 2:
                 path.addPath(arrayToQPath(px[a:b], py[a:b], connect="all"))
+            elif px[a] == px[a]:  # a lone point (a phase's only step, or one between gaps): a dot, not nothing
+                path.moveTo(px[a] - LONE_POINT_PT / 2, py[a])
+                path.lineTo(px[a] + LONE_POINT_PT / 2, py[a])
         return path
 
     def _layers(self) -> list[list[tuple]]:

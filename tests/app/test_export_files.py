@@ -230,3 +230,22 @@ def test_marker_label_rows_grow_to_hold_every_label(qapp):
     for asked in range(need):  # as Figure.layout asks panels side by side for the rows of the tallest
         assert panel.prepare(asked) >= need
         assert all(lab.row < panel.rows for lab in panel.labels)
+
+
+def test_a_lone_point_is_drawn_and_an_empty_update_plot_says_why(qapp):
+    """A phase with one recorded step drew nothing (paths need two points), and a run too short for any
+    per-variable row said "no data yet" of a finished run."""
+    from app.export.panel import LONE_POINT_PT
+    store = RunData()
+    for phase, step, loss in (("D", 1, 1.3), ("G", 2, 0.7)):
+        z = np.zeros((1, 1))
+        store.add_batch(MetricsBatch([PhaseBlock(phase, (f"{phase.lower()}/w",), np.array([step]), np.array([0.1]),
+                                                 np.array([loss]), z, z, z, np.zeros((1, 1), bool),
+                                                 np.zeros(1, bool))]))
+    fig = Figure(store, FigureSpec(plots=["losses", "updates"], width_in=7.16, height_in=2))
+    losses, updates = fig.layout()[0]
+    paths = [losses._path(x, y) for layer in losses._layers() for _, x, y in layer]
+    assert sum(1 for pth in paths if not pth.isEmpty()) >= 2  # a dash for each phase's one point
+    assert all(pth.isEmpty() or abs(pth.boundingRect().width() - LONE_POINT_PT) < 1e-6 for pth in paths)
+    svg = svg_bytes(fig).decode()
+    assert "no per-variable records" in svg and "no data yet" not in svg
