@@ -145,8 +145,14 @@ class CheckpointStore:
         self.manager = tf.train.CheckpointManager(self.checkpoint, str(self.dir), max_to_keep=MAX_TO_KEEP,
                                                   checkpoint_name=PREFIX)
 
+    #: a non-chief worker of a resumed multiworker run: the run directory whose checkpoints it may also
+    #: restore (those from before the resume are there only, and a rollback to one must happen on every
+    #: worker, or their weights part without a word)
+    read_from: Path | None = None
+
     def steps(self) -> list[int]:
-        return checkpoint_steps(self.run_dir)
+        own = checkpoint_steps(self.run_dir)
+        return sorted(set(own) | set(checkpoint_steps(self.read_from))) if self.read_from is not None else own
 
     def save(self, step: int, host: dict[str, Any]) -> str:
         """Write a checkpoint of the state after `step`; returns its path prefix. A failed write (a full
@@ -163,7 +169,10 @@ class CheckpointStore:
 
     def restore(self, step: int) -> dict[str, Any]:
         """Restore everything from the checkpoint at `step`; returns its host state."""
-        self.checkpoint.restore(str(checkpoint_prefix(self.run_dir, step))).assert_existing_objects_matched()
+        where = self.run_dir
+        if self.read_from is not None and step not in checkpoint_steps(self.run_dir):
+            where = self.read_from
+        self.checkpoint.restore(str(checkpoint_prefix(where, step))).assert_existing_objects_matched()
         self.last_step = int(self.step.numpy())
         raw = self.host.numpy().decode("utf-8")
         return json.loads(raw) if raw else {}

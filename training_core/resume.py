@@ -186,6 +186,7 @@ def resume(tr: "Trainer") -> E.Resumed:
     if not chief:  # it goes on checkpointing with the others into its scratch directory (saving is collective)
         tr.run_dir = tr.scratch_dir
         tr.checkpoints = CheckpointStore(tr.prepared, tr.run_dir)
+        tr.checkpoints.read_from = d  # a rollback to a checkpoint from before the resume, on every worker
         apply_host_state(tr, state)
         p = tr.prepared
         return E.Resumed(checkpoint=str(checkpoint_prefix(d, step)), device=p.device_name, freeze=list(tr.freeze),

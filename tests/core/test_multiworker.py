@@ -212,3 +212,52 @@ def test_a_worker_waiting_for_its_cluster_says_so_and_stops_on_a_signal(tmp_path
             proc.communicate()
     assert proc.returncode == -sig  # ended by the signal itself: the shell says 130 (Ctrl-C) or 143
     assert not run_dir.exists()
+
+
+RESUME_DRIVER = '''
+import hashlib, json, sys
+sys.path.insert(0, {repo!r})
+from training_core import Observer, RunConfig, Trainer
+from training_core.commands import RollBack
+from training_core.distribute import is_chief
+
+class Back(Observer):
+    """On the chief, once: a rollback to step 20, a checkpoint from before the resume at 40."""
+    sent = False
+    def on_prepared(self, trainer):
+        self.trainer = trainer
+    def on_metrics(self, batch):
+        if is_chief("multiworker") and not self.sent and batch.status.step >= 45:
+            self.sent = True
+            self.trainer.send(RollBack(step=20))
+    def on_event(self, e):
+        if e.kind in ("rollback", "rejected", "error"):
+            print(json.dumps({{"event": e.kind, "step": e.step}}), flush=True)
+
+cfg = RunConfig.read_toml({run_dir!r} + "/config.toml")
+cfg.steps = 70
+trainer = Trainer(cfg, Back(), resume=True)
+trainer.run()
+digest = hashlib.sha256(b"".join(v.numpy().tobytes() for v in trainer.prepared.variables)).hexdigest()
+print(json.dumps({{"weights": digest, "step": trainer.step}}), flush=True)
+'''
+
+
+def test_a_resumed_multiworker_run_rolls_back_to_a_checkpoint_from_before_the_resume_on_every_worker(tmp_path):
+    """After a resume the other worker's own checkpoints start at the resume; the chief's go back further. A
+    rollback to one of those was rejected on the other worker alone, and the workers' weights parted."""
+    run_dir = tmp_path / "run"
+    first = start_cluster(main_cmd("--headless", "--quiet", "--fetch-every", "1", "--no-tensorboard",
+                                   "--checkpoint-every", "20", "--experiment", str(tiny_gan(tmp_path)),
+                                   "--strategy", "multiworker", "--steps", "40", "--run-dir", str(run_dir)))
+    outs = [p.communicate(timeout=600) for p in first]
+    assert [p.returncode for p in first] == [0, 0], [o[1][-2000:] for o in outs]
+    driver = write_file(tmp_path, "back.py", RESUME_DRIVER.format(repo=str(REPO), run_dir=str(run_dir)))
+    second = start_cluster([sys.executable, str(driver)])
+    outs = [p.communicate(timeout=600) for p in second]
+    assert [p.returncode for p in second] == [0, 0], [o[1][-2000:] for o in outs]
+    lines = [[json.loads(ln) for ln in o[0].splitlines() if ln.startswith("{")] for o in outs]
+    for got in lines:
+        assert [d["event"] for d in got if "event" in d] == ["rollback"], got
+    chief, worker = (got[-1] for got in lines)
+    assert chief["weights"] == worker["weights"] and chief["step"] == worker["step"] == 70
