@@ -24,31 +24,15 @@ from . import commands as C, events as E, runlock
 from .config import RunConfig
 from .controls import HANDLERS
 from .errors import UserError
-from .health import HealthMetrics
 from .metrics import MetricsBatch, PendingStep, PhaseBlock, Status, scalar_columns
-from .observers import Checkpointer, LeakAlarm, NanAlarm, NanRollback, Observer, Sampler, overrides
-from .recorder import RunRecord, default_run_dir  # noqa: F401 - the window imports it from here
-from .remote import CommandFileReader
-from .sample_record import SampleRecord
+from .observers import Observer, overrides
+from .policies import default_observers
+from .recorder import default_run_dir  # noqa: F401 - the window imports it from here
 from .scopes import frozen_mask
 from .usercode import failure_line
 from .warmup import WarmUp
 
 IDLE_POLL_S = 0.25  # while paused: how often observers (a command file reader) get a look
-
-
-def default_observers(config: RunConfig) -> list[Observer]:
-    """Every run's policies: the record writer last (it sees what the others emitted), samples and metrics
-    before checkpoints (they draw from the sample generator, which a checkpoint saves). A non-chief worker
-    of a multiworker run only checkpoints, to a scratch directory: saving is collective."""
-    from .distribute import is_chief
-    if not is_chief(config.strategy):
-        from .command_sync import ScratchCleanup
-        return [Checkpointer(config.checkpoint_every), ScratchCleanup()]
-    rollback = [NanRollback(config.nan_lr_factor)] if config.on_nan == "rollback" else []
-    return [Sampler(config.sample_seconds, config.sample_every), HealthMetrics(config.metrics_seconds),
-            Checkpointer(config.checkpoint_every), LeakAlarm(), NanAlarm(config.on_nan), *rollback,
-            *([CommandFileReader()] if config.command_file else []), SampleRecord(), RunRecord()]
 
 
 class Trainer:
