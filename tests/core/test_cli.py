@@ -66,8 +66,6 @@ BAD = {  # name: (arguments, a word the one line must contain)
     "resume_missing": (["--resume", "{tmp}/nope"], "does not exist"),
     "resume_not_a_run": (["--resume", "{tmp}/full"], "not a Freezeframe run directory"),
     "resume_a_file": (["--resume", "{tmp}/done/config.toml"], "is a file; --resume takes the run's directory"),
-    "replay_a_file": (["--replay", "{tmp}/done/config.toml"], "is a file; --replay takes the run's directory"),
-    "replay_missing": (["--replay", "{tmp}/nope"], "does not exist"),
     "resume_done": (["--resume", "{tmp}/done"], "pass --steps N with N > 20"),
     "resume_new_seed": (["--resume", "{tmp}/done", "--steps", "30", "--seed", "3"], "--seed cannot change"),
     "resume_changed_model": (["--resume", "{tmp}/arch", "--steps", "30"], "does not fit the experiment as it is now"),
@@ -91,7 +89,7 @@ BAD = {  # name: (arguments, a word the one line must contain)
     "replicas_negative": (["--strategy", "mirrored", "--replicas", "-1"], "--replicas must be a whole number >= 1"),
     "replicas_zero": (["--strategy", "mirrored", "--replicas", "0"], "got 0; or leave it out"),  # ran 2 replicas
     "sync_every_zero": (["--strategy", "multiworker", "--sync-every", "0"], "--sync-every must be a whole number"),
-    "device_unknown": (["--device", "bogus"], "use auto, cpu, gpu:N or mirrored"),
+    "device_unknown": (["--device", "bogus"], "use auto (default), cpu, gpu:N or mirrored"),
     "multiworker_without_tf_config": (["--strategy", "multiworker"], "TF_CONFIG"),
     "batch_not_divisible": (["--strategy", "mirrored", "--batch-size", "15"], "does not split evenly over 2"),
     # options that contradict each other (one of them was dropped without a word)
@@ -186,7 +184,7 @@ def cli(tmp_path_factory):
     commands = {}
     for name, (args, _) in BAD.items():
         args = [a.format(tmp=tmp) for a in args]
-        if "--resume" in args or "--replay" in args:
+        if "--resume" in args:
             commands[name] = main_cmd("--headless", *args)
             continue
         run_dir = [] if "--run-dir" in args else ["--run-dir", str(tmp / f"out_{name}")]

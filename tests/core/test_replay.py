@@ -115,7 +115,9 @@ def test_a_killed_run_is_replayed_up_to_its_last_recorded_step(tmp_path):
 
 
 BAD = {  # name: (arguments after --headless, a word the one line must contain)
-    "no_such_dir": (["--replay", "{tmp}/nope"], "config.toml"),
+    "no_such_dir": (["--replay", "{tmp}/nope"], "does not exist; pass the directory of a recorded run"),
+    "not_a_run": (["--replay", "{tmp}"], "config.toml"),
+    "a_file": (["--replay", "{tmp}/unstarted/config.toml"], "is a file; --replay takes the run's directory"),
     "never_started": (["--replay", "{tmp}/unstarted"], "never started"),
     "changed_experiment": (["--replay", "{tmp}/changed"], "changed since"),
     "option_changes_it": (["--replay", "{tmp}/unstarted", "--ratio", "2:1"], "--ratio would change"),
