@@ -4,7 +4,8 @@ Why apart from the window: review reads run directories, the window trains; they
 run set the plots draw. This object opens runs (File → Open Run…, `--open`, recent runs), follows the
 ones still being written (a poll every second reads only the bytes they gained; a stopped one is looked
 at every 5 s, since `--resume` makes it grow again), keeps the live entry in step with the window's
-`Session` (a new run replaces it; its label is its directory's name), and drives the Runs tab. Opened runs are read-only: no Start, no commands reach them.
+`Session` (a new run replaces it; its label is its directory's name), and drives the Runs tab. Opened
+runs are read-only: no Start, no commands reach them.
 """
 from __future__ import annotations
 

@@ -172,6 +172,7 @@ def make_placement(kind: str, replicas: int, device: str) -> Placement:
         what = "GPU" if gpus else "CPU"
         workers = len(strategy.cluster_resolver.cluster_spec().as_dict().get("worker", [])) + \
             len(strategy.cluster_resolver.cluster_spec().as_dict().get("chief", []))
-        return Placement(strategy, "multiworker", n, local[0], f"{what} ×{n} on {workers} worker{'s' if workers != 1 else ''} (multiworker)",
+        plural = "s" if workers != 1 else ""
+        return Placement(strategy, "multiworker", n, local[0], f"{what} ×{n} on {workers} worker{plural} (multiworker)",
                          chief=chief, worker=where)
     raise UserError(f"strategy {kind!r} is unknown; use single, mirrored or multiworker")

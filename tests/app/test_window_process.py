@@ -62,7 +62,8 @@ def test_bad_options_fail_in_one_line(tmp_path):
                            (["--seed", "-1"], "--seed must be a whole number from 0 to 2147483647, got -1"),
                            (["--example", "../../resources/experiments/ring"], "unknown example"),
                            (["--screenshot", "out.jpg"], "must end in .png"),
-                           (["--device", "bogus", "--screenshot", "out.png"], "use auto (default), cpu, gpu:N or mirrored"),
+                           (["--device", "bogus", "--screenshot", "out.png"],
+                            "use auto (default), cpu, gpu:N or mirrored"),
                            (["--screenshot", "shots.png"], "is a folder"),  # a folder named like a PNG
                            (["--attach", "."], "has no events.jsonl"),
                            (["--attach", ".", "--example", "ring"], "not allowed with")):

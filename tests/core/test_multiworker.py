@@ -198,12 +198,14 @@ def test_a_worker_waiting_for_its_cluster_says_so_and_stops_on_a_signal(tmp_path
     either signal ends it at once (their default action), with nothing written."""
     run_dir = tmp_path / "run"
     ports = free_ports(2)
-    proc = subprocess.Popen(main_cmd("--headless", "--experiment", str(tiny_gan(tmp_path)), "--strategy", "multiworker",
-                                     "--run-dir", str(run_dir)), cwd=REPO, env={**env(), "TF_CONFIG": tf_config(ports, 0)},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    cmd = main_cmd("--headless", "--experiment", str(tiny_gan(tmp_path)), "--strategy", "multiworker",
+                   "--run-dir", str(run_dir))
+    proc = subprocess.Popen(cmd, cwd=REPO, env={**env(), "TF_CONFIG": tf_config(ports, 0)}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
     try:
         line = proc.stdout.readline()  # a read that returns once the line is out
-        assert line.strip() == f"worker 0 (localhost:{ports[0]}): connecting to the other workers of TF_CONFIG (Ctrl-C stops)"
+        want = f"worker 0 (localhost:{ports[0]}): connecting to the other workers of TF_CONFIG (Ctrl-C stops)"
+        assert line.strip() == want
         proc.send_signal(sig)
         proc.communicate(timeout=120)
     finally:
