@@ -3,7 +3,6 @@ TensorBoard's reader, restore with tf.train.Checkpoint, reproduce the run, and s
 from __future__ import annotations
 
 import signal
-import time
 import tomllib
 
 from pathlib import Path
@@ -177,7 +176,8 @@ def interrupted(tmp_path_factory):
     for sig, (d, proc) in procs.items():
         try:
             assert wait_for(lambda: _loss_rows(d) > 200, timeout=90), proc.poll() or "too few rows"
-            time.sleep(0.2)  # somewhere mid-run, possibly mid-write
+            rows = _loss_rows(d)
+            assert wait_for(lambda: _loss_rows(d) > rows, timeout=90)  # still writing: mid-run, possibly mid-write
         finally:
             proc.send_signal(sig)
             stdout, stderr = proc.communicate(timeout=60)
