@@ -18,6 +18,7 @@ from typing import Any
 import tomli_w
 
 from .commands import FREEZE_METHODS
+from .devices import check_device_name
 from .errors import UserError
 
 STRATEGIES = ("single", "mirrored", "multiworker")
@@ -108,6 +109,7 @@ class RunConfig:
         for phase, v in self.lr.items():
             if not (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0):
                 raise UserError(f"learning rate for {phase} must be a finite number >= 0, got {v!r}")
+        check_device_name(self.device)
         if self.strategy not in STRATEGIES:
             raise UserError(f"strategy {self.strategy!r} is unknown; use {', '.join(STRATEGIES)}")
         if self.replicas < 0:

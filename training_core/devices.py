@@ -44,20 +44,19 @@ def check_device_name(name: str) -> None:
 
 
 def resolve_device(name: str) -> tuple[str, str]:
-    """`auto|cpu|gpu:N` -> (TensorFlow device string, human description)."""
+    """`auto|cpu|gpu:N` -> (TensorFlow device string, human description). ("mirrored" is a strategy:
+    distribute.make_placement takes it before a device is resolved.)"""
+    check_device_name(name)
     import tensorflow as tf
     enable_memory_growth()
     gpus = tf.config.list_physical_devices("GPU")
-    name = (name or "auto").lower()
+    name = (name or "auto").strip().lower()
     if name == "auto":
         name = "gpu:0" if gpus else "cpu"
     if name == "cpu":
         return "/CPU:0", "CPU"
     if name.startswith("gpu"):
-        try:
-            idx = int(name.split(":")[1]) if ":" in name else 0
-        except ValueError:
-            raise UserError(f"device {name!r} is not of the form gpu:N; use auto, cpu or gpu:0") from None
+        idx = int(name.split(":")[1]) if ":" in name else 0  # (check_device_name: gpu or gpu:N)
         if idx >= len(gpus):
             raise UserError(f"device {name} is not available ({len(gpus)} GPU(s) visible); use auto or cpu")
         details = tf.config.experimental.get_device_details(gpus[idx]) or {}

@@ -16,8 +16,6 @@ any other `Experiment`.
 """
 from __future__ import annotations
 
-import re
-
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable
@@ -26,6 +24,7 @@ import numpy as np
 
 from .errors import UserError
 from .experiment import Experiment, Models, Phase, SampleContext, StepContext
+from .schedule import parse_ratio
 from .usercode import user_code
 
 #: what a file must define to be a GAN-shortcut file
@@ -101,8 +100,10 @@ def gan_experiment(module: ModuleType, path: Path) -> Experiment:
     kind = getattr(module, "sample_kind", None) or ("points2d" if data.ndim == 2 and data.shape[1] == 2
                                                      else "images" if data.ndim in (3, 4) else "none")
     ratio = getattr(module, "ratio", None)
-    if ratio is not None and not re.fullmatch(r"\s*\d+(\s*:\s*\d+)+\s*", str(ratio)):
-        raise UserError(f"ratio in {path.name} must be counts per phase like \"5:1\", got {ratio!r}")
+    try:
+        default_ratio = None if ratio is None else parse_ratio(str(ratio))
+    except UserError:
+        raise UserError(f"ratio in {path.name} must be counts per phase like \"5:1\", got {ratio!r}") from None
     metrics = getattr(module, "metrics", None)
     if metrics is not None and not callable(metrics):
         raise UserError(f"metrics in {path.name} must be a function of ctx returning {{name: number}}, "
@@ -110,5 +111,5 @@ def gan_experiment(module: ModuleType, path: Path) -> Experiment:
     return Experiment(name=path.stem, models=Models(generator=g, discriminator=d), phases=phases, data=data,
                       batch_size=int(getattr(module, "batch_size", 64)), sample=gan_sampler(noise_dim),
                       sample_kind=kind, metrics=metrics,
-                      default_ratio=[int(c) for c in str(ratio).split(":")] if ratio else None,
+                      default_ratio=default_ratio,
                       description=getattr(module, "description", (module.__doc__ or "").strip().split("\n")[0]))

@@ -183,22 +183,21 @@ def resume(tr: "Trainer") -> E.Resumed:
     if edited:  # said once the checkpoint fits it (one that does not is refused with one line, above)
         tr.emit(E.Warning(message=f"{Path(cfg.experiment_file).name} changed since the run started (sha256 "
                                   f"differs); the run continues with the file as it is now"))
-    if not chief:  # it goes on checkpointing with the others into its scratch directory (saving is collective)
+    if chief:
+        tr.run_dir = d  # from here on the run directory is written to
+        apply_host_state(tr, state)
+        dropped = _cut_back(tr, step, "resume")
+        checkpoint = _rel(tr, checkpoint_prefix(d, step))
+    else:  # it goes on checkpointing with the others into its scratch directory (saving is collective)
         tr.run_dir = tr.scratch_dir
         tr.checkpoints = CheckpointStore(tr.prepared, tr.run_dir)
         tr.checkpoints.read_from = d  # a rollback to a checkpoint from before the resume, on every worker
         apply_host_state(tr, state)
-        p = tr.prepared
-        return E.Resumed(checkpoint=str(checkpoint_prefix(d, step)), device=p.device_name, freeze=list(tr.freeze),
-                         schedule=p.policy.to_dict(), lr=dict(cfg.lr), method=tr.method, steps=cfg.steps,
-                         strategy=p.placement.kind, replicas=p.placement.replicas)
-    tr.run_dir = d  # from here on the run directory is written to
-    apply_host_state(tr, state)
-    dropped = _cut_back(tr, step, "resume")
+        dropped, checkpoint = {}, str(checkpoint_prefix(d, step))
     p = tr.prepared
-    return E.Resumed(checkpoint=_rel(tr, checkpoint_prefix(d, step)), device=p.device_name, freeze=list(tr.freeze),
-                     schedule=p.policy.to_dict(), lr=dict(cfg.lr), method=tr.method, steps=cfg.steps, dropped=dropped,
-                     strategy=p.placement.kind, replicas=p.placement.replicas)
+    return E.Resumed(checkpoint=checkpoint, device=p.device_name, freeze=list(tr.freeze), schedule=p.policy.to_dict(),
+                     lr=dict(cfg.lr), method=tr.method, steps=cfg.steps, dropped=dropped, strategy=p.placement.kind,
+                     replicas=p.placement.replicas)
 
 
 def rollback(tr: "Trainer", cmd: C.RollBack, cid: str | None) -> None:

@@ -232,6 +232,7 @@ print("tensorflow imported:", "tensorflow" in sys.modules, "exit:", code)
     (["--experiment", "{tmp}/full"], "is a directory"),
     (["--experiment", "{tmp}/full/keep.txt"], "is not a Python file"),
     (["--run-dir", "{tmp}/full"], "not empty"),
+    (["--device", "gpu:x"], "unknown device 'gpu:x'"),  # (it was found when the device was resolved, after TF)
     (["--replay", "{tmp}/done", "--deterministic", "--run-dir", "{tmp}/full"], "not empty"),
     (["--resume", "{tmp}/done", "--steps", "30", "--max-steps", "3"], "--max-steps"),
 ])
