@@ -2,6 +2,7 @@
 they are done (results on the host), so that one timer around `run` measures them all alike.
 
 bare      a plain tf.function loop, no monitoring: the floor.
+bare_again  the same bare loop again: the harness's A/A check.
 bare_norms  the same loop also returning what Freezeframe's step measures every step: ||dW||^2,
           ||W||^2 and ||g||^2 of each variable (the price of measuring, before any monitoring).
 fit_tb    the keras.io pattern: Model subclass with train_step (one D and one G step), fit(), and
@@ -73,6 +74,12 @@ class Bare:
         out.numpy()
 
     def close(self) -> None: ...
+
+
+class BareAgain(Bare):
+    """The bare loop a second time, interleaved like the others: bare_again/bare would be 1.000 on a quiet
+    machine, so its distance from 1 is this harness's own spread in that run (an A/A test)."""
+    name = "bare_again"
 
 
 class BareNorms(Bare):
