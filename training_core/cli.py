@@ -75,6 +75,7 @@ class HeadlessObserver(ProgressBar):
         self.failure: str | None = None  # the `error` event's one line
         self._trainer: Trainer | None = None
         self._cause = ""
+        self._nan_named = False
 
     def on_prepared(self, trainer: Trainer) -> None:
         self._trainer = trainer
@@ -83,13 +84,18 @@ class HeadlessObserver(ProgressBar):
         super().on_event(e)
         if isinstance(e, E.Error):
             self.failure = e.message
-        elif isinstance(e, E.Nan):
+        elif isinstance(e, E.Nan) and not self._nan_named:
+            # the trainer reports non-finite losses earliest first: the first one names the phase that failed
+            # (a later one, e.g. D after G's NaN poisoned it, must not take its place)
+            self._nan_named = True
             run_dir = self._trainer.run_dir if self._trainer is not None else "RUN_DIR"
             self._cause = (f"the loss of phase {e.phase} became {e.value} at step {e.at_step}; resume from the last "
                            f"good checkpoint with a lower learning rate (--resume {run_dir} --lr {e.phase}=...), "
                            f"or train with --on-nan rollback")
         elif isinstance(e, E.Warning):
             self._cause = e.message
+        elif isinstance(e, E.Rollback):  # a new attempt: its NaN, if any, is named afresh
+            self._nan_named = False
         elif isinstance(e, E.Pause) and e.reason not in ("user", "step") and self._trainer is not None \
                 and self.halted is None:  # a pause or step from commands.jsonl waits for its resume
             self.halted = f"training stopped at step {e.step}: {self._cause or e.reason}"

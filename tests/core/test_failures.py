@@ -420,3 +420,24 @@ def test_a_batch_with_two_phases_gone_non_finite_names_the_earliest_first(on_nan
     else:
         assert tr.events[-1] == ("pause", "nan") and tr.events.count(("pause", "nan")) == 1
         assert tr.sent == ([Stop(reason="halted")] if on_nan == "stop" else [])
+
+
+def test_the_headless_halt_names_the_phase_that_went_non_finite_first():
+    """G's loss went NaN at step 2 (D's update at step 1 poisoned it), D's at step 3: both `nan` events
+    come before the pause, earliest first. The one line must name G, the phase that failed first, and
+    suggest lowering G's rate, not D's (the later event used to overwrite the first)."""
+    from training_core import events as E
+
+    class _Trainer:
+        run_dir = "runs/x"
+        sent: list = []
+
+        def send(self, c):
+            self.sent.append(c)
+
+    observer = HeadlessObserver(None, quiet=True)
+    observer.on_prepared(_Trainer())
+    for e in [E.Nan(step=36, phase="G", at_step=2, value="nan"), E.Nan(step=36, phase="D", at_step=3, value="nan"),
+              E.Pause(step=36, reason="nan")]:
+        observer.on_event(e)
+    assert "phase G became nan at step 2" in observer.halted and "--lr G=" in observer.halted
