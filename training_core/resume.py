@@ -177,6 +177,12 @@ def resume(tr: "Trainer") -> E.Resumed:
         # the half-done restore warns about "unrestored values" when its objects are deleted (at exit), on top
         # of the one line below
         tf.get_logger().setLevel("ERROR")
+        if _damaged(e):  # the file itself is bad: the experiment is not to blame, and an earlier one may do
+            earlier = [s for s in checkpoint_steps(d) if s < step]
+            fix = (f"move {checkpoint_prefix(d, step)}.* out of the way to resume from the checkpoint at step "
+                   f"{earlier[-1]}" if earlier else f"start the run again with --config {d / CONFIG_FILE}")
+            raise UserError(f"the checkpoint at step {step} of {d} is damaged ({first_line(e)}); {fix}",
+                            detail=traceback.format_exc()) from None
         raise UserError(f"the checkpoint at step {step} of {d} does not fit the experiment as it is now "
                         f"({first_line(e)}); resume with the experiment file the run started with",
                         detail=traceback.format_exc()) from None
@@ -229,6 +235,17 @@ def rollback(tr: "Trainer", cmd: C.RollBack, cid: str | None) -> None:
         set_learning_rate(opt, cmd.phase, lr)
         tr.config.lr[cmd.phase] = lr
         tr.emit(E.LearningRate(phase=cmd.phase, value=lr))
+
+
+def _damaged(e: BaseException) -> bool:
+    """Whether restoring failed because the checkpoint's files are cut or corrupt (not because the
+    experiment's variables no longer match it): TensorFlow's DataLossError (a bad checksum, an index that
+    is not an sstable) and the reader's IndexError for a data file cut short."""
+    import tensorflow as tf
+    if isinstance(e, (tf.errors.DataLossError, IndexError)):
+        return True
+    text = str(e)
+    return any(s in text for s in ("Read less bytes", "sstable", "Checksum does not match", "truncated"))
 
 
 def _cut_back(tr: "Trainer", step: int, label: str) -> dict[str, Any]:

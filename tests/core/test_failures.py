@@ -441,3 +441,28 @@ def test_the_headless_halt_names_the_phase_that_went_non_finite_first():
               E.Pause(step=36, reason="nan")]:
         observer.on_event(e)
     assert "phase G became nan at step 2" in observer.halted and "--lr G=" in observer.halted
+
+
+def test_a_damaged_checkpoint_is_named_damaged_with_the_earlier_one_to_resume_from(tmp_path):
+    """A cut data file of the newest checkpoint used to be refused as one that "does not fit the experiment
+    as it is now; resume with the experiment file the run started with", which sends the user after the
+    wrong cause; the line says it is damaged, and how to resume from the checkpoint before it."""
+    import pytest
+    from training_core.errors import UserError
+    from training_core.resume import resume_config
+    d = tmp_path / "run"
+    Trainer(RunConfig(example="factorization", steps=20, checkpoint_every=10, run_dir=str(d),
+                      tensorboard=False)).run()
+    [data] = (d / "checkpoints").glob("ckpt-20.data-*")
+    os.truncate(data, data.stat().st_size // 2)
+    cfg = resume_config(d)
+    cfg.steps = 30
+    with pytest.raises(UserError) as e:
+        Trainer(cfg, resume=True).run()
+    assert "checkpoint at step 20" in str(e.value) and "is damaged" in str(e.value), str(e.value)
+    assert "ckpt-20.* out of the way to resume from the checkpoint at step 10" in str(e.value)
+    for f in (d / "checkpoints").glob("ckpt-20.*"):  # the fix the line names works
+        f.unlink()
+    cfg = resume_config(d)
+    cfg.steps = 30
+    assert Trainer(cfg, resume=True).run().step == 30
