@@ -313,6 +313,24 @@ def _fits(value: Any, accepted: tuple[type, ...]) -> bool:
     return isinstance(value, accepted)
 
 
+NON_FINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+
+
+def json_safe(value: Any) -> Any:
+    """`value` with every non-finite float written as the string "nan", "inf" or "-inf".
+
+    `events.jsonl` is one JSON object a line, and JSON has no NaN: Python would write the bare word `NaN`,
+    which jq and Python read but JavaScript's `JSON.parse`, Go and serde refuse (a rejected command that set
+    a rate of NaN echoed it so). `event_from_dict` reads these strings back as floats where a float belongs."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
 def event_from_dict(d: Any) -> Event | None:
     """An event from its dictionary form, or None if `d` is not one (see the module docstring)."""
     if not isinstance(d, dict) or not isinstance(d.get("kind"), str):
@@ -330,6 +348,8 @@ def event_from_dict(d: Any) -> Event | None:
         if name in kwargs or name not in d:
             continue
         value = d[name]
+        if float in accepted and str not in accepted and isinstance(value, str) and value in NON_FINITE:  # json_safe's strings
+            value = NON_FINITE[value]
         if _fits(value, accepted):
             kwargs[name] = float(value) if float in accepted and int not in accepted and isinstance(value, int) \
                 else value

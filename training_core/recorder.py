@@ -73,7 +73,7 @@ def prepare_run_dir(path: str | Path) -> Path:
 
 def _jsonable(o: Any) -> Any:
     if isinstance(o, (np.floating, np.integer)):
-        return o.item()
+        return E.json_safe(o.item())
     if isinstance(o, (set, tuple)):
         return list(o)
     return str(o)
@@ -184,7 +184,7 @@ class RunRecord(Observer):
 
     # -- writing --------------------------------------------------------------------------------------------
     def _write_event(self, event: E.Event) -> None:
-        line = ("\n" if self._torn else "") + json.dumps(event.to_dict(), default=_jsonable) + "\n"
+        line = ("\n" if self._torn else "") + json.dumps(E.json_safe(event.to_dict()), default=_jsonable, allow_nan=False) + "\n"
         data = line.encode("utf-8")
         with self._lock:
             if self._events is None or self._events.closed:

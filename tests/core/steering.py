@@ -31,6 +31,7 @@ BAD_LINES = [
     ("x3", '{"id": "x3", "kind": "lr", "phase": "D", "value": "fast"}', "finite number"),
     ("x4", '{"id": "x4", "kind": "freeze", "scopes": ["discriminator/dense_9"]}', "unknown scope"),
     ("x5", '{"id": "x5", "kind": "ratio", "policy": {"ratio": [1e400, 1]}}', "malformed"),
+    ("x6", '{"id": "x6", "kind": "lr", "phase": "D", "value": NaN}', "finite number"),  # echoed: not as bare NaN
 ]
 
 

@@ -61,6 +61,31 @@ def test_malformed_lines_are_rejected_with_their_ids_and_the_run_goes_on(steered
     assert steered_run.acks["s1"].step > max(e.step for e in rejected)
 
 
+def test_every_line_of_the_events_file_is_strict_json(steered_run):
+    """The rejected `NaN` and `1e400` lines are echoed in their events; JSON has no NaN or Infinity, and
+    JavaScript's JSON.parse, Go and serde refuse Python's bare `NaN` (the README promises one JSON object a
+    line). Non-finite numbers are written as strings and read back as floats."""
+    def refuse(word: str) -> None:
+        raise ValueError(f"not JSON: {word}")
+    lines = (steered_run.dir / "events.jsonl").read_text(encoding="utf-8").splitlines()
+    echoed = [json.loads(ln, parse_constant=refuse) for ln in lines if '"x5"' in ln or '"x6"' in ln]
+    assert [e["command"] for e in echoed if e["id"] == "x6"] == [{"kind": "lr", "phase": "D", "value": "nan"}]
+    assert [e["command"]["policy"]["ratio"] for e in echoed if e["id"] == "x5"] == [["inf", 1]]
+    for ln in lines:
+        json.loads(ln, parse_constant=refuse)
+
+
+def test_a_non_finite_float_field_round_trips_through_strict_json():
+    """A float field that is NaN or infinite is written as a string and read back as the float it was."""
+    import math
+    for value in (math.nan, math.inf, -math.inf):
+        line = json.dumps(E.json_safe(E.LearningRate(step=3, phase="D", value=value).to_dict()), allow_nan=False)
+        back = E.event_from_dict(json.loads(line))
+        assert isinstance(back, E.LearningRate) and back.step == 3
+        assert (math.isnan(back.value) if math.isnan(value) else back.value == value)
+    assert E.event_from_dict({"step": 1, "kind": "lr", "phase": "D", "value": "fast"}).value != "fast"
+
+
 def test_frozen_variables_read_exactly_zero_after_the_acknowledged_step(steered_run):
     scalars = read_scalars(steered_run.dir)
     freeze, gate = steered_run.acks["f1"].step, steered_run.acks["m1"].step
