@@ -85,7 +85,7 @@ class AttachController(QObject):
         self._timer.start()
 
     def send(self, command: Command) -> None:
-        if self.run is not None and not self.run.finished:
+        if self.run is not None and not self.run.ended:  # a gone writer would leave it in flight for ever
             self.run.send(command)
             self._show_text()
 
@@ -132,7 +132,7 @@ class AttachController(QObject):
         s.status = run.status()
         self._show_text()
         now = time.monotonic()
-        if not run.finished and now >= self._next_samples and not any(a.kind == "sample" for a in run.in_flight):
+        if not run.ended and now >= self._next_samples and not any(a.kind == "sample" for a in run.in_flight):
             self._next_samples = now + SAMPLE_EVERY_S
             run.request_samples()
         if run.finished:

@@ -132,6 +132,9 @@ def test_an_attached_window_follows_its_run_through_a_kill_and_a_resume(ui, qtbo
     qtbot.waitUntil(lambda: w.store.last_step > 100, timeout=TIMEOUT)
     proc.kill()
     proc.wait(60)
+    # killed on this host: its lock names a process that is gone, so the window stops calling it training
+    qtbot.waitUntil(lambda: w.session.state_text.startswith("Not training"), timeout=TIMEOUT)
+    assert f"--resume {run_dir}" in w.session.state_text
     resumed = start(main_cmd("--headless", "--resume", str(run_dir), "--steps", "400", "--lr", "G=5e-4", "--quiet"))
     try:
         qtbot.waitUntil(lambda: w.store.stop is not None or not w.session.attached, timeout=TIMEOUT)

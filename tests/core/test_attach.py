@@ -4,6 +4,8 @@ change whoever sent it, its own commands in flight and then acknowledged at a st
 detaching leaves the run training."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -146,3 +148,33 @@ def test_a_watcher_that_read_a_crashed_run_sees_its_resume_as_one_timeline(tmp_p
     events = watcher.data.events
     kept = next(i for i, e in enumerate(events) if e.kind == "checkpoint" and e.step == 20) + 1
     assert watcher.new_events == events[kept:]  # new: what follows the checkpoint (the rest it had seen)
+
+
+def test_a_watcher_sees_a_writer_killed_on_this_host_as_ended_and_a_resume_as_live_again(tmp_path):
+    """A writer killed with kill -9 leaves its lock and no `stop` event: the watcher showed it training,
+    and the commands it sent stayed in flight for ever. Its lock names a process that no longer runs, so
+    the run reads as ended, with the way to resume it; a new writer's lock makes it live again."""
+    import json
+    import socket
+    import subprocess
+    import sys
+
+    from training_core.runlock import LOCK_FILE
+    d = tmp_path / "run"
+    Trainer(config(tiny_gan(tmp_path), d, steps=6)).run()
+    events = d / "events.jsonl"
+    lines = events.read_text(encoding="utf-8").splitlines(keepends=True)
+    events.write_text("".join(ln for ln in lines if '"kind": "stop"' not in ln), encoding="utf-8")  # as killed
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    lock = {"host": socket.gethostname(), "pid": int(dead.stdout), "since": 0.0, "token": "x"}
+    (d / LOCK_FILE).write_text(json.dumps(lock), encoding="utf-8")
+    watcher = AttachedRun(d)
+    watcher.poll()
+    assert not watcher.finished and watcher.ended and not watcher.status().running
+    text = watcher.status_text()
+    assert f"pid {lock['pid']}" in text and "is gone after step 6" in text and f"--resume {d}" in text, text
+    (d / LOCK_FILE).write_text(json.dumps(lock | {"pid": os.getpid()}), encoding="utf-8")  # a resume took it
+    with open(events, "a", encoding="utf-8") as f:
+        f.write(json.dumps({"step": 6, "kind": "pause", "time": 0.0, "reason": "user"}) + "\n")  # it writes on
+    watcher.poll()
+    assert watcher.gone is None and not watcher.ended and watcher.status().running

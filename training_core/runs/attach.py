@@ -29,11 +29,14 @@ from ..metrics import Status
 from ..protocol import PreparedInfo
 from ..remote import append_command
 from ..sample_record import list_samples, load_samples
-from ..runlock import Holder, read_holder
+from ..runlock import Holder, gone_writer, read_holder
 from ..runlog import CONFIG_FILE, EVENTS_FILE
 from ..scopes import ScopeNode, VarInfo, build_scope_tree
 from .data import RunData
 from .follow import RunFollower
+
+
+WRITER_CHECK_S = 2.0  # how often the lock is read to see whether the writer still runs
 
 
 @dataclass
@@ -92,7 +95,11 @@ def var_infos_of(start: E.Start | None) -> list[VarInfo]:
 
 
 class AttachedRun:
-    """One run directory, followed and steered from outside. Call `poll()` a few times a second."""
+    """One run directory, followed and steered from outside. Call `poll()` a few times a second.
+
+    A writer killed on this host leaves no `stop` event; its lock names a process that no longer runs, so
+    every `WRITER_CHECK_S` the lock is read and such a run is shown as `ended` (a watcher would otherwise
+    show it training, with its commands in flight forever). A writer on another host cannot be checked."""
 
     def __init__(self, run_dir: str | Path, data: RunData | None = None) -> None:
         self.dir = Path(run_dir)
@@ -115,6 +122,8 @@ class AttachedRun:
         self._generation = self.data.generation
         self._samples_stamp: tuple[int, Path] | None = None
         self._tree: ScopeNode | None = None
+        self.gone: Holder | None = None  # the writer, found dead on this host while the record has no `stop`
+        self._next_writer_check = 0.0
 
     # -- reading --------------------------------------------------------------------------------------------
     def poll(self) -> bool:
@@ -134,6 +143,11 @@ class AttachedRun:
                     self.last_ack = ack
         self._seen, self._looked = len(events), events
         now = time.monotonic()
+        if self.finished:
+            self.gone = None
+        elif now >= self._next_writer_check or self.new_events:  # a resume's events: look again at once
+            self._next_writer_check = now + WRITER_CHECK_S
+            self.gone = gone_writer(self.dir)
         self._rate = [(t, n) for t, n in self._rate if now - t < 3.0] + [(now, self.data.last_step)]
         return self._read_samples() or changed
 
@@ -206,13 +220,19 @@ class AttachedRun:
         rate = (n1 - n0) / (t1 - t0) if t1 - t0 >= 0.5 and not self.controls.paused else 0.0
         wall = d.loss(phase)[1] if phase else ()
         elapsed = float(wall[-1]) - start.time if start is not None and len(wall) and start.time else 0.0
-        return Status(step=d.last_step, phase=phase, paused=self.controls.paused, running=not self.finished,
+        return Status(step=d.last_step, phase=phase, paused=self.controls.paused, running=not self.ended,
                       steps_per_s=rate, elapsed_s=max(0.0, elapsed), device=self.controls.device,
                       run_dir=str(self.dir), target_steps=self.controls.steps)
 
     @property
     def finished(self) -> bool:
         return self.data.stop is not None
+
+    @property
+    def ended(self) -> bool:
+        """Finished, or its writer is gone (killed on this host: no `stop` event will ever come). A resume of
+        it takes the lock anew, and the next poll finds the run live again."""
+        return self.finished or self.gone is not None
 
     def writer(self) -> Holder | None:
         """The process writing the run (from its lock file), or None once it stopped."""
@@ -246,4 +266,7 @@ class AttachedRun:
             parts.append(f"{last.kind} acknowledged at step {last.step:,}")
         if self.finished:
             parts.append(f"run ended ({self.data.stop.reason})")
+        elif self.gone is not None:
+            parts.append(f"its process ({self.gone.describe()}) is gone after step {self.data.last_step:,}, without "
+                         f"a stop; resume it with python main.py --headless --resume {self.dir}")
         return " · ".join(parts)

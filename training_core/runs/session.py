@@ -264,6 +264,8 @@ class Session:
         if self.busy and not self.attached:  # an attached run is shown while the service loads behind it
             return self.busy
         if self.running:
+            if self.attached and self.status is not None and not self.status.running:  # its writer is gone
+                return f"Not training · {self.attached_text}"
             if self.paused:
                 text = "Paused" + (f" ({self.pause_reason})" if self.pause_reason not in ("", "user") else "")
             else:
