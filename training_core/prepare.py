@@ -143,6 +143,11 @@ def prepare(config: RunConfig, on_trace: Callable[[str, str], None]) -> Prepared
     device = placement.device
     with tf.device(device):  # outside the strategy's scope: only the run's own process draws samples
         sample_rng = tf.random.Generator.from_seed(config.seed + 1)
+    # Keras numbers unnamed layers and every SeedGenerator (Dropout, GaussianNoise, ...) by a counter global to
+    # the thread; the window's training process prepares run after run on one thread, so without a reset the
+    # same file got `seed_generator_2/...` paths in its second run, and its checkpoints no longer fit a resume.
+    from keras.src.utils.naming import reset_uids
+    reset_uids()
     with placement.scope():  # a module-level optimizer is made in it too, so it is placed on every replica
         module = load_module(source)
     clock.lap("load")

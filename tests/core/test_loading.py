@@ -166,3 +166,27 @@ def test_models_left_with_keras_default_names_are_warned_of(tmp_path):
         "keras.layers.Dense(2)])", "keras.layers.Dense(2)], name='generator')"))
     assert not [w for w in prepare(RunConfig(experiment_file=str(named)), lambda *_: None).warnings
                 if "Keras' default" in w]
+
+
+_DROPOUT_GAN = '''
+    import keras, numpy as np
+    noise_dim = 2
+    def generator():
+        return keras.Sequential([keras.Input((2,)), keras.layers.Dropout(0.1, name="drop"),
+                                 keras.layers.Dense(2, name="out")], name="generator")
+    def discriminator():
+        return keras.Sequential([keras.Input((2,)), keras.layers.Dropout(0.1, name="drop"),
+                                 keras.layers.Dense(1)], name="discriminator")
+    real_data = np.zeros((10, 2), "float32")
+    '''
+
+
+def test_variable_paths_do_not_drift_from_one_preparation_to_the_next(tmp_path):
+    """The window's training process prepares run after run on one thread. Keras numbers Dropout's seed
+    generators and unnamed layers by a counter global to the thread, so the second run of a file read
+    seed_generator_2/..., and a resume (a fresh process: seed_generator/...) found its checkpoint unfit."""
+    path = write_file(tmp_path, "dropout_gan.py", _DROPOUT_GAN)
+    first = [v.path for v in prepare(RunConfig(experiment_file=str(path)), lambda *_: None).var_infos]
+    second = [v.path for v in prepare(RunConfig(experiment_file=str(path)), lambda *_: None).var_infos]
+    assert any("seed_generator" in p for p in first) and any(p.startswith("discriminator/dense") for p in first)
+    assert second == first
