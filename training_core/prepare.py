@@ -148,6 +148,9 @@ def prepare(config: RunConfig, on_trace: Callable[[str, str], None]) -> Prepared
     # same file got `seed_generator_2/...` paths in its second run, and its checkpoints no longer fit a resume.
     from keras.src.utils.naming import reset_uids
     reset_uids()
+    # A GAN-shortcut file may make its models at import ("a function returning a model, or a model"): seed
+    # before importing too, or their initial weights differ from run to run whatever --seed says.
+    keras.utils.set_random_seed(config.seed)
     with placement.scope():  # a module-level optimizer is made in it too, so it is placed on every replica
         module = load_module(source)
     clock.lap("load")

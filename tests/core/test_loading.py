@@ -190,3 +190,24 @@ def test_variable_paths_do_not_drift_from_one_preparation_to_the_next(tmp_path):
     second = [v.path for v in prepare(RunConfig(experiment_file=str(path)), lambda *_: None).var_infos]
     assert any("seed_generator" in p for p in first) and any(p.startswith("discriminator/dense") for p in first)
     assert second == first
+
+
+def test_models_made_at_import_are_seeded(tmp_path):
+    """`generator = keras.Sequential(...)` at module level (the GAN shortcut takes a model as well as a
+    function) got other initial weights in every run of the same seed, so --deterministic replays differed."""
+    path = write_file(tmp_path, "module_level.py", '''
+        import keras, numpy as np
+        noise_dim = 2
+        generator = keras.Sequential([keras.Input((2,)), keras.layers.Dense(2, name="out")], name="generator")
+        discriminator = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1, name="out")],
+                                         name="discriminator")
+        real_data = np.zeros((10, 2), "float32")
+        ''')
+
+    def weights(seed):
+        p = prepare(RunConfig(experiment_file=str(path), seed=seed), lambda *_: None)
+        return [v.numpy() for v in p.variables]
+
+    a, b, c = weights(3), weights(3), weights(4)
+    assert all((x == y).all() for x, y in zip(a, b))
+    assert not all((x == z).all() for x, z in zip(a, c))
