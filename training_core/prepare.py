@@ -90,6 +90,9 @@ def _is_stat(v: Any) -> bool:
 def _make_optimizer(phase: Any, lr: float | None) -> Any:
     import keras
     opt = phase.optimizer if phase.optimizer is not None else keras.optimizers.Adam(phase.learning_rate, beta_1=0.5)
+    if not isinstance(opt, keras.optimizers.Optimizer):
+        raise UserError(f"phase {phase.name!r}: optimizer must be a Keras optimizer, got {type(opt).__name__} "
+                        f"{opt!r:.40}; give e.g. keras.optimizers.Adam(1e-3)")
     if getattr(opt, "use_ema", False) or getattr(opt, "gradient_accumulation_steps", None):
         raise UserError(f"phase {phase.name!r}: optimizers with use_ema or gradient_accumulation_steps are not "
                         f"supported; remove those options")
@@ -173,6 +176,10 @@ def prepare(config: RunConfig, on_trace: Callable[[str, str], None]) -> Prepared
                 raise UserError(f"phase {p.name!r} trains scopes {list(p.trains)} but no trainable variable is under "
                                 f"them; name scopes that exist (see --list-scopes)")
             opt = _make_optimizer(p, config.lr.get(p.name))
+            shared = [q.name for q, o in zip(exp.phases, optimizers) if o is opt]
+            if shared:  # one object's slots and learning rate would serve both phases
+                raise UserError(f"phases {shared[0]!r} and {p.name!r} share one optimizer object; give each phase "
+                                f"its own (make a new one per phase, e.g. in a function)")
             opt.build(vs)
             phase_vars.append(vs)
             optimizers.append(opt)

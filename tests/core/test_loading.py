@@ -211,3 +211,31 @@ def test_models_made_at_import_are_seeded(tmp_path):
     a, b, c = weights(3), weights(3), weights(4)
     assert all((x == y).all() for x, y in zip(a, b))
     assert not all((x == z).all() for x, z in zip(a, c))
+
+
+@pytest.mark.parametrize("optimizers, want", [
+    ('"adam", keras.optimizers.Adam()', "phase 'A': optimizer must be a Keras optimizer, got str 'adam'; "
+                                         "give e.g. keras.optimizers.Adam(1e-3)"),
+    ("opt, opt", "phases 'A' and 'B' share one optimizer object; give each phase its own (make a new one per "
+                 "phase, e.g. in a function)"),
+])
+def test_an_optimizer_that_is_not_one_or_is_shared_is_one_line(tmp_path, optimizers, want):
+    """A string crashed with a traceback in opt.build; one Adam for two phases was refused with
+    "use a Keras optimizer", which it was."""
+    path = write_file(tmp_path, "opts.py", f'''
+        import keras, numpy as np
+        from training_core import Experiment, Phase
+        def net(name):
+            return keras.Sequential([keras.Input((2,)), keras.layers.Dense(1, name="out")], name=name)
+        def loss(ctx):
+            return keras.ops.mean(keras.ops.square(ctx.models.a(ctx.batch) - ctx.models.b(ctx.batch)))
+        def build():
+            opt = keras.optimizers.Adam(1e-3)
+            oa, ob = {optimizers}
+            return Experiment(name="x", models={{"a": net("a"), "b": net("b")}}, data=np.ones((8, 2), "float32"),
+                              batch_size=4, phases=[Phase("A", loss, trains=["a"], optimizer=oa),
+                                                    Phase("B", loss, trains=["b"], optimizer=ob)])
+        ''')
+    with pytest.raises(UserError) as e:
+        prepare(RunConfig(experiment_file=str(path)), lambda *_: None)
+    assert str(e.value) == want
