@@ -24,7 +24,7 @@ from .loading import build_experiment, example_path, file_sha256, load_module, r
 from .randomness import escaping_random_ops
 from .schedule import Policy, policy_from_dict
 from .scopes import (ScopeNode, VarInfo, build_scope_tree, default_name_warnings, frozen_mask, in_scope,
-                     resolve_scopes)
+                     resolve_scopes, untrained_nested_warnings)
 from .usercode import user_code
 
 
@@ -191,7 +191,8 @@ def prepare(config: RunConfig, on_trace: Callable[[str, str], None]) -> Prepared
         steps = [_make_step(placement, p, exp, opt, vs, stats, rng, data, on_trace, config.jit)
                  for p, opt, vs in zip(exp.phases, optimizers, phase_vars)]
         clock.lap("steps")
-    warnings = default_name_warnings(exp.models)
+    warnings = default_name_warnings(exp.models) + untrained_nested_warnings(
+        exp.models, [v.path for vs in phase_vars for v in vs])
     # One device (warmup.py): the first phase's starting variant is traced now; the other phases' losses are
     # checked now (their forward and backward pass traced: where user code fails, so it fails here), their
     # starting variants traced on a thread after the first step, every other variant once every phase

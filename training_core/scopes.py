@@ -163,3 +163,24 @@ def default_name_warnings(models: Mapping[str, object]) -> list[str]:
             f"name it (e.g. keras.Sequential([...], name={key!r})) to freeze and read it by its role"
             for key, name in ((k, str(getattr(m, "name", ""))) for k, m in models.items())
             if KERAS_DEFAULT_NAME.fullmatch(name) and name != key]
+
+
+def untrained_nested_warnings(models: Mapping[str, object], trained: Iterable[str]) -> list[str]:
+    """One line for each model holding trainable variables outside its own scope that no phase trains.
+
+    Keras names a variable by the model that built it: a model built before it was nested in another (a
+    pretrained backbone used as a layer, a sub-model built in a subclassed model's `__init__`) keeps its
+    own name, so `classifier`'s backbone reads `backbone/...`, and `trains=["classifier"]` leaves it out.
+    The run trains the rest; without this line those variables silently never moved."""
+    trained, out = set(trained), []
+    for key, m in models.items():
+        name = str(getattr(m, "name", key))
+        stray = [v.path for v in getattr(m, "trainable_variables", []) if v.path not in trained
+                 and not v.path.startswith(name + "/")]
+        if stray:
+            tops = sorted({p.split("/")[0] for p in stray})
+            out.append(f"model {key!r} has {len(stray)} trainable variable{'s' if len(stray) > 1 else ''} outside "
+                       f"its scope {name}/ that no phase trains ({stray[0]}{', ...' if len(stray) > 1 else ''}: a "
+                       f"model nested in it keeps its own name); add {', '.join(repr(t) for t in tops)} to the "
+                       f"trains of the phase that should train {'them' if len(stray) > 1 else 'it'}")
+    return out

@@ -239,3 +239,25 @@ def test_an_optimizer_that_is_not_one_or_is_shared_is_one_line(tmp_path, optimiz
     with pytest.raises(UserError) as e:
         prepare(RunConfig(experiment_file=str(path)), lambda *_: None)
     assert str(e.value) == want
+
+
+def test_a_nested_model_no_phase_trains_is_warned_of(tmp_path):
+    """A backbone built before it is nested in the classifier keeps its own scope (backbone/...), so
+    trains=["classifier"] silently left it untrained; a warning names it and the fix."""
+    path = write_file(tmp_path, "nested.py", '''
+        import keras, numpy as np
+        from training_core import Experiment, Phase
+        def build():
+            backbone = keras.Sequential([keras.Input((2,)), keras.layers.Dense(3, name="d")], name="backbone")
+            clf = keras.Sequential([keras.Input((2,)), backbone, keras.layers.Dense(1, name="out")], name="classifier")
+            loss = lambda ctx: keras.ops.mean(keras.ops.square(ctx.models.classifier(ctx.batch)))
+            return Experiment(name="x", models={"classifier": clf}, data=np.ones((8, 2), "float32"), batch_size=4,
+                              phases=[Phase("fit", loss, trains={trains})])
+        ''')
+    untrained = write_file(tmp_path, "untrained.py", path.read_text().replace("{trains}", '["classifier"]'))
+    [warning] = prepare(RunConfig(experiment_file=str(untrained)), lambda *_: None).warnings
+    assert warning == ("model 'classifier' has 2 trainable variables outside its scope classifier/ that no phase "
+                       "trains (backbone/d/kernel, ...: a model nested in it keeps its own name); add 'backbone' to "
+                       "the trains of the phase that should train them")
+    trained = write_file(tmp_path, "trained.py", path.read_text().replace("{trains}", '["classifier", "backbone"]'))
+    assert prepare(RunConfig(experiment_file=str(trained)), lambda *_: None).warnings == []
