@@ -82,6 +82,23 @@ def _model_variables(models: Models) -> list[Any]:
     return out
 
 
+def _unscoped_model_line(phase: Any, models: Models) -> str | None:
+    """Why a phase that trains a model by its name found no variable under it, when the model's variables
+    do not read `name/...`: Keras names a functional model's variables (keras.Model(inputs, outputs)) by its
+    layers alone, since they are built before the model exists. The GAN shortcut trains each model by its
+    name, so such a file was told to "name scopes that exist", which it had not written."""
+    for key, m in models.items():
+        name = str(getattr(m, "name", key))
+        if name not in phase.trains and key not in phase.trains:
+            continue
+        outside = [v.path for v in getattr(m, "trainable_variables", []) if not v.path.startswith(name + "/")]
+        if outside:
+            return (f"phase {phase.name!r} trains model {key!r}, but its variables do not read {name}/... "
+                    f"({outside[0]}, ...: Keras names a functional model's variables by its layers alone); build "
+                    f"its layers inside `with keras.name_scope({name!r}):`, or make it a keras.Sequential")
+    return None
+
+
 def _is_stat(v: Any) -> bool:
     """Non-trainable float state a forward pass may change (BatchNormalization moving mean/variance)."""
     return not v.trainable and "float" in str(v.dtype) and "seed_generator" not in v.path
@@ -173,7 +190,8 @@ def prepare(config: RunConfig, on_trace: Callable[[str, str], None]) -> Prepared
         for p in exp.phases:
             vs = [v for v in trainable if any(in_scope(v.path, s) for s in p.trains)]
             if not vs:
-                raise UserError(f"phase {p.name!r} trains scopes {list(p.trains)} but no trainable variable is under "
+                raise UserError(_unscoped_model_line(p, exp.models) or
+                                f"phase {p.name!r} trains scopes {list(p.trains)} but no trainable variable is under "
                                 f"them; name scopes that exist (see --list-scopes)")
             opt = _make_optimizer(p, config.lr.get(p.name))
             shared = [q.name for q, o in zip(exp.phases, optimizers) if o is opt]

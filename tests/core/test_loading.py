@@ -261,3 +261,29 @@ def test_a_nested_model_no_phase_trains_is_warned_of(tmp_path):
                        "the trains of the phase that should train them")
     trained = write_file(tmp_path, "trained.py", path.read_text().replace("{trains}", '["classifier", "backbone"]'))
     assert prepare(RunConfig(experiment_file=str(trained)), lambda *_: None).warnings == []
+
+
+def test_a_functional_model_in_the_gan_shortcut_names_the_fix(tmp_path):
+    """keras.Model(inputs, outputs) names its variables by its layers alone (d_h/kernel): the shortcut trains
+    the model by its name and was refused with "name scopes that exist", which the file had not named."""
+    src = '''
+        import keras, numpy as np
+        noise_dim = 2
+        def generator():
+            return keras.Sequential([keras.Input((2,)), keras.layers.Dense(2, name="out")], name="generator")
+        def discriminator():
+            {scope}x = keras.Input((2,))
+            {scope}return keras.Model(x, keras.layers.Dense(1, name="d_out")(x), name="discriminator")
+        real_data = np.zeros((10, 2), "float32")
+        '''
+    bare = write_file(tmp_path, "functional.py", src.replace("{scope}", ""))
+    with pytest.raises(UserError) as e:
+        prepare(RunConfig(experiment_file=str(bare)), lambda *_: None)
+    assert str(e.value) == ("phase 'D' trains model 'discriminator', but its variables do not read discriminator/... "
+                            "(d_out/kernel, ...: Keras names a functional model's variables by its layers alone); "
+                            "build its layers inside `with keras.name_scope('discriminator'):`, or make it a "
+                            "keras.Sequential")
+    scoped = write_file(tmp_path, "scoped.py", src.replace(
+        "{scope}x = ", "with keras.name_scope('discriminator'):\n                x = ").replace("{scope}return", "    return"))
+    assert "discriminator/d_out/kernel" in [v.path for v in prepare(RunConfig(experiment_file=str(scoped)),
+                                                                    lambda *_: None).var_infos]
