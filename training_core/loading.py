@@ -130,7 +130,7 @@ def _check(exp: Experiment, path: Path) -> None:
 def _check_models(exp: Experiment, path: Path) -> None:
     """Every model has weights, and every variable path is unique across models: a scope names one thing,
     so freezing `generator` can never freeze a second model that happens to share the name."""
-    owner: dict[str, str] = {}
+    owner: dict[str, tuple[str, int]] = {}
     for name, m in exp.models.items():
         variables = list(getattr(m, "variables", None) or [])
         if not variables:
@@ -141,10 +141,13 @@ def _check_models(exp: Experiment, path: Path) -> None:
                             f"model.build(shape)) before returning it")
         for v in variables:
             p = str(getattr(v, "path", ""))
-            other = owner.setdefault(p, name)
-            if other != name:
-                raise UserError(f"models {other!r} and {name!r} in {path.name} both have a variable {p}; give each "
-                                f"model its own name (keras.Sequential(..., name=\"{name}\"))")
+            other, ident = owner.setdefault(p, (name, id(v)))
+            if other != name and ident != id(v):  # the same variable in both is a shared layer: one thing
+                top = p.split("/")[0]
+                fix = (f"give each model its own name (keras.Sequential(..., name=\"{name}\"))"
+                       if top in (other, name, getattr(m, "name", name)) else
+                       f"the layer or model {top!r} in each keeps its own name; name them apart")
+                raise UserError(f"models {other!r} and {name!r} in {path.name} both have a variable {p}; {fix}")
 
 
 def _check_data(exp: Experiment, path: Path) -> None:

@@ -287,3 +287,30 @@ def test_a_functional_model_in_the_gan_shortcut_names_the_fix(tmp_path):
         "{scope}x = ", "with keras.name_scope('discriminator'):\n                x = ").replace("{scope}return", "    return"))
     assert "discriminator/d_out/kernel" in [v.path for v in prepare(RunConfig(experiment_file=str(scoped)),
                                                                     lambda *_: None).var_infos]
+
+
+def test_a_layer_shared_by_two_models_is_one_variable_not_a_clash(tmp_path):
+    """The same layer in G and D was refused as two models with one path ("give each model its own name",
+    though each had one); two different layers nested under one name still are, with the fix that helps."""
+    src = '''
+        import keras, numpy as np
+        noise_dim = 2
+        SHARED = keras.layers.Dense(2, name="shared")
+        def inner():
+            return keras.Sequential([keras.Input((2,)), keras.layers.Dense(2, name="d")], name="inner")
+        def generator():
+            return keras.Sequential([keras.Input((2,)), {g_layer}, keras.layers.Dense(2, name="out")],
+                                    name="generator")
+        def discriminator():
+            return keras.Sequential([keras.Input((2,)), {d_layer}, keras.layers.Dense(1, name="out")],
+                                    name="discriminator")
+        real_data = np.zeros((10, 2), "float32")
+        '''
+    shared = write_file(tmp_path, "shared.py", src.format(g_layer="SHARED", d_layer="SHARED"))
+    paths = [v.path for v in prepare(RunConfig(experiment_file=str(shared)), lambda *_: None).var_infos]
+    assert paths.count("generator/shared/kernel") == 1
+    nested = write_file(tmp_path, "nested_twice.py", src.format(g_layer="inner()", d_layer="inner()"))
+    with pytest.raises(UserError) as e:
+        prepare(RunConfig(experiment_file=str(nested)), lambda *_: None)
+    assert str(e.value) == ("models 'generator' and 'discriminator' in nested_twice.py both have a variable "
+                            "inner/d/kernel; the layer or model 'inner' in each keeps its own name; name them apart")
