@@ -93,6 +93,10 @@ def gan_experiment(module: ModuleType, path: Path) -> Experiment:
     dry_run(g, d, data, noise_dim, path)
     lr = getattr(module, "learning_rate", 2e-4)
     lrs = lr if isinstance(lr, dict) else {"D": lr, "G": lr}
+    unknown = sorted(str(k) for k in lrs if k not in ("D", "G"))
+    if unknown:  # a typo here left that phase at the default rate without a word
+        raise UserError(f"learning_rate in {path.name} names {', '.join(repr(k) for k in unknown)}, but the GAN "
+                        f"shortcut's phases are D and G; write learning_rate = {{\"D\": ..., \"G\": ...}}")
     d_loss, g_loss = gan_losses(noise_dim)
     phases = [Phase(phase, loss, trains=[model.name], learning_rate=float(lrs.get(phase, 2e-4)),
                     optimizer=optimizers[phase])

@@ -314,3 +314,21 @@ def test_a_layer_shared_by_two_models_is_one_variable_not_a_clash(tmp_path):
         prepare(RunConfig(experiment_file=str(nested)), lambda *_: None)
     assert str(e.value) == ("models 'generator' and 'discriminator' in nested_twice.py both have a variable "
                             "inner/d/kernel; the layer or model 'inner' in each keeps its own name; name them apart")
+
+
+def test_a_learning_rate_for_a_phase_the_gan_shortcut_has_not_is_one_line(tmp_path):
+    """learning_rate = {"D": ..., "g": ...} left G at the default rate without a word."""
+    path = write_file(tmp_path, "lr_typo.py", '''
+        import keras, numpy as np
+        noise_dim = 2
+        learning_rate = {"D": 1e-4, "g": 1e-3}
+        def generator():
+            return keras.Sequential([keras.Input((2,)), keras.layers.Dense(2, name="out")], name="generator")
+        def discriminator():
+            return keras.Sequential([keras.Input((2,)), keras.layers.Dense(1, name="out")], name="discriminator")
+        real_data = np.zeros((10, 2), "float32")
+        ''')
+    with pytest.raises(UserError) as e:
+        prepare(RunConfig(experiment_file=str(path)), lambda *_: None)
+    assert str(e.value) == ("learning_rate in lr_typo.py names 'g', but the GAN shortcut's phases are D and G; "
+                            'write learning_rate = {"D": ..., "G": ...}')
