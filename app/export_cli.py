@@ -151,6 +151,10 @@ def _main(argv: list[str]) -> int:
             raise UserError(f"could not read the run in {d} ({e}); is it complete?") from None
         if not store.phases:
             raise UserError(f"{d} has no recorded steps yet; export after the run has trained a little")
+        from training_core.varstore import unreadable_files
+        for path in unreadable_files(d):  # read_run leaves it out: a figure would show one phase fewer, unsaid
+            print(f"warning: {path} cannot be read (its header is damaged or cut); its phase's per-variable "
+                  f"records are left out", file=sys.stderr)
         runs.append((label, store))
     if spec.variables and not any(in_scope(p, s) for _, st in runs for p in st.var_paths for s in spec.variables):
         raise UserError(f"--vars {','.join(spec.variables)} matches no variable; see --list-scopes")

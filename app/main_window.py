@@ -152,6 +152,7 @@ class MainWindow(QMainWindow):
         s.run_finished.connect(self._on_run_finished)
         self.controller.serviceReplaced.connect(self.load)
         self.attachment.controlsChanged.connect(self._show_controls)
+        s.controls_changed.connect(self._show_controls)
         self.attachment.failed.connect(lambda text: self._error(text, ""))
 
     def _show_sources(self) -> None:
@@ -291,7 +292,9 @@ class MainWindow(QMainWindow):
         return True
 
     def _show_controls(self, c) -> None:
-        """Someone else changed the attached run's controls: the panels show what the run now uses."""
+        """Someone else changed the run's controls (the attached run's, or the window's own run's through its
+        commands.jsonl): the panels show what the run now uses, so that the next tick sends the whole set
+        with that change in it (a tick sends the tree's whole freeze set: it used to undo the other's freeze)."""
         self.scope_tree.set_frozen(c.freeze)
         self.experiment_panel.steps_spin.setValue(c.steps or 0)  # a resume's new target
         self.schedule_panel.set_config(self.schedule_panel.phase_names, c.schedule, c.lr, c.method, c.update_frozen_stats)

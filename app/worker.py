@@ -99,7 +99,7 @@ class TrainingService(Protocol):
     def load(self) -> None: ...
     def prepare(self, config: RunConfig) -> None: ...
     def start(self, config: RunConfig, resume: bool = False) -> None: ...
-    def send(self, command: Command) -> bool: ...
+    def send(self, command: Command, id: str | None = None) -> bool: ...  # noqa: A002 - the wire name
     def shutdown(self, timeout_s: float = 2.0) -> bool: ...
     def deleteLater(self) -> None: ...
 
@@ -158,11 +158,12 @@ class TrainingProcess(QObject):
         self._post(P.BeginRun())
         self._post(P.Run(copy.deepcopy(config), resume))
 
-    def send(self, command: Command) -> bool:
-        """Hand a command to the running trainer (or to the one about to run). False if none will."""
+    def send(self, command: Command, id: str | None = None) -> bool:  # noqa: A002 - the wire name
+        """Hand a command to the running trainer (or to the one about to run). False if none will. `id` comes
+        back on the event that applies it (the window's own commands: `Session.own_command_id`)."""
         if not self._accepting:
             return False
-        return self._post(P.Send(command))
+        return self._post(P.Send(command, id))
 
     # -- reports -----------------------------------------------------------------------------------------
     def _read(self) -> None:

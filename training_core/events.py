@@ -81,6 +81,7 @@ class Start(Event):
     phases: list = field(default_factory=list)
     phase_variables: dict = field(default_factory=dict)  # phase -> [variable path, ...]
     freeze: list = field(default_factory=list)
+    update_frozen_stats: bool = False  # with `freeze`: what a watcher's panel shows (its checkbox)
     schedule: dict = field(default_factory=dict)
     lr: dict = field(default_factory=dict)
     method: str = "exact"
@@ -138,6 +139,7 @@ class Resumed(Event):
     checkpoint: str = ""  # relative to the run directory
     device: str = ""
     freeze: list = field(default_factory=list)
+    update_frozen_stats: bool = False
     schedule: dict = field(default_factory=dict)
     lr: dict = field(default_factory=dict)
     method: str = "exact"

@@ -138,8 +138,8 @@ def begin(tr: "Trainer") -> E.Event:
     return E.Start(device=p.device_name, experiment=cfg.experiment_file or cfg.example or "",
                    phases=list(p.phase_names),
                    phase_variables={n: list(paths) for n, paths in zip(p.phase_names, p.phase_paths)},
-                   freeze=list(tr.freeze), schedule=p.policy.to_dict(), lr=dict(cfg.lr), method=tr.method,
-                   run_dir=str(tr.run_dir), steps=cfg.steps, variables=[v.to_dict() for v in p.var_infos],
+                   freeze=list(tr.freeze), update_frozen_stats=bool(cfg.update_frozen_stats),
+                   schedule=p.policy.to_dict(), lr=dict(cfg.lr), method=tr.method, run_dir=str(tr.run_dir), steps=cfg.steps, variables=[v.to_dict() for v in p.var_infos],
                    strategy=p.placement.kind, replicas=p.placement.replicas)
 
 
@@ -201,7 +201,8 @@ def resume(tr: "Trainer") -> E.Resumed:
         apply_host_state(tr, state)
         dropped, checkpoint = {}, str(checkpoint_prefix(d, step))
     p = tr.prepared
-    return E.Resumed(checkpoint=checkpoint, device=p.device_name, freeze=list(tr.freeze), schedule=p.policy.to_dict(),
+    return E.Resumed(checkpoint=checkpoint, device=p.device_name, freeze=list(tr.freeze),
+                     update_frozen_stats=bool(cfg.update_frozen_stats), schedule=p.policy.to_dict(),
                      lr=dict(cfg.lr), method=tr.method, steps=cfg.steps, dropped=dropped, strategy=p.placement.kind,
                      replicas=p.placement.replicas)
 

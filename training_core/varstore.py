@@ -151,8 +151,22 @@ class VarFileReader:
         return VarRows.from_records(self.phase, self.paths, rec)
 
 
+def unreadable_files(run_dir: str | Path) -> list[Path]:
+    """The phase files whose header cannot be read (damaged, or cut before it was whole): `read_variables`
+    leaves them out, and what reads a run for a user says so rather than showing one phase fewer."""
+    out = []
+    for path in sorted((Path(run_dir) / VARIABLES_DIR).glob("*.bin")):
+        try:
+            with open(path, "rb") as f:
+                if _parse_header(f.read(1 << 20)) is None:
+                    out.append(path)
+        except OSError:
+            out.append(path)
+    return out
+
+
 def read_variables(run_dir: str | Path) -> list[VarRows]:
-    """Every phase's complete rows, in phase order (file name order)."""
+    """Every phase's complete rows, in phase order (file name order); see `unreadable_files`."""
     out = []
     for path in sorted((Path(run_dir) / VARIABLES_DIR).glob("*.bin")):
         rows = VarFileReader(path).read_new()
@@ -169,7 +183,13 @@ def truncate_after(run_dir: str | Path, step: int, keep_in: Path | None = None) 
     for path in sorted((Path(run_dir) / VARIABLES_DIR).glob("*.bin")):
         with open(path, "rb") as f:
             got = _parse_header(f.read(1 << 20))
-        if got is None:
+        if got is None:  # cut inside its header (a kill as the run began) or damaged: no reader can use it, and
+            # rows appended to it would be lost too. Set aside (kept), so that the run writes a readable one.
+            if keep_in is not None:
+                keep_in.mkdir(parents=True, exist_ok=True)
+                os.replace(path, keep_in / path.name)
+            else:
+                path.unlink()
             continue
         header, start = got
         dtype = row_dtype(len(header["paths"]))

@@ -10,12 +10,14 @@ the real training process cover every path too (tests/app/test_window_e2e.py).
 from __future__ import annotations
 
 from collections import deque
+from dataclasses import replace
 
 from PySide6.QtCore import QObject, QTimer
 
 from app.worker import Reports
 from tests.core.synthetic import SimulatedTrainer
 from training_core import Command, RunConfig
+from training_core import events as E
 from training_core import protocol as P
 from training_core.runs import source_of
 
@@ -62,11 +64,15 @@ class FakeTrainingService(QObject):
         else:
             self._queue_reports(self.sim.run(config))
 
-    def send(self, command: Command) -> bool:
+    def send(self, command: Command, id: str | None = None) -> bool:  # noqa: A002 - the wire name
         if not self._accepting:
             return False
         self.sent.append(command)
-        self._queue_reports(self.sim.command(command))
+        reports = self.sim.command(command)
+        if id is not None:  # as the trainer does: the event that applies a command carries its id
+            reports = [P.Emitted(replace(r.event, id=id)) if isinstance(r, P.Emitted)
+                       and isinstance(r.event, E.ControlEvent) else r for r in reports]
+        self._queue_reports(reports)
         return True
 
     def shutdown(self, timeout_s: float = 2.0) -> bool:

@@ -116,3 +116,18 @@ def test_a_record_cut_mid_write_still_exports(run_dir, tmp_path):
     r = export(str(cut), "--out", str(out))
     assert r.returncode == 0, r.stderr
     assert out.stat().st_size > 1000 and r.stderr.strip() == ""
+
+
+def test_a_phase_file_with_a_damaged_header_is_named_not_left_out_unsaid(run_dir, tmp_path):
+    """Four bytes over the first phase's variable file: the figure used to show the other phase alone,
+    with exit 0 and no word. It still draws what can be read, and a warning names the file."""
+    import shutil
+    cut = tmp_path / "damaged"
+    shutil.copytree(run_dir, cut)
+    first = sorted((cut / "variables").glob("*.bin"))[0]
+    with open(first, "r+b") as f:
+        f.write(b"XXXX")
+    out = tmp_path / "fig.png"
+    r = export(str(cut), "--plots", "updates", "--out", str(out))
+    assert r.returncode == 0 and out.is_file(), r.stderr
+    assert f"warning: {first} cannot be read" in r.stderr and "left out" in r.stderr, r.stderr

@@ -154,6 +154,25 @@ def test_ticking_a_scope_freezes_it_live_and_unticking_resumes(ui, qtbot, tmp_pa
     assert len([e for e in w.store.events if e.kind == "freeze"]) == 2  # one command per change
 
 
+def test_a_freeze_through_the_runs_commands_file_is_ticked_and_the_next_tick_keeps_it(ui, qtbot, tmp_path):
+    """A run the window started, steered from a shell through its commands.jsonl: the tree used to stay
+    unticked, and the next tick sent the tree's whole set without that freeze, undoing it. The window's
+    own ticks are acknowledged with its ids, the shell's with the shell's."""
+    from training_core import SetFreeze, append_command
+    w = ui.make()
+    w.start()
+    ui.wait_steps(w, 50)
+    append_command(tmp_path / "run0", SetFreeze(["discriminator/dense_1"]), "shell-1")
+    ui.wait_event(w, "freeze", id="shell-1")
+    qtbot.waitUntil(lambda: w.scope_tree.item("discriminator/dense_1").checkState(0) == Qt.CheckState.Checked,
+                    timeout=60_000)
+    w.scope_tree.item("generator/dense_1").setCheckState(0, Qt.CheckState.Checked)
+    mine = ui.wait_event(w, "freeze", scopes=list(w.scope_tree.frozen_scopes()))
+    assert set(mine.scopes) == {"discriminator/dense_1", "generator/dense_1"} and mine.id.startswith("window-")
+    w.stop()
+    ui.wait_finished(w)
+
+
 def test_ticks_before_start_are_the_initial_freeze(ui, qtbot, tmp_path):
     w = ui.make()
     tree = w.scope_tree

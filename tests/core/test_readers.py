@@ -299,6 +299,27 @@ def test_readers_start_over_when_the_bytes_before_their_offset_changed(tmp_path)
     assert rows.update_norm[2:, 0].tolist() == [100.0 + s for s in range(5, 21, 2)]
 
 
+@pytest.mark.parametrize("damage", ["cut inside the header", "bytes over the magic", "bad JSON"])
+def test_a_variable_file_without_a_readable_header_is_named_and_set_aside_by_a_resume(tmp_path, damage):
+    """A phase file whose header cannot be read was left out by every reader without a word (a figure had
+    one phase fewer), and a resume appended its rows to it, unreadable too. `unreadable_files` names it
+    (the export warns), and cutting the record back for a resume moves it to the kept folder, so that the
+    resumed run writes a readable file."""
+    from training_core.varstore import read_variables, unreadable_files
+    d = tmp_path / "run"
+    (d / "variables").mkdir(parents=True)
+    _append_rows(d, range(1, 11), 1.0, 1000.0)
+    path = d / "variables" / "00-D.bin"
+    data = path.read_bytes()
+    path.write_bytes({"cut inside the header": data[:30], "bytes over the magic": b"XXXX" + data[4:],
+                      "bad JSON": data.replace(b'"phase"', b'"ph\x00se"', 1)}[damage])
+    assert read_variables(d) == [] and unreadable_files(d) == [path]
+    truncate_after(d, 4, tmp_path / "kept")
+    assert not path.exists() and (tmp_path / "kept" / "00-D.bin").is_file() and unreadable_files(d) == []
+    _append_rows(d, range(5, 9), 100.0, 2000.0)  # the resumed run writes a new file, header first
+    assert read_variables(d)[0].steps.tolist() == [5, 7]
+
+
 # -- cutting back to a checkpoint ----------------------------------------------------------------------------
 @settings(max_examples=300, deadline=None)
 @given(content=st.binary(max_size=200).map(lambda b: b.replace(b"\r", b"")), chunk=st.integers(1, 9))

@@ -2,6 +2,8 @@
 the window asks (running, paused and why, the run directory, the state text, each variable's state)."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -186,3 +188,25 @@ def test_variable_states_of_any_run_data():
     states = VariableStates(build_scope_tree([VarInfo(p, (1,), "float32", True) for p in paths]))
     assert states.update(data) and not states.update(data)
     assert [states.states[p].state for p in ("a/k", "a/b", "a")] == ["frozen", "", "partly"]
+
+
+def test_control_changes_from_elsewhere_reach_the_panels_and_the_windows_own_do_not(ready):
+    """A freeze, ratio, rate or method applied to the window's own run by another process (its
+    commands.jsonl) is announced with the run's controls, so the panels show it and the next tick sends a
+    freeze set that keeps it; an event acknowledging one of the window's own commands (its id) is not:
+    re-showing it could untick a scope whose command is still in flight."""
+    s, sim, _ = ready
+    changed: list = []
+    s.controls_changed.connect(lambda c: changed.append((list(c.freeze), dict(c.lr), c.method, c.update_frozen_stats)))
+    s.begin_run()
+    feed(s, sim.run(RunConfig(lr={"D": 1e-3, "G": 2e-3})) + sim.train(5))
+    own = s.own_command_id()
+    feed(s, [P.Emitted(replace(r.event, id=own)) if isinstance(r, P.Emitted) else r
+             for r in sim.command(C.SetFreeze(["generator/dense_1"]))])
+    assert changed == [] and s.controls.freeze == ["generator/dense_1"]
+    feed(s, sim.command(C.SetFreeze(["discriminator/dense_1"], update_frozen_stats=True)))  # no id: elsewhere
+    feed(s, sim.command(C.SetLearningRate("G", 5e-4)))
+    assert changed == [(["discriminator/dense_1"], {"D": 1e-3, "G": 2e-3}, "exact", True),
+                       (["discriminator/dense_1"], {"D": 1e-3, "G": 5e-4}, "exact", True)]
+    s.begin_run()  # a new run starts from its own settings
+    assert s.controls.freeze == [] and s.controls.lr == {}

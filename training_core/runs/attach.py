@@ -56,6 +56,7 @@ class Controls:
     def apply(self, e: E.Event) -> None:
         if isinstance(e, (E.Start, E.Resumed)):  # a resume: the settings its checkpoint holds, its new target
             self.freeze, self.schedule, self.lr, self.method = list(e.freeze), dict(e.schedule), dict(e.lr), e.method
+            self.update_frozen_stats = e.update_frozen_stats
             self.steps, self.device = e.steps, e.device or self.device
             if isinstance(e, E.Resumed):
                 self.paused, self.pause_reason = False, ""

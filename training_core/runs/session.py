@@ -26,9 +26,13 @@ from .. import events as E
 from .. import protocol as P
 from ..config import RunConfig
 from ..metrics import Status
+from .attach import Controls
 from .data import RunData
 from .follow import reload_resumed
 from .variables import VariableStates, VarState
+
+#: what a control panel shows: the own run's events of these kinds not sent by this window update the panels
+CONTROL_EVENTS = (E.Freeze, E.Ratio, E.LearningRate, E.Method)
 
 Source = tuple[str, str]  # ("example", "ring") or ("file", "/abs/path.py")
 
@@ -65,6 +69,7 @@ class Session:
     run_finished = Signal(object)  # the final Status, or None when the run never started
     rewound = Signal()  # `data` went back to an earlier step (a rollback, a resume): views redraw from scratch
     rollback_offered = Signal(int)  # after a NaN's `problem`: the last good checkpoint's step to go back to
+    controls_changed = Signal(object)  # the own run's `Controls`, changed by a command not from this window
 
     def __init__(self, source: Source = ("example", "ring")) -> None:
         self.source: Source = source
@@ -85,6 +90,8 @@ class Session:
         self._nan_shown = False  # a NaN dialog was offered and training has not gone on since
         self.attached = ""  # the run directory of a run another process writes, while attached (runs/attach.py)
         self.attached_text = ""  # "attached · freeze acknowledged at step 1,234", for the status bar
+        self.controls = Controls()  # the own run's control state as its events say (attach.py has its own)
+        self._own_ids: set[str] = set()  # ids of the commands this window sent
         self._handlers: dict[type, Callable[[Any], None]] = {
             P.Busy: self._on_busy, P.Loaded: self._on_loaded, P.Prepared: self._on_prepared,
             P.Failed: lambda r: self.problem.emit(r.summary, r.detail), P.RunStarted: self._on_run_started,
@@ -109,9 +116,19 @@ class Session:
         self.state_changed.emit()
         return True
 
+    def own_command_id(self) -> str:
+        """An id for a command this window sends its own run: the event acknowledging it carries it, so an
+        event without one of these came from elsewhere (commands.jsonl, a NaN roll-back's lower rate) and
+        the panels must show what it set. Without the ids, a window's own freeze acknowledged while a
+        second tick was in flight would untick that second scope on screen."""
+        cid = f"window-{len(self._own_ids) + 1}"
+        self._own_ids.add(cid)
+        return cid
+
     def begin_run(self, resumed_dir: str = "") -> None:
         """A run was requested: it counts as running (controls, commands) from now until it finishes.
         `resumed_dir`: the run continues in that directory (its record is read when it resumed)."""
+        self.controls = Controls()
         self.running, self.paused, self.pause_reason, self.stop_reason = True, False, "", ""
         self.status = None
         self._resumed_dir = resumed_dir
@@ -218,6 +235,10 @@ class Session:
         """The state an event changes (it is in `data` already)."""
         if isinstance(e, (E.Resume, E.Step, E.Rollback, E.Resumed, E.Start)):
             self._nan_shown = False  # training goes on (or back): a NaN after this is a new incident
+        if not self.attached and isinstance(e, CONTROL_EVENTS + (E.Start, E.Resumed)):
+            self.controls.apply(e)
+            if isinstance(e, CONTROL_EVENTS) and e.id not in self._own_ids:
+                self.controls_changed.emit(self.controls)  # sent by another process: the panels follow
         if isinstance(e, E.Pause):
             self._set_paused(True, e.reason)
         elif isinstance(e, (E.Resume, E.Step)):
