@@ -99,6 +99,22 @@ def _unscoped_model_line(phase: Any, models: Models) -> str | None:
     return None
 
 
+def _gradient_warnings(st: Any, file: str) -> list[str]:
+    """A phase's variables its loss has no gradient for never train (their update is skipped, as Keras
+    does): a warning naming them, or, when that is all of them, one line refusing the run (it used to
+    train nothing, exit 0, not a word)."""
+    missing, n = list(getattr(st, "no_gradient", ())), len(st.vars)
+    if not missing:
+        return []
+    shown = ", ".join(missing[:3]) + (", ..." if len(missing) > 3 else "")
+    if len(missing) == n:
+        raise UserError(f"phase {st.phase.name!r} in {file}: its loss has no gradient for any of the {n} variable"
+                        f"{'s' if n > 1 else ''} it trains ({shown}); compute the loss from the models in its "
+                        f"trains, or train the scopes its loss uses")
+    return [f"phase {st.phase.name}'s loss has no gradient for {len(missing)} of its {n} variables ({shown}): they "
+            f"never train; compute the loss from them, or leave them out of the phase's trains"]
+
+
 def _is_stat(v: Any) -> bool:
     """Non-trainable float state a forward pass may change (BatchNormalization moving mean/variance)."""
     return not v.trainable and "float" in str(v.dtype) and "seed_generator" not in v.path
@@ -225,6 +241,7 @@ def prepare(config: RunConfig, on_trace: Callable[[str, str], None]) -> Prepared
             with user_code(f"the loss of phase {st.phase.name!r} in {source.name}", source):
                 st.warm_up(clock, now)
                 traced = [getattr(st, v).get_concrete_function() for v in now] or [st.check_loss(clock)]
+            warnings += _gradient_warnings(st, source.name)
             ops = escaping_random_ops(traced, [rng])
             if ops:
                 warnings.append(f"phase {st.phase.name}'s loss draws from tf.random ({', '.join(ops)}), whose state the "

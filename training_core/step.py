@@ -172,6 +172,8 @@ class PhaseStep:
             if loss.shape.rank:
                 loss = tf.reduce_mean(loss)
         grads = tape.gradient(loss, self.vars)
+        # what the graph says at trace time, the same in every trace: a variable the loss does not reach
+        self.no_gradient = [v.path for v, g in zip(self.vars, grads) if g is None]
         return loss, grads
 
     def _pack(self, loss: tf.Tensor, before: list, grads: list) -> tf.Tensor:

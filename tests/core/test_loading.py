@@ -332,3 +332,37 @@ def test_a_learning_rate_for_a_phase_the_gan_shortcut_has_not_is_one_line(tmp_pa
         prepare(RunConfig(experiment_file=str(path)), lambda *_: None)
     assert str(e.value) == ("learning_rate in lr_typo.py names 'g', but the GAN shortcut's phases are D and G; "
                             'write learning_rate = {"D": ..., "G": ...}')
+
+
+@pytest.mark.parametrize("loss_b, want", [
+    ("ctx.models.a(ctx.batch)", "error"),  # B's loss never reaches b: nothing in B would ever train
+    ("ctx.models.a(ctx.batch) + keras.ops.sum(ctx.models.b.layers[0].bias)", "warning"),  # reaches b's first layer's bias only: its kernel and the other layer never train
+])
+def test_variables_a_loss_has_no_gradient_for_are_named(tmp_path, loss_b, want):
+    """Phase B's loss did not depend on (some of) the variables it trains: the run trained nothing there,
+    exit 0, not a word. All of them: one line before anything is written; some: a warning naming them."""
+    path = write_file(tmp_path, "nograd.py", f'''
+        import keras, numpy as np
+        from training_core import Experiment, Phase
+        def net(name):
+            return keras.Sequential([keras.Input((2,)), keras.layers.Dense(2, name="h"),
+                                     keras.layers.Dense(1, name="out")], name=name)
+        def loss_a(ctx):
+            return keras.ops.mean(keras.ops.square(ctx.models.a(ctx.batch)))
+        def loss_b(ctx):
+            return keras.ops.mean({loss_b})
+        def build():
+            return Experiment(name="x", models={{"a": net("a"), "b": net("b")}}, data=np.ones((8, 2), "float32"),
+                              batch_size=4, phases=[Phase("A", loss_a, trains=["a"]), Phase("B", loss_b, trains=["b"])])
+        ''')
+    if want == "error":
+        with pytest.raises(UserError) as e:
+            prepare(RunConfig(experiment_file=str(path)), lambda *_: None)
+        assert str(e.value) == ("phase 'B' in nograd.py: its loss has no gradient for any of the 4 variables it trains "
+                                "(b/h/kernel, b/h/bias, b/out/kernel, ...); compute the loss from the models in its "
+                                "trains, or train the scopes its loss uses")
+    else:
+        p = prepare(RunConfig(experiment_file=str(path)), lambda *_: None)
+        assert [w for w in p.warnings if "no gradient" in w] == [
+            "phase B's loss has no gradient for 3 of its 4 variables (b/h/kernel, b/out/kernel, b/out/bias): they "
+            "never train; compute the loss from them, or leave them out of the phase's trains"]
