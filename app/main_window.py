@@ -145,8 +145,8 @@ class MainWindow(QMainWindow):
         s.problem.connect(self._on_problem)
         s.note.connect(lambda text: self.statusBar().showMessage(text, 10000))
         s.run_dir_changed.connect(self.status_panel.set_run_dir)
-        s.data_cleared.connect(self.plots.reset)
-        s.rewound.connect(self.plots.reset)
+        for cleared in (s.data_cleared, s.rewound):
+            cleared.connect(self.plots.reset)
         s.rollback_offered.connect(self._offer_rollback)
         s.run_started.connect(lambda _dir: self.runStarted.emit())
         s.run_finished.connect(self._on_run_finished)
@@ -292,9 +292,7 @@ class MainWindow(QMainWindow):
         return True
 
     def _show_controls(self, c) -> None:
-        """Someone else changed the run's controls (the attached run's, or the window's own run's through its
-        commands.jsonl): the panels show what the run now uses, so that the next tick sends the whole set
-        with that change in it (a tick sends the tree's whole freeze set: it used to undo the other's freeze)."""
+        """Another process changed the run's controls (attached, or via commands.jsonl): the panels show them."""
         self.scope_tree.set_frozen(c.freeze)
         self.experiment_panel.steps_spin.setValue(c.steps or 0)  # a resume's new target
         self.schedule_panel.set_config(self.schedule_panel.phase_names, c.schedule, c.lr, c.method, c.update_frozen_stats)
@@ -380,8 +378,7 @@ class MainWindow(QMainWindow):
         """The training service now in use (a new one after the old one died)."""
         return self.controller.service
 
-    # the session's state, read where tests and scripts used to read the window's
-    busy = property(lambda self: self.session.busy, doc="What the service is doing ('' when idle).")
+    busy = property(lambda self: self.session.busy, doc="What the service is doing ('' when idle).")  # the session's
     running = property(lambda self: self.session.running)
     paused = property(lambda self: self.session.paused)
     prepared = property(lambda self: self.session.prepared)

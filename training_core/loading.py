@@ -131,7 +131,11 @@ def _check_models(exp: Experiment, path: Path) -> None:
     """Every model has weights, and every variable path is unique across models: a scope names one thing,
     so freezing `generator` can never freeze a second model that happens to share the name."""
     owner: dict[str, tuple[str, int]] = {}
+    import keras
     for name, m in exp.models.items():
+        if not isinstance(m, keras.layers.Layer):  # a function or an array: "build it" would not help
+            raise UserError(f"model {name!r} in {path.name} is a {type(m).__name__}, not a Keras model; give a "
+                            f"keras.Model or layer (e.g. keras.Sequential([...], name={name!r}))")
         variables = list(getattr(m, "variables", None) or [])
         if not variables:
             if getattr(m, "built", False):

@@ -24,7 +24,7 @@ from .loading import build_experiment, example_path, file_sha256, load_module, r
 from .randomness import escaping_random_ops
 from .schedule import Policy, policy_from_dict
 from .scopes import (ScopeNode, VarInfo, build_scope_tree, default_name_warnings, frozen_mask, in_scope,
-                     resolve_scopes, untrained_nested_warnings)
+                     resolve_scopes, unknown_scope_message, untrained_nested_warnings)
 from .usercode import user_code
 
 
@@ -205,10 +205,15 @@ def prepare(config: RunConfig, on_trace: Callable[[str, str], None]) -> Prepared
         phase_vars, optimizers = [], []
         for p in exp.phases:
             vs = [v for v in trainable if any(in_scope(v.path, s) for s in p.trains)]
+            # a typo in trains left those variables untrained without a word (a scope of layers Keras made
+            # trainable=False, a frozen backbone, is no typo: it exists and has nothing to train)
+            unknown = [s for s in p.trains if not any(in_scope(v.path, s) for v in variables)]
+            if unknown:
+                raise UserError(_unscoped_model_line(p, exp.models) or f"phase {p.name!r} trains an "
+                                + unknown_scope_message(unknown[0], infos))
             if not vs:
-                raise UserError(_unscoped_model_line(p, exp.models) or
-                                f"phase {p.name!r} trains scopes {list(p.trains)} but no trainable variable is under "
-                                f"them; name scopes that exist (see --list-scopes)")
+                raise UserError(f"phase {p.name!r} trains {', '.join(p.trains)}, but none of their variables is "
+                                f"trainable (Keras trainable=False); train scopes with trainable variables")
             opt = _make_optimizer(p, config.lr.get(p.name))
             shared = [q.name for q, o in zip(exp.phases, optimizers) if o is opt]
             if shared:  # one object's slots and learning rate would serve both phases

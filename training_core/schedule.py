@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from .errors import UserError
+from .scopes import counted
 
 
 def parse_ratio(text: str) -> list[int]:
@@ -162,7 +163,8 @@ def _policy_from_dict(d: dict[str, Any], phase_names: Sequence[str]) -> Policy:
                 raise UserError(f"ratio {ratio!r} is not a list of whole numbers; give e.g. [5, 1] or \"5:1\"") from None
         if len(counts) != n:
             raise UserError(
-                f"ratio {':'.join(map(str, counts))} has {len(counts)} counts but the experiment has {n} phases "
+                f"ratio {':'.join(map(str, counts))} has {counted(len(counts), 'count')} but the experiment has "
+                f"{counted(n, 'phase')} "
                 f"({', '.join(phase_names)}); give one count per phase, e.g. {':'.join(['1'] * n)}")
         return FixedRatio(counts)
     if kind == "adaptive":

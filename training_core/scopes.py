@@ -59,6 +59,11 @@ class ScopeNode:
         return sum(v.size for v in self.all_variables() if trainable is None or v.trainable == trainable)
 
 
+
+def counted(n: int, noun: str) -> str:
+    """`1 phase`, `2 phases`: messages and listings read as written, whatever the count."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
 def normalize_scope(scope: str) -> str:
     # str(): a non-string scope in a command becomes an unknown scope, which is refused, not a crash
     return "/".join(p for p in str(scope).strip().split("/") if p)
@@ -144,9 +149,10 @@ def format_phases(phases: Sequence[tuple[str, Sequence[str], Sequence[str]]], va
     trained: set[str] = set()
     for name, trains, paths in phases:
         trained.update(paths)
-        lines.append(f"  {name:<{width}}  trains {', '.join(trains)}: {len(paths)} variables, "
+        lines.append(f"  {name:<{width}}  trains {', '.join(trains)}: {counted(len(paths), 'variable')}, "
                      f"{sum(size[p] for p in paths):,} parameters")
-    lines.append(f"  {len(phases)} phases train {len(trained)} of {len(variables)} variables, "
+    lines.append(f"  {counted(len(phases), 'phase')} train{'s' if len(phases) == 1 else ''} {len(trained)} of "
+                 f"{counted(len(variables), 'variable')}, "
                  f"{sum(size[p] for p in trained):,} of {sum(size.values()):,} parameters")
     return "\n".join(lines)
 

@@ -168,7 +168,11 @@ class PhaseStep:
 
     def _loss_and_grads(self) -> tuple[tf.Tensor, list]:
         with tf.GradientTape() as tape:
-            loss = tf.convert_to_tensor(self.phase.loss(self._context()))
+            loss = self.phase.loss(self._context())
+            if loss is None:  # TensorFlow's own words: "None values not supported", with no line to look at
+                raise UserError(f"the loss of phase {self.phase.name!r} returned None; end it with `return` and "
+                                f"the loss (a scalar tensor)")
+            loss = tf.convert_to_tensor(loss)
             if loss.shape.rank:
                 loss = tf.reduce_mean(loss)
         grads = tape.gradient(loss, self.vars)

@@ -366,3 +366,55 @@ def test_variables_a_loss_has_no_gradient_for_are_named(tmp_path, loss_b, want):
         assert [w for w in p.warnings if "no gradient" in w] == [
             "phase B's loss has no gradient for 3 of its 4 variables (b/h/kernel, b/out/kernel, b/out/bias): they "
             "never train; compute the loss from them, or leave them out of the phase's trains"]
+
+
+def test_a_loss_that_returns_none_says_so(tmp_path):
+    """TensorFlow's "None values not supported", with no line, was all a forgotten `return` got."""
+    path = write_file(tmp_path, "none.py", _BUILD.format(loss="None"))
+    with pytest.raises(UserError) as e:
+        prepare(RunConfig(experiment_file=str(path)), lambda *_: None)
+    assert str(e.value) == "the loss of phase 'fit' returned None; end it with `return` and the loss (a scalar tensor)"
+
+
+def test_counts_read_as_written():
+    from training_core.scopes import counted
+    assert (counted(1, "phase"), counted(2, "phase"), counted(0, "variable")) == ("1 phase", "2 phases", "0 variables")
+
+
+def test_a_model_that_is_not_a_keras_model_says_so(tmp_path):
+    """A function given as a model was told to "build it (keras.Input or model.build(shape))"."""
+    path = write_file(tmp_path, "fn.py", _BUILD.format(loss="ctx.models.net(ctx.batch)").replace(
+        '{"net": net()}', '{"net": lambda x: x}'))
+    with pytest.raises(UserError) as e:
+        prepare(RunConfig(experiment_file=str(path)), lambda *_: None)
+    assert str(e.value) == ("model 'net' in fn.py is a function, not a Keras model; give a keras.Model or layer "
+                            "(e.g. keras.Sequential([...], name='net'))")
+
+
+@pytest.mark.parametrize("trains", [["nett"], ["net", "net/outt"]])
+def test_a_typo_in_a_phases_trains_names_the_scope_it_meant(tmp_path, trains):
+    """An unknown scope in Phase(trains=...) said "name scopes that exist" (all unknown) or nothing at all
+    (one of two unknown: those variables silently never trained); --freeze has always said what it meant."""
+    path = write_file(tmp_path, "typo.py", _BUILD.format(loss="ctx.models.net(ctx.batch)").replace(
+        'trains=["net"]', f"trains={trains!r}"))
+    with pytest.raises(UserError) as e:
+        prepare(RunConfig(experiment_file=str(path)), lambda *_: None)
+    meant = "net" if trains == ["nett"] else "net/out"
+    assert str(e.value) == (f"phase 'fit' trains an unknown scope {trains[-1]!r}; did you mean {meant}? "
+                            "(see them all with --list-scopes)")
+
+
+def test_a_scope_keras_made_untrainable_is_no_typo(tmp_path):
+    """A backbone frozen the Keras way (trainable=False) exists: a phase that names it with its head trains the
+    head; one that names only it is told why nothing is left to train."""
+    src = _BUILD.format(loss="keras.ops.mean(ctx.models.net(keras.ops.ones((4, 2))))").replace(
+        'keras.layers.Dense(1, name="out")', 'keras.layers.Dense(2, name="body", trainable=False), '
+        'keras.layers.Dense(1, name="out")')
+    both = write_file(tmp_path, "both.py", src.replace('trains=["net"]', 'trains=["net/body", "net/out"]'))
+    p = prepare(RunConfig(experiment_file=str(both)), lambda *_: None)
+    assert p.phase_paths == [("net/out/kernel", "net/out/bias")]
+    only = write_file(tmp_path, "only.py", src.replace('trains=["net"]', 'trains=["net/body"]'))
+    with pytest.raises(UserError) as e:
+        prepare(RunConfig(experiment_file=str(only)), lambda *_: None)
+    assert str(e.value) == ("phase 'fit' trains net/body, but none of their variables is trainable (Keras "
+                            "trainable=False); train scopes with trainable variables")
