@@ -16,8 +16,10 @@ every step, so the trainer calls it only on observers that override it.
 """
 from __future__ import annotations
 
+import threading
 import time
-from typing import TYPE_CHECKING, Any
+from collections import deque
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
@@ -27,6 +29,31 @@ from .metrics import MetricsBatch, PhaseBlock, Status
 if TYPE_CHECKING:
     from .trainer import Trainer
 
+
+
+class EventDispatch:
+    """Hands each event to every observer, in order. An observer that emits while it handles an event
+    (NanRollback giving up on a `nan`: a warning and a pause) has its events handed out once that event
+    has reached every observer, so the record reads cause, then effect: they used to come before the `nan`
+    they answered. Per thread: the warm-up thread's `trace` events are its own."""
+
+    def __init__(self, observers: Callable[[], Sequence["Observer"]]) -> None:
+        self._observers = observers
+        self._local = threading.local()
+
+    def __call__(self, event: E.Event) -> None:
+        queue = getattr(self._local, "queue", None)
+        if queue is not None:  # inside an observer's on_event: after the event it handles
+            queue.append(event)
+            return
+        self._local.queue = queue = deque([event])
+        try:
+            while queue:
+                e = queue.popleft()
+                for o in self._observers():
+                    o.on_event(e)
+        finally:
+            self._local.queue = None
 
 class Observer:
     """Receives a run's reports on the training thread. Override what you need."""
@@ -219,7 +246,8 @@ class NanRollback(Observer):
             return
         good = [s for s in tr.checkpoints.steps() if s < event.at_step]
         if tr.rollbacks >= self.MAX_ROLLBACKS or not good:
-            why = f"after {tr.rollbacks} rollbacks" if good else "and there is no checkpoint before it"
+            why = (f"after this run's {tr.rollbacks} rollback{'s' if tr.rollbacks != 1 else ''}" if good
+                   else "and there is no checkpoint before it")
             tr.emit(E.Warning(message=f"the loss of phase {event.phase} became {event.value} at step "
                                       f"{event.at_step} {why}; gave up. Lower its learning rate and resume "
                                       f"from the last checkpoint", phase=event.phase))

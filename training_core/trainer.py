@@ -25,7 +25,7 @@ from .config import RunConfig
 from .controls import HANDLERS
 from .errors import UserError
 from .metrics import MetricsBatch, PendingStep, PhaseBlock, Status, scalar_columns
-from .observers import Observer, overrides
+from .observers import EventDispatch, Observer, overrides
 from .policies import default_observers
 from .recorder import default_run_dir  # noqa: F401 - the window imports it from here
 from .scopes import frozen_mask
@@ -44,6 +44,7 @@ class Trainer:
         self.resume = resume
         extra = [] if observers is None else [observers] if isinstance(observers, Observer) else list(observers)
         self.warm = WarmUp(self._on_trace)  # which variants are traced when (warmup.py)
+        self._dispatch = EventDispatch(lambda: self.observers)
         self.observers: list[Observer] = [self.warm, *default_observers(self.config), *extra]
         self._step_observers = [o for o in self.observers if overrides(o, "on_step_end")]
         self.commands = C.CommandQueue()
@@ -320,10 +321,8 @@ class Trainer:
 
     # -- mechanics the observers call -------------------------------------------------------------------------
     def emit(self, event: E.Event) -> None:
-        """Stamp `event` with the current step and time and hand it to every observer."""
-        event = replace(event, step=event.step or self.step, time=event.time or E.now())
-        for o in self.observers:
-            o.on_event(event)
+        """Stamp `event` with the current step and time and hand it to every observer (`EventDispatch`)."""
+        self._dispatch(replace(event, step=event.step or self.step, time=event.time or E.now()))
 
     def sync(self) -> None:
         """Bring every step's numbers to the observers and have them written out (`on_sync`)."""

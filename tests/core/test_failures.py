@@ -321,7 +321,11 @@ def test_on_nan_rollback_gives_up_after_three(tmp_path):
     assert [(e.step, e.count) for e in rollbacks] == [(1, 3)]
     assert [(e.step, e.value) for e in events if e.kind == "lr"] == [(1, 1.25)]  # 10 halved three times
     assert len(list((d / "dropped").glob("rollback-*"))) == 3
-    assert "after 3 rollbacks; gave up" in observer.halted and events[-1].reason == "halted"
+    assert "after this run's 3 rollbacks; gave up" in observer.halted and events[-1].reason == "halted"
+    # cause, then effect: the last `nan`, then the warning that gave up on it and the pause (they came first)
+    kinds = [e.kind for e in events]
+    last_nan = len(kinds) - 1 - kinds[::-1].index("nan")
+    assert kinds[last_nan:last_nan + 3] == ["nan", "warning", "pause"], kinds[-8:]
 
 
 class _RollBackOnNan(Observer):
