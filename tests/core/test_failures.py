@@ -190,6 +190,8 @@ def test_a_full_disk_is_one_line_naming_the_directory_and_the_cause(small_disk, 
     assert len(lines) == 1 and str(d) in lines[0] and "No space left on device" in lines[0], r.stderr
     assert "Traceback" not in r.stderr
     _check_failed_record(d)
+    # where the record ends, not where training was when the write failed (it named a step past the record)
+    assert f"the record up to step {_loss_steps(d)[-1]} is in" in lines[0], (lines[0], _loss_steps(d)[-1])
 
 
 class _Fail(Observer):

@@ -363,3 +363,17 @@ def test_trim_keeps_exactly_what_the_checkpoint_holds(record, step, tmp_path):
         assert [e.to_dict() for e in dropped] == [e.to_dict() for e in events[n:]]
     finally:
         shutil.rmtree(d)
+
+
+@settings(max_examples=200, deadline=None)
+@given(cut=st.integers(0, 400))
+def test_the_last_recorded_step_is_that_of_the_last_complete_row(tmp_path_factory, cut):
+    """Read from the end of a scalars file cut at any byte (where a full disk ended it)."""
+    from training_core.trim import last_recorded_step
+    d = tmp_path_factory.mktemp("last")
+    rows = "step,wall_time,tag,value\n" + "".join(f"{s},{1000 + s}.5,loss/{'D' if s % 2 else 'G'},0.{s}\n"
+                                                   for s in range(1, 15))
+    data = rows.encode()[:cut]
+    (d / "scalars.csv").write_bytes(data)
+    complete = [ln for ln in data.decode().split("\n")[:-1][1:]]
+    assert last_recorded_step(d) == (int(complete[-1].split(",")[0]) if complete else None)
