@@ -90,6 +90,9 @@ def plan_replay(run_dir: str | Path, new_run_dir: str | None = None, determinist
     else:
         steps = [int(s.steps[-1]) for tag, s in read_scalars(src).items() if tag.startswith("loss/") and len(s.steps)]
         stop_step = max(steps + [e.step for e in events])
+    if stop_step == 0:  # killed before its first step: a replay would write a whole run directory of nothing
+        raise UserError(f"{src} recorded no step (it ended before its first); there is nothing to replay: train it "
+                        f"again instead")
     cfg.run_dir = new_run_dir
     cfg.steps = stop_step
     cfg.on_nan = "continue"

@@ -119,6 +119,7 @@ BAD = {  # name: (arguments after --headless, a word the one line must contain)
     "not_a_run": (["--replay", "{tmp}"], "config.toml"),
     "a_file": (["--replay", "{tmp}/unstarted/config.toml"], "is a file; --replay takes the run's directory"),
     "never_started": (["--replay", "{tmp}/unstarted"], "never started"),
+    "no_step": (["--replay", "{tmp}/stepless"], "recorded no step"),  # killed during its step-0 checkpoint
     "changed_experiment": (["--replay", "{tmp}/changed"], "changed since"),
     "option_changes_it": (["--replay", "{tmp}/unstarted", "--ratio", "2:1"], "--ratio would change"),
     "seed_changes_it": (["--replay", "{tmp}/unstarted", "--seed", "3"], "--seed would change"),
@@ -129,6 +130,8 @@ BAD = {  # name: (arguments after --headless, a word the one line must contain)
 def test_bad_replays_are_one_line_exit_2_and_write_nothing(tmp_path):
     (tmp_path / "unstarted").mkdir()
     _record(tmp_path / "unstarted", [])
+    (tmp_path / "stepless").mkdir()
+    _record(tmp_path / "stepless", [START])
     exp = write_file(tmp_path, "exp.py", "x = 1\n")
     (tmp_path / "changed").mkdir()
     RunConfig(example=None, experiment_file=str(exp), experiment_sha256="0" * 64).write_toml(
