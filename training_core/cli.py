@@ -151,10 +151,11 @@ def _main(argv: Sequence[str] | None) -> int:
             raise  # before anything was written: bad input, exit 2
         sync = trainer.prepared.sync if trainer.prepared is not None else None
         lost = sync.failure_line(e, trainer) if sync is not None else None  # a multiworker peer died
-        from .trim import last_recorded_step  # a write that failed (a full disk) ended the record before the step
-        kept = last_recorded_step(trainer.run_dir) if trainer.run_dir is not None else None
+        from .runlog import SCALARS_FILE
+        from .trim import last_scalar_step  # a write that failed (a full disk) ended the record before the step
+        kept = last_scalar_step(trainer.run_dir / SCALARS_FILE) if trainer.run_dir is not None else 0
         print(f"error: {lost}" if lost else  # it says where the record is, as the chief's error event does
-              f"error: {observer.failure or ' '.join(str(e).split())} (the record up to step {kept or 0} "
+              f"error: {observer.failure or ' '.join(str(e).split())} (the record up to step {kept} "
               f"is in {trainer.run_dir or 'no directory'}; the traceback is in its events.jsonl)", file=sys.stderr)
         return EXIT_FAILED
     placement = trainer.prepared.placement

@@ -244,6 +244,11 @@ def resume_from_args(a: argparse.Namespace) -> tuple[RunConfig, list[Any]]:
         cfg.steps = a.steps
     cfg = _run_options(cfg, a, "resume").validate()
     check_target(cfg.run_dir, cfg.steps)
+    from .distribute import is_chief
+    from .runlock import refusal
+    held = is_chief(cfg.strategy) and refusal(cfg.run_dir)  # a non-chief worker only reads the chief's checkpoint
+    if held:  # answered now, not once TensorFlow has loaded (~9 s here); the lock is taken later, and checked then
+        raise UserError(held)
     commands: list[Any] = []
     if a.freeze:
         commands.append(SetFreeze(tuple(a.freeze), bool(a.update_frozen_stats)))

@@ -188,16 +188,3 @@ def _move_samples_after(run_dir: Path, step: int, keep_in: Path | None) -> int:
             os.replace(path, keep_in / SAMPLES_DIR / path.name)
     return len(later)
 
-
-def last_recorded_step(run_dir: str | Path) -> int | None:
-    """The step of the last complete row of `scalars.csv` (read from its end), or None if it has none.
-    After a failed write (a full disk) this, not the trainer's step, is where the record ends."""
-    try:
-        with open(Path(run_dir) / SCALARS_FILE, "rb") as f:
-            for line, _ in lines_backwards(f):
-                head = line.split(b",", 1)[0]
-                if head.isdigit():
-                    return int(head)
-    except OSError:
-        pass
-    return None

@@ -82,3 +82,26 @@ def test_release_leaves_a_lock_that_is_no_longer_ours(tmp_path):
     _write_lock(tmp_path, token="someone else")  # e.g. taken over after we were presumed dead
     runlock.release(lock)
     assert runlock.read_holder(tmp_path).token == "someone else"
+
+
+def test_resuming_a_run_another_process_writes_is_refused_before_tensorflow_loads(tmp_path):
+    """The refusal came only after TensorFlow had loaded (~9 s here); the lock was checked when taken. Now
+    the CLI answers from the lock file first (and still checks again when it takes the lock)."""
+    from training_core.config import RunConfig
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    RunConfig(example="ring", steps=100).write_toml(run / "config.toml")
+    for name in ("ckpt-10.index", "ckpt-10.data-00000-of-00001"):
+        (run / "checkpoints" / name).write_bytes(b"")
+    p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    try:
+        _write_lock(run, pid=p.pid, pid_start=runlock._pid_start(p.pid))
+        code = ("import sys; from training_core.cli import main; rc = main(['--headless', '--resume', sys.argv[1]]); "
+                "print(rc, 'tensorflow' in sys.modules)")
+        r = subprocess.run([sys.executable, "-c", code, str(run)], capture_output=True, text=True, timeout=300,
+                           cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    finally:
+        p.kill()
+        p.wait()
+    assert r.stdout.split() == ["2", "False"], (r.stdout, r.stderr)
+    assert f"is being written by pid {p.pid}" in r.stderr
