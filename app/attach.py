@@ -85,7 +85,11 @@ class AttachController(QObject):
         self._timer.start()
 
     def send(self, command: Command) -> None:
-        if self.run is not None and not self.run.ended:  # a gone writer would leave it in flight for ever
+        if self.run is not None and self.run.ended:  # its writer is gone: nothing would ever apply it
+            self.controlsChanged.emit(self.run.controls)  # the panels go back to what the run has
+            self.session.note.emit("not sent: the process writing this run is gone; resume it first (see the "
+                                   "status bar)")
+        elif self.run is not None:
             self.run.send(command)
             self._show_text()
 

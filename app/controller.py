@@ -57,7 +57,9 @@ class TrainingController(QObject):
         if self.session.attached and self.remote is not None:
             self.remote(command)
         elif self.session.running:
-            self.service.send(command, self.session.own_command_id())
+            cid = self.session.own_command_id()
+            if not self.service.send(command, cid):
+                self.session.command_dropped(cid)
 
     def follow_edits(self, schedule: Any, tree: Any) -> None:
         """Each edit of the schedule panel or the scope tree becomes one command for the run going on (kept

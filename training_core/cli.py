@@ -154,9 +154,11 @@ def _main(argv: Sequence[str] | None) -> int:
         from .runlog import SCALARS_FILE
         from .trim import last_scalar_step  # a write that failed (a full disk) ended the record before the step
         kept = last_scalar_step(trainer.run_dir / SCALARS_FILE) if trainer.run_dir is not None else 0
+        chief = sync is None or trainer.prepared.placement.chief  # a worker's run_dir is its scratch folder
+        where = (f"the record up to step {kept} is in {trainer.run_dir or 'no directory'}; the traceback is in its "
+                 f"events.jsonl" if chief else "the chief keeps the record")
         print(f"error: {lost}" if lost else  # it says where the record is, as the chief's error event does
-              f"error: {observer.failure or ' '.join(str(e).split())} (the record up to step {kept} "
-              f"is in {trainer.run_dir or 'no directory'}; the traceback is in its events.jsonl)", file=sys.stderr)
+              f"error: {observer.failure or ' '.join(str(e).split())} ({where})", file=sys.stderr)
         return EXIT_FAILED
     placement = trainer.prepared.placement
     where = f"; run directory: {status.run_dir}" if placement.chief else f" as {placement.worker}; the chief keeps the record"

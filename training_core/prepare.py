@@ -82,14 +82,15 @@ def _model_variables(models: Models) -> list[Any]:
     return out
 
 
-def _unscoped_model_line(phase: Any, models: Models) -> str | None:
+def _unscoped_model_line(phase: Any, models: Models, unknown: Sequence[str]) -> str | None:
     """Why a phase that trains a model by its name found no variable under it, when the model's variables
     do not read `name/...`: Keras names a functional model's variables (keras.Model(inputs, outputs)) by its
     layers alone, since they are built before the model exists. The GAN shortcut trains each model by its
-    name, so such a file was told to "name scopes that exist", which it had not written."""
+    name, so such a file was told to "name scopes that exist", which it had not written. Only for a model whose
+    own name is the unknown scope (`unknown`): any other unknown scope is a typo, named as one."""
     for key, m in models.items():
         name = str(getattr(m, "name", key))
-        if name not in phase.trains and key not in phase.trains:
+        if name not in unknown and key not in unknown:
             continue
         outside = [v.path for v in getattr(m, "trainable_variables", []) if not v.path.startswith(name + "/")]
         if outside:
@@ -209,7 +210,7 @@ def prepare(config: RunConfig, on_trace: Callable[[str, str], None]) -> Prepared
             # trainable=False, a frozen backbone, is no typo: it exists and has nothing to train)
             unknown = [s for s in p.trains if not any(in_scope(v.path, s) for v in variables)]
             if unknown:
-                raise UserError(_unscoped_model_line(p, exp.models) or f"phase {p.name!r} trains an "
+                raise UserError(_unscoped_model_line(p, exp.models, unknown) or f"phase {p.name!r} trains an "
                                 + unknown_scope_message(unknown[0], infos))
             if not vs:
                 raise UserError(f"phase {p.name!r} trains {', '.join(p.trains)}, but none of their variables is "

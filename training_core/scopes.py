@@ -181,8 +181,10 @@ def untrained_nested_warnings(models: Mapping[str, object], trained: Iterable[st
     trained, out = set(trained), []
     for key, m in models.items():
         name = str(getattr(m, "name", key))
-        stray = [v.path for v in getattr(m, "trainable_variables", []) if v.path not in trained
-                 and not v.path.startswith(name + "/")]
+        own = [v.path for v in getattr(m, "trainable_variables", [])]
+        if not any(p.startswith(name + "/") for p in own):
+            continue  # a functional model: none of its variables reads name/... (prepare says so if it matters)
+        stray = [p for p in own if p not in trained and not p.startswith(name + "/")]
         if stray:
             tops = sorted({p.split("/")[0] for p in stray})
             out.append(f"model {key!r} has {len(stray)} trainable variable{'s' if len(stray) > 1 else ''} outside "

@@ -17,7 +17,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import BinaryIO, Sequence
 
 import numpy as np
 
@@ -94,6 +94,12 @@ class VarFileWriter:
         self._f.close()
 
 
+def _header_bytes(f: BinaryIO) -> bytes:
+    """The magic line and the JSON line after it, however long (a 1 MiB cap read 20,000 variables' header
+    as damaged, and a resume would have set the file aside)."""
+    return f.read(len(MAGIC)) + f.readline()
+
+
 def _parse_header(buf: bytes) -> tuple[dict, int] | None:
     """(header, offset of the first row), or None while the header is incomplete or not a header."""
     if not buf.startswith(MAGIC):
@@ -138,7 +144,7 @@ class VarFileReader:
             return None
         start = 0
         if self._dtype is None:
-            got = _parse_header(data[:1 << 20])
+            got = _parse_header(data)  # it stops at the header's newline
             if got is None:
                 return None
             header, start = got
@@ -158,7 +164,7 @@ def unreadable_files(run_dir: str | Path) -> list[Path]:
     for path in sorted((Path(run_dir) / VARIABLES_DIR).glob("*.bin")):
         try:
             with open(path, "rb") as f:
-                if _parse_header(f.read(1 << 20)) is None:
+                if _parse_header(_header_bytes(f)) is None:
                     out.append(path)
         except OSError:
             out.append(path)
@@ -182,7 +188,7 @@ def truncate_after(run_dir: str | Path, step: int, keep_in: Path | None = None) 
     dropped = 0
     for path in sorted((Path(run_dir) / VARIABLES_DIR).glob("*.bin")):
         with open(path, "rb") as f:
-            got = _parse_header(f.read(1 << 20))
+            got = _parse_header(_header_bytes(f))
         if got is None:  # cut inside its header (a kill as the run began) or damaged: no reader can use it, and
             # rows appended to it would be lost too. Set aside (kept), so that the run writes a readable one.
             if keep_in is not None:

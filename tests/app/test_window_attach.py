@@ -135,6 +135,11 @@ def test_an_attached_window_follows_its_run_through_a_kill_and_a_resume(ui, qtbo
     # killed on this host: its lock names a process that is gone, so the window stops calling it training
     qtbot.waitUntil(lambda: w.session.state_text.startswith("Not training"), timeout=TIMEOUT)
     assert f"--resume {run_dir}" in w.session.state_text
+    from PySide6.QtCore import Qt
+    before = (run_dir / "commands.jsonl").read_bytes() if (run_dir / "commands.jsonl").exists() else b""
+    w.scope_tree.item("generator").setCheckState(0, Qt.CheckState.Checked)  # nothing would ever apply it
+    qtbot.waitUntil(lambda: w.scope_tree.item("generator").checkState(0) == Qt.CheckState.Unchecked, timeout=TIMEOUT)
+    assert ((run_dir / "commands.jsonl").read_bytes() if (run_dir / "commands.jsonl").exists() else b"") == before
     resumed = start(main_cmd("--headless", "--resume", str(run_dir), "--steps", "400", "--lr", "G=5e-4", "--quiet"))
     try:
         qtbot.waitUntil(lambda: w.store.stop is not None or not w.session.attached, timeout=TIMEOUT)

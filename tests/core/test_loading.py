@@ -418,3 +418,24 @@ def test_a_scope_keras_made_untrainable_is_no_typo(tmp_path):
         prepare(RunConfig(experiment_file=str(only)), lambda *_: None)
     assert str(e.value) == ("phase 'fit' trains net/body, but none of their variables is trainable (Keras "
                             "trainable=False); train scopes with trainable variables")
+
+
+def test_a_typo_beside_a_model_with_a_nested_backbone_is_named_as_a_typo(tmp_path):
+    """`trains=["classifier", "backbon"]`, the classifier a Sequential nesting a backbone (backbone/...): the
+    line blamed the classifier for being a functional model; the typo is what is unknown."""
+    path = write_file(tmp_path, "typo_nested.py", '''
+        import keras, numpy as np
+        from training_core import Experiment, Phase
+        def loss(ctx):
+            return keras.ops.mean(ctx.models.classifier(ctx.batch))
+        def build():
+            backbone = keras.Sequential([keras.Input((2,)), keras.layers.Dense(2, name="d")], name="backbone")
+            classifier = keras.Sequential([keras.Input((2,)), backbone, keras.layers.Dense(1, name="out")],
+                                          name="classifier")
+            return Experiment(name="x", models={"classifier": classifier}, data=np.ones((8, 2), "float32"),
+                              batch_size=4, phases=[Phase("fit", loss, trains=["classifier", "backbon"])])
+        ''')
+    with pytest.raises(UserError) as e:
+        prepare(RunConfig(experiment_file=str(path)), lambda *_: None)
+    assert str(e.value) == ("phase 'fit' trains an unknown scope 'backbon'; did you mean backbone? "
+                            "(see them all with --list-scopes)")

@@ -210,3 +210,45 @@ def test_control_changes_from_elsewhere_reach_the_panels_and_the_windows_own_do_
                        (["discriminator/dense_1"], {"D": 1e-3, "G": 5e-4}, "exact", True)]
     s.begin_run()  # a new run starts from its own settings
     assert s.controls.freeze == [] and s.controls.lr == {}
+
+
+def _own(s: Session, reports: list, cid: str) -> list:
+    """`reports` as the trainer sends them for a command that carried the window's id `cid`."""
+    return [P.Emitted(replace(r.event, id=cid)) if isinstance(r, P.Emitted) else r for r in reports]
+
+
+def test_a_change_from_elsewhere_waits_for_the_windows_own_commands_in_flight(ready):
+    """The window ticks A (in flight); a freeze of B from commands.jsonl is applied first, then A's, which
+    was the tree's whole set. Shown at once, B's change unticked A on screen, and after A's acknowledgement
+    (an own id: not shown) the panels said [B] while the run had [A]. Now the panels follow once nothing of
+    the window's is in flight, with what the run then has."""
+    s, sim, _ = ready
+    changed: list = []
+    s.controls_changed.connect(lambda c: changed.append(list(c.freeze)))
+    s.begin_run()
+    feed(s, sim.run(RunConfig()) + sim.train(3))
+    tick = s.own_command_id()  # sent, not acknowledged yet
+    feed(s, sim.command(C.SetFreeze(["discriminator/dense_1"])))  # from elsewhere, applied first
+    assert changed == []
+    feed(s, _own(s, sim.command(C.SetFreeze(["generator/dense_1"])), tick))
+    assert changed == [["generator/dense_1"]] and s.controls.freeze == ["generator/dense_1"]
+    dropped = s.own_command_id()
+    s.command_dropped(dropped)  # no run took it: nothing waits for it
+    feed(s, sim.command(C.SetFreeze([])))
+    assert changed[-1] == []
+
+
+def test_a_roll_back_shows_the_checkpoints_settings(ready):
+    """A roll-back restores the checkpoint's freeze set and rates; the panels kept showing the later ones
+    (a freeze made after the checkpoint stayed ticked though the trainer had dropped it)."""
+    s, sim, _ = ready
+    changed: list = []
+    s.controls_changed.connect(lambda c: changed.append(list(c.freeze)))
+    s.begin_run()
+    feed(s, sim.run(RunConfig()) + sim.train(4))
+    feed(s, [P.Emitted(E.Checkpoint(step=4, path="checkpoints/ckpt-4"))] + sim.train(4))
+    tick = s.own_command_id()
+    feed(s, _own(s, sim.command(C.SetFreeze(["generator/dense_1"])), tick))
+    assert changed == [] and s.controls.freeze == ["generator/dense_1"]
+    feed(s, [P.Emitted(E.Rollback(step=4, from_step=8, checkpoint="checkpoints/ckpt-4", id=s.own_command_id()))])
+    assert changed == [[]] and s.controls.freeze == []

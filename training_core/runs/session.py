@@ -92,6 +92,8 @@ class Session:
         self.attached_text = ""  # "attached · freeze acknowledged at step 1,234", for the status bar
         self.controls = Controls()  # the own run's control state as its events say (attach.py has its own)
         self._own_ids: set[str] = set()  # ids of the commands this window sent
+        self._in_flight: set[str] = set()  # of those, the ones not acknowledged yet
+        self._stale = False  # `controls` changed in a way the panels do not show yet
         self._handlers: dict[type, Callable[[Any], None]] = {
             P.Busy: self._on_busy, P.Loaded: self._on_loaded, P.Prepared: self._on_prepared,
             P.Failed: lambda r: self.problem.emit(r.summary, r.detail), P.RunStarted: self._on_run_started,
@@ -123,12 +125,17 @@ class Session:
         second tick was in flight would untick that second scope on screen."""
         cid = f"window-{len(self._own_ids) + 1}"
         self._own_ids.add(cid)
+        self._in_flight.add(cid)
         return cid
+
+    def command_dropped(self, cid: str) -> None:
+        """The service did not take the command `own_command_id` named (no run to take it): not in flight."""
+        self._in_flight.discard(cid)
 
     def begin_run(self, resumed_dir: str = "") -> None:
         """A run was requested: it counts as running (controls, commands) from now until it finishes.
         `resumed_dir`: the run continues in that directory (its record is read when it resumed)."""
-        self.controls = Controls()
+        self.controls, self._in_flight, self._stale = Controls(), set(), False
         self.running, self.paused, self.pause_reason, self.stop_reason = True, False, "", ""
         self.status = None
         self._resumed_dir = resumed_dir
@@ -235,10 +242,8 @@ class Session:
         """The state an event changes (it is in `data` already)."""
         if isinstance(e, (E.Resume, E.Step, E.Rollback, E.Resumed, E.Start)):
             self._nan_shown = False  # training goes on (or back): a NaN after this is a new incident
-        if not self.attached and isinstance(e, CONTROL_EVENTS + (E.Start, E.Resumed)):
-            self.controls.apply(e)
-            if isinstance(e, CONTROL_EVENTS) and e.id not in self._own_ids:
-                self.controls_changed.emit(self.controls)  # sent by another process: the panels follow
+        if not self.attached:
+            self._track_controls(e)
         if isinstance(e, E.Pause):
             self._set_paused(True, e.reason)
         elif isinstance(e, (E.Resume, E.Step)):
@@ -260,6 +265,25 @@ class Session:
             self._set_run_dir(self._resumed_dir)
         elif isinstance(e, E.Stop):
             self.stop_reason = e.reason
+
+    def _track_controls(self, e: E.Event) -> None:
+        """The own run's controls, and when the panels must show them: after a change another process made
+        or a roll-back (which restores the checkpoint's settings), but only once none of this window's own
+        commands is in flight. Shown earlier, a freeze of B from commands.jsonl arriving between the window's
+        tick of A and its acknowledgement unticked A on screen while the trainer then applied [A]."""
+        own = getattr(e, "id", None) in self._own_ids
+        if own:
+            self._in_flight.discard(e.id)
+        if isinstance(e, CONTROL_EVENTS + (E.Start, E.Resumed)):
+            self.controls.apply(e)
+        if isinstance(e, E.Rollback):  # `data` was cut back to the checkpoint: its settings are those events'
+            self.controls = Controls()
+            for kept in self.data.events:
+                self.controls.apply(kept)
+        self._stale |= isinstance(e, E.Rollback) or (isinstance(e, CONTROL_EVENTS) and not own)
+        if self._stale and not self._in_flight:
+            self._stale = False
+            self.controls_changed.emit(self.controls)
 
     def _set_paused(self, paused: bool, reason: str) -> None:
         if self.running and (paused, reason) != (self.paused, self.pause_reason):
