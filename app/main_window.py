@@ -33,6 +33,7 @@ from .controller import ServiceFactory, TrainingController
 from .errors import offer_rollback, show_error
 from .menus import Menus, build_menus, choose_run_dir, open_dialog, open_runs_dialog, run_actions, show_run_state
 from .panels import ExperimentPanel, SchedulePanel, ScopeTree, beside_plots, left_tabs, panels_column
+from .panels.follow import ControlsFollower
 from .plots import PlotsPanel
 from .review import RunReview
 from .run_config import resume_run_config, run_config
@@ -116,6 +117,7 @@ class MainWindow(QMainWindow):
         self.experiment_panel.openRequested.connect(lambda: open_dialog(self, self.open_experiment))
         self.schedule_panel = SchedulePanel()
         self.scope_tree = ScopeTree()
+        self.follower = ControlsFollower(self.scope_tree, self.schedule_panel, self.experiment_panel.steps_spin)
         self.plots = PlotsPanel(self.review.runs)
         runs_panel = self.review.panel
         runs_panel.openRequested.connect(lambda: open_runs_dialog(self, self.settings, self.open_runs))
@@ -148,11 +150,11 @@ class MainWindow(QMainWindow):
         for cleared in (s.data_cleared, s.rewound):
             cleared.connect(self.plots.reset)
         s.rollback_offered.connect(self._offer_rollback)
-        s.run_started.connect(lambda _dir: self.runStarted.emit())
+        s.run_started.connect(lambda _dir: (self.follower.forget(), self.runStarted.emit()))
         s.run_finished.connect(self._on_run_finished)
         self.controller.serviceReplaced.connect(self.load)
-        self.attachment.controlsChanged.connect(self._show_controls)
-        s.controls_changed.connect(self._show_controls)
+        self.attachment.controlsChanged.connect(self.follower.show)  # changed by another process
+        s.controls_changed.connect(self.follower.show)
         self.attachment.failed.connect(lambda text: self._error(text, ""))
 
     def _show_sources(self) -> None:
@@ -291,12 +293,6 @@ class MainWindow(QMainWindow):
             return False
         return True
 
-    def _show_controls(self, c) -> None:
-        """Another process changed the run's controls (attached, or via commands.jsonl): the panels show them."""
-        self.scope_tree.set_frozen(c.freeze)
-        self.experiment_panel.steps_spin.setValue(c.steps or 0)  # a resume's new target
-        self.schedule_panel.set_config(self.schedule_panel.phase_names, c.schedule, c.lr, c.method, c.update_frozen_stats)
-
     def _highlight(self, path: str | None) -> None:
         self._wanted_highlight = path
         self.plots.highlight_variable(path)
@@ -315,6 +311,7 @@ class MainWindow(QMainWindow):
         if self.session.attached:
             self.experiment_panel.steps_spin.setValue(c.steps or 0)  # its target (a resume may set a new one)
         if rebuild:
+            self.follower.forget()
             self.scope_tree.set_tree(info.tree, c.freeze)
             self.scope_tree.show_states(self.session.variables.states)
             self.schedule_panel.set_config(info.phase_names, c.schedule, c.lr, c.freeze_method,

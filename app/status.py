@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QUrl
+from PySide6.QtCore import Qt, QUrl
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import QLabel, QProgressBar, QStatusBar, QWidget
 
@@ -22,6 +22,8 @@ def format_elapsed(seconds: float) -> str:
     s = int(seconds)
     return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
 
+
+STATE_MAX_PX = 560  # the state text's widest (a longer one is cut, whole in its tooltip)
 
 class StatusPanel(QStatusBar):
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -63,7 +65,12 @@ class StatusPanel(QStatusBar):
                 label.setMinimumWidth(width)
 
     def set_state(self, text: str) -> None:
-        self._set(self.state_label, text)
+        """What training is doing, cut to `STATE_MAX_PX` with the whole text in the tooltip: the label only
+        widens (`_set`), and one long line (an attached run's gone writer, with its resume command) made the
+        window wider than a 1600-px screen for good."""
+        shown = self.state_label.fontMetrics().elidedText(text, Qt.TextElideMode.ElideRight, STATE_MAX_PX)
+        self._set(self.state_label, shown)
+        self.state_label.setToolTip(text if shown != text else "What training is doing")
 
     def set_device(self, name: str) -> None:
         self._set(self.device_label, name or "Device –")

@@ -30,7 +30,7 @@ def format_number(v: float) -> str:
     return f"{mantissa}e{int(exp)}"
 
 
-LR_MAX = 1e9  # not a limit on purpose: a box that clamps would show (and later send) another run's rate
+LR_MAX = 1e300  # no limit on purpose: a box that clamped at 1e9 showed (and would later send) another rate than the run's
 
 
 class SciSpinBox(QDoubleSpinBox):

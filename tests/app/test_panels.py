@@ -47,6 +47,9 @@ def test_schedule_panel_debounces_to_one_change(qtbot):
     assert rates == [("G", 4e-4)]
     panel.set_config(["D", "G"], {"policy": "fixed", "ratio": [1, 1]}, {"D": 50.0, "G": 2e-4})  # an attached run's
     assert panel.lrs["D"].value() == 50.0  # shown as it is (a box that stopped at 10 showed, then sent, 10)
+    panel.set_config(["D", "G"], {"policy": "fixed", "ratio": [1, 1]}, {"D": 1e25, "G": 2e-4})  # a diverging run's
+    assert panel.lrs["D"].value() == 1e25 and panel.lrs["D"].text() == "1e25"  # (it stopped at 1e9)
+    panel.set_config(["D", "G"], {"policy": "fixed", "ratio": [1, 1]}, {"D": 50.0, "G": 2e-4})
     panel.lrs["D"].lineEdit().setText("1000")
     panel.lrs["D"].interpretText()
     panel.flush()

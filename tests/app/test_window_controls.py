@@ -216,3 +216,38 @@ def test_default_window_shows_the_state_column_and_hides_what_does_not_apply(ui,
     w.plots.splitter.setSizes([300, 200])
     qtbot.wait(50)
     assert w.plots.smoothing_slider.width() >= 90
+
+
+def test_a_long_state_is_cut_with_the_whole_in_its_tooltip_and_the_window_does_not_grow(ui, qtbot):
+    """An attached run whose writer is gone said so with its resume command in the status bar's first
+    field; the label only widens, so the window grew past a 1600-px screen for good."""
+    from app.status import STATE_MAX_PX
+    w = ui.make(fake=True)
+    sp = w.status_panel
+    width = w.minimumSizeHint().width()
+    text = "Not training · attached · its process (pid 5292 on host vm) is gone after step 13,268 " + "x" * 300
+    sp.set_state(text)
+    assert sp.state_label.toolTip() == text and sp.state_label.text().endswith("…")
+    assert sp.state_label.minimumWidth() <= STATE_MAX_PX + 40 and w.minimumSizeHint().width() <= max(width, 1200)
+    sp.set_state("Training")
+    assert sp.state_label.text() == "Training" and sp.state_label.toolTip() == "What training is doing"
+
+
+def test_a_change_from_elsewhere_sets_only_its_panel(ui, qtbot):
+    """A freeze from a shell reset every panel: a learning rate being typed (its send still debounced) went
+    back to the old value and was never sent. Only the part that changed is set now."""
+    from dataclasses import replace
+
+    from PySide6.QtCore import Qt
+
+    from training_core.runs.attach import Controls
+    w = ui.make(fake=True)
+    sp = w.schedule_panel
+    c = Controls(freeze=[], schedule=sp.schedule(), lr={p: sp.lrs[p].value() for p in sp.phase_names})
+    w.follower.show(c)
+    sp.lrs["G"].setValue(3e-4)  # typed: not sent yet
+    w.follower.show(replace(c, freeze=["generator/dense_1"]))
+    assert sp.lrs["G"].value() == 3e-4
+    assert w.scope_tree.item("generator/dense_1").checkState(0) == Qt.CheckState.Checked
+    w.follower.show(replace(c, freeze=["generator/dense_1"], lr={**c.lr, "G": 5e-4}))  # the rate from elsewhere
+    assert sp.lrs["G"].value() == 5e-4

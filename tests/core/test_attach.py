@@ -169,8 +169,10 @@ def test_a_watcher_sees_a_writer_killed_on_this_host_as_ended_and_a_resume_as_li
     lock = {"host": socket.gethostname(), "pid": int(dead.stdout), "since": 0.0, "token": "x"}
     (d / LOCK_FILE).write_text(json.dumps(lock), encoding="utf-8")
     watcher = AttachedRun(d)
+    watcher.request_samples()  # in flight when the writer died: nobody will apply it
     watcher.poll()
     assert not watcher.finished and watcher.ended and not watcher.status().running
+    assert watcher.in_flight == []  # (a sample request left in flight stopped the next ones for ever)
     text = watcher.status_text()
     assert f"pid {lock['pid']}" in text and "is gone after step 6" in text and f"--resume {d}" in text, text
     (d / LOCK_FILE).write_text(json.dumps(lock | {"pid": os.getpid()}), encoding="utf-8")  # a resume took it

@@ -135,6 +135,8 @@ class AttachedRun:
             self._reread(events)
         self.new_events = events[self._seen:]
         for e in self.new_events:
+            if isinstance(e, E.Resumed):  # a new process: it skips the lines already in commands.jsonl
+                self._lost("its process ended before applying it", e.step)
             self.controls.apply(e)
             ack = self.sent.get(getattr(e, "id", None) or "")
             if ack is not None and ack.step is None:
@@ -149,8 +151,18 @@ class AttachedRun:
         elif now >= self._next_writer_check or self.new_events:  # a resume's events: look again at once
             self._next_writer_check = now + WRITER_CHECK_S
             self.gone = gone_writer(self.dir)
+            if self.gone is not None:
+                self._lost("its process is gone", self.data.last_step)
         self._rate = [(t, n) for t, n in self._rate if now - t < 3.0] + [(now, self.data.last_step)]
         return self._read_samples() or changed
+
+    def _lost(self, why: str, step: int) -> None:
+        """Commands in flight that no process will apply (their writer ended; a resume skips the lines already
+        in commands.jsonl): no longer in flight, or a sample request waiting on one stopped the next for ever."""
+        for ack in self.in_flight:
+            ack.step, ack.rejected = step, f"not applied: {why}"
+            if ack.kind != "sample":
+                self.last_ack = ack
 
     def _reread(self, events: list[E.Event]) -> None:
         """The follower read the record afresh (a resume or a rollback cut it back; follow.py): the controls
