@@ -250,5 +250,7 @@ def test_a_roll_back_shows_the_checkpoints_settings(ready):
     tick = s.own_command_id()
     feed(s, _own(s, sim.command(C.SetFreeze(["generator/dense_1"])), tick))
     assert changed == [] and s.controls.freeze == ["generator/dense_1"]
+    s.data.set_samples({"kind": "points", "step": 7})  # drawn by the weights the run goes back from
     feed(s, [P.Emitted(E.Rollback(step=4, from_step=8, checkpoint="checkpoints/ckpt-4", id=s.own_command_id()))])
     assert changed == [[]] and s.controls.freeze == []
+    assert s.data.samples is None  # the samples view showed them after the roll-back

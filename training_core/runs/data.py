@@ -228,6 +228,8 @@ class RunData:
                         if (label := marker_label(e)) is not None]
         if self.stop is not None and self.stop not in self.events:
             self.stop = None
+        if self.samples is not None and int(self.samples.get("step", 0)) > step:
+            self.samples = None  # drawn after the checkpoint, by weights the run went back from (a NaN's)
         self.last_step = min(self.last_step, step)
         self.version += 1
 
