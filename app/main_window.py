@@ -306,7 +306,9 @@ class MainWindow(QMainWindow):
     def _on_prepared(self, info: PreparedInfo, rebuild: bool) -> None:
         gc.freeze()  # Qt, pyqtgraph and the window live as long as the process: full collections stay short
         c = info.config
-        self.experiment_panel.set_description(info.description)
+        # preparing's warnings stay in view under the description (a passing status line at Start was missed)
+        self.experiment_panel.set_description("\n\n".join([info.description] * bool(info.description)
+                                                           + [f"Warning: {w}" for w in info.warnings]))
         self.status_panel.set_device(info.device_name)
         if self.session.attached:
             self.experiment_panel.steps_spin.setValue(c.steps or 0)  # its target (a resume may set a new one)

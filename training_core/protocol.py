@@ -82,13 +82,14 @@ class PreparedInfo:
     sample_kind: str
     device_name: str
     description: str = ""
+    warnings: tuple[str, ...] = ()  # what preparing found (variables no gradient reaches, ...), shown at Ready
 
     @classmethod
     def of(cls, trainer: "Trainer") -> "PreparedInfo":
         p = trainer.prepared
         return cls(copy.deepcopy(trainer.config), list(p.var_infos), p.tree, list(p.phase_names),
                    list(p.phase_paths), tuple(p.stat_paths), p.experiment.sample_kind, p.device_name,
-                   p.experiment.description)
+                   p.experiment.description, tuple(p.warnings))
 
 
 @dataclass(frozen=True)

@@ -251,3 +251,19 @@ def test_a_change_from_elsewhere_sets_only_its_panel(ui, qtbot):
     assert w.scope_tree.item("generator/dense_1").checkState(0) == Qt.CheckState.Checked
     w.follower.show(replace(c, freeze=["generator/dense_1"], lr={**c.lr, "G": 5e-4}))  # the rate from elsewhere
     assert sp.lrs["G"].value() == 5e-4
+
+
+def test_preparings_warnings_stay_in_view_under_the_description(ui, qtbot):
+    """A warning found while preparing (variables no gradient reaches, a default model name) was only a
+    passing status-bar line once the run started; it now stays under the experiment's description."""
+    from dataclasses import replace
+
+    from training_core import protocol as P
+    w = ui.make(fake=True)
+    info = w.session.prepared
+    w.session.handle(P.Prepared(replace(info, description="A ring.", warnings=("phase G's loss has no gradient "
+                                                                                "for 2 of its 6 variables",))))
+    text = w.experiment_panel.description.text()
+    assert text.startswith("A ring.") and "Warning: phase G's loss has no gradient for 2 of its 6 variables" in text
+    w.session.handle(P.Prepared(replace(info, description="", warnings=())))
+    assert w.experiment_panel.description.text() == "" and not w.experiment_panel.description.isVisible()

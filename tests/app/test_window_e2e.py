@@ -296,6 +296,17 @@ def test_broken_experiment_file_then_fixed(ui, qtbot, tmp_path):
     assert w.experiment_panel.current_source() == ("file", str(path.resolve()))
 
 
+def test_preparings_warning_reaches_the_window_from_the_training_process(ui, qtbot, tmp_path):
+    """The NaN experiment with a second, unnamed model its loss never reaches: preparing warns of both (its
+    default name, the variables without a gradient), and the window shows the warnings at Ready."""
+    path = tmp_path / "unreached.py"
+    path.write_text(NAN_EXPERIMENT.replace('models={"A": Scalar(name="A")}', 'models={"A": Scalar(name="A"), '
+                                           '"B": Scalar()}').replace('trains=["A"]', 'trains=["A", "scalar"]'))
+    w = ui.make(source=("file", str(path)))
+    text = w.experiment_panel.description.text()
+    assert "Warning: phase A's loss has no gradient for 1 of its 2 variables (scalar/kernel)" in text, text
+
+
 def test_nan_loss_pauses_and_shows_dialog(ui, qtbot, tmp_path):
     path = tmp_path / "diverges.py"
     path.write_text(NAN_EXPERIMENT)
