@@ -147,8 +147,8 @@ class MainWindow(QMainWindow):
         s.problem.connect(self._on_problem)
         s.note.connect(lambda text: self.statusBar().showMessage(text, 10000))
         s.run_dir_changed.connect(self.status_panel.set_run_dir)
-        for cleared in (s.data_cleared, s.rewound):
-            cleared.connect(self.plots.reset)
+        s.data_cleared.connect(self.plots.reset)
+        s.rewound.connect(self.plots.reset)
         s.rollback_offered.connect(self._offer_rollback)
         s.run_started.connect(lambda _dir: (self.follower.forget(), self.runStarted.emit()))
         s.run_finished.connect(self._on_run_finished)
@@ -377,7 +377,8 @@ class MainWindow(QMainWindow):
         """The training service now in use (a new one after the old one died)."""
         return self.controller.service
 
-    busy = property(lambda self: self.session.busy, doc="What the service is doing ('' when idle).")  # the session's
+    # the session's state, read where tests and scripts used to read the window's
+    busy = property(lambda self: self.session.busy, doc="What the service is doing ('' when idle).")
     running = property(lambda self: self.session.running)
     paused = property(lambda self: self.session.paused)
     prepared = property(lambda self: self.session.prepared)

@@ -72,7 +72,8 @@ def main(argv: list[str] | None = None) -> int:
             ("throughput bare (window process)", f"{gui['bare']:.0f} steps/s", "reference"),
             ("throughput window", f"{gui['window']:.0f} steps/s = {ratios['window']:.3f} x bare", ">= 0.93 x bare"),
             ("the same bare loop measured again (an A/A test: the harness's own spread in this run)",
-             f"{gui['bare_again']:.0f} steps/s = {gui['bare_again'] / gui['bare']:.3f} x bare", "(reported: 1.000 on a quiet machine)"),
+             f"{gui['bare_again']:.0f} steps/s = {gui['bare_again'] / gui['bare']:.3f} x bare",
+             "(reported: 1.000 on a quiet machine)"),
             ("throughput window, by the training's own step clock", f"{gui['window_clock']:.0f} steps/s = "
              f"{gui['window_clock'] / gui['bare']:.3f} x bare (the rest: the command's and the last batch's trips "
              "per chunk)", "(reported)"),

@@ -60,7 +60,8 @@ def _child(argv: list[str]) -> None:
         M.two_devices()  # logical CPU devices: before TensorFlow's first op
     from bench.window_bench import Window
     make = {"bare": V.Bare, "bare_norms": V.BareNorms, "fit_tb": V.FitTensorBoard, "headless": V.Headless, "headless_nocmd": V.HeadlessNoCommandFile,
-            "window": Window, "bare_mirrored2": M.BareMirrored, "mirrored2": M.Mirrored, "headless_jit": M.HeadlessJit, "bare_again": V.BareAgain}
+            "window": Window, "bare_mirrored2": M.BareMirrored, "mirrored2": M.Mirrored, "headless_jit": M.HeadlessJit,
+            "bare_again": V.BareAgain}
     vs = [make[n]() for n in names]
     rates = measure_throughput(vs, chunk, rounds)
     for v in vs:

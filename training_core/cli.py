@@ -154,7 +154,7 @@ def _main(argv: Sequence[str] | None) -> int:
         from .runlog import SCALARS_FILE
         from .trim import last_scalar_step  # a write that failed (a full disk) ended the record before the step
         kept = last_scalar_step(trainer.run_dir / SCALARS_FILE) if trainer.run_dir is not None else 0
-        chief = sync is None or trainer.prepared.placement.chief  # a worker's run_dir is its scratch folder
+        chief = trainer.prepared is None or trainer.prepared.placement.chief  # a worker's run_dir: its scratch
         where = (f"the record up to step {kept} is in {trainer.run_dir or 'no directory'}; the traceback is in its "
                  f"events.jsonl" if chief else "the chief keeps the record")
         print(f"error: {lost}" if lost else  # it says where the record is, as the chief's error event does

@@ -350,8 +350,8 @@ def event_from_dict(d: Any) -> Event | None:
         if name in kwargs or name not in d:
             continue
         value = d[name]
-        if float in accepted and str not in accepted and isinstance(value, str) and value in NON_FINITE:  # json_safe's strings
-            value = NON_FINITE[value]
+        if float in accepted and str not in accepted and isinstance(value, str) and value in NON_FINITE:
+            value = NON_FINITE[value]  # json_safe's strings
         if _fits(value, accepted):
             kwargs[name] = float(value) if float in accepted and int not in accepted and isinstance(value, int) \
                 else value

@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     from .trainer import Trainer
 
 
-
 class EventDispatch:
     """Hands each event to every observer, in order. An observer that emits while it handles an event
     (NanRollback giving up on a `nan`: a warning and a pause) has its events handed out once that event
@@ -54,6 +53,7 @@ class EventDispatch:
                     o.on_event(e)
         finally:
             self._local.queue = None
+
 
 class Observer:
     """Receives a run's reports on the training thread. Override what you need."""

@@ -104,7 +104,7 @@ def _gradient_warnings(st: Any, file: str) -> list[str]:
     """A phase's variables its loss has no gradient for never train (their update is skipped, as Keras
     does): a warning naming them, or, when that is all of them, one line refusing the run (it used to
     train nothing, exit 0, not a word)."""
-    missing, n = list(getattr(st, "no_gradient", ())), len(st.vars)
+    missing, n = st.no_gradient, len(st.vars)
     if not missing:
         return []
     shown = ", ".join(missing[:3]) + (", ..." if len(missing) > 3 else "")

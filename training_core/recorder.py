@@ -184,7 +184,8 @@ class RunRecord(Observer):
 
     # -- writing --------------------------------------------------------------------------------------------
     def _write_event(self, event: E.Event) -> None:
-        line = ("\n" if self._torn else "") + json.dumps(E.json_safe(event.to_dict()), default=_jsonable, allow_nan=False) + "\n"
+        text = json.dumps(E.json_safe(event.to_dict()), default=_jsonable, allow_nan=False)  # strict JSON
+        line = ("\n" if self._torn else "") + text + "\n"
         data = line.encode("utf-8")
         with self._lock:
             if self._events is None or self._events.closed:

@@ -139,7 +139,8 @@ def begin(tr: "Trainer") -> E.Event:
                    phases=list(p.phase_names),
                    phase_variables={n: list(paths) for n, paths in zip(p.phase_names, p.phase_paths)},
                    freeze=list(tr.freeze), update_frozen_stats=bool(cfg.update_frozen_stats),
-                   schedule=p.policy.to_dict(), lr=dict(cfg.lr), method=tr.method, run_dir=str(tr.run_dir), steps=cfg.steps, variables=[v.to_dict() for v in p.var_infos],
+                   schedule=p.policy.to_dict(), lr=dict(cfg.lr), method=tr.method, run_dir=str(tr.run_dir),
+                   steps=cfg.steps, variables=[v.to_dict() for v in p.var_infos],
                    strategy=p.placement.kind, replicas=p.placement.replicas)
 
 

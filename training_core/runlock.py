@@ -117,9 +117,7 @@ def gone_writer(run_dir: str | Path) -> Holder | None:
     """The holder of the run's lock if it was a process on this host that no longer runs (killed: it could
     not remove its lock), else None (no lock, a torn one, a live writer, or one on another host)."""
     h = read_holder(run_dir)
-    if h is None or h.pid == 0 or h.host != socket.gethostname() or _alive(h):
-        return None
-    return h
+    return None if h is None or h.pid == 0 or is_live(h) else h
 
 
 def refusal(run_dir: str | Path) -> str | None:

@@ -59,10 +59,10 @@ class ScopeNode:
         return sum(v.size for v in self.all_variables() if trainable is None or v.trainable == trainable)
 
 
-
 def counted(n: int, noun: str) -> str:
     """`1 phase`, `2 phases`: messages and listings read as written, whatever the count."""
     return f"{n} {noun}{'' if n == 1 else 's'}"
+
 
 def normalize_scope(scope: str) -> str:
     # str(): a non-string scope in a command becomes an unknown scope, which is refused, not a crash

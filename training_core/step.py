@@ -121,6 +121,7 @@ class PhaseStep:
         self._live: list[int] = []  # variables with a gradient (set at the first trace)
         # traced once per phase, called by the masked variant (see the module docstring)
         self._grads_fn = self._compile_part(self._loss_and_grads, jit)
+        self.no_gradient: list[str] = []  # the paths its loss has no gradient for (known once traced)
         self._update_fn = self._nested(self._apply_update)
         self._norms_fn = self._nested(self._pack)
         self.fast = DirectCall(self._compile(self._fast, jit))

@@ -187,4 +187,3 @@ def _move_samples_after(run_dir: Path, step: int, keep_in: Path | None) -> int:
             (keep_in / SAMPLES_DIR).mkdir(parents=True, exist_ok=True)
             os.replace(path, keep_in / SAMPLES_DIR / path.name)
     return len(later)
-

@@ -30,7 +30,9 @@ def format_number(v: float) -> str:
     return f"{mantissa}e{int(exp)}"
 
 
-LR_MAX = 1e300  # no limit on purpose: a box that clamped at 1e9 showed (and would later send) another rate than the run's
+#: no limit on purpose: a box that clamped (at 10, then at 1e9) showed, and would later send, another rate
+#: than the run's
+LR_MAX = 1e300
 
 
 class SciSpinBox(QDoubleSpinBox):

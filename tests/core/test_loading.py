@@ -336,7 +336,8 @@ def test_a_learning_rate_for_a_phase_the_gan_shortcut_has_not_is_one_line(tmp_pa
 
 @pytest.mark.parametrize("loss_b, want", [
     ("ctx.models.a(ctx.batch)", "error"),  # B's loss never reaches b: nothing in B would ever train
-    ("ctx.models.a(ctx.batch) + keras.ops.sum(ctx.models.b.layers[0].bias)", "warning"),  # reaches b's first layer's bias only: its kernel and the other layer never train
+    # reaches b's first layer's bias only: its kernel and the other layer never train
+    ("ctx.models.a(ctx.batch) + keras.ops.sum(ctx.models.b.layers[0].bias)", "warning"),
 ])
 def test_variables_a_loss_has_no_gradient_for_are_named(tmp_path, loss_b, want):
     """Phase B's loss did not depend on (some of) the variables it trains: the run trained nothing there,

@@ -53,6 +53,14 @@ class Controls:
     steps: int | None = None  # the step target (a resume can set a new one)
     device: str = ""
 
+    @classmethod
+    def of(cls, events: list[E.Event]) -> "Controls":
+        """The controls after `events`, in order (a record read afresh, or cut back to a checkpoint)."""
+        c = cls()
+        for e in events:
+            c.apply(e)
+        return c
+
     def apply(self, e: E.Event) -> None:
         if isinstance(e, (E.Start, E.Resumed)):  # a resume: the settings its checkpoint holds, its new target
             self.freeze, self.schedule, self.lr, self.method = list(e.freeze), dict(e.schedule), dict(e.lr), e.method
@@ -172,9 +180,7 @@ class AttachedRun:
         self._generation = self.data.generation
         seen = self._looked[:self._seen]
         same = next((i for i, (a, b) in enumerate(zip(seen, events)) if a != b), min(len(seen), len(events)))
-        self.controls, self._tree, self._samples_stamp, self._rate = Controls(), None, None, []
-        for e in events[:same]:
-            self.controls.apply(e)
+        self.controls, self._tree, self._samples_stamp, self._rate = Controls.of(events[:same]), None, None, []
         self._seen = same
 
     def _read_samples(self) -> bool:

@@ -277,9 +277,7 @@ class Session:
         if isinstance(e, CONTROL_EVENTS + (E.Start, E.Resumed)):
             self.controls.apply(e)
         if isinstance(e, E.Rollback):  # `data` was cut back to the checkpoint: its settings are those events'
-            self.controls = Controls()
-            for kept in self.data.events:
-                self.controls.apply(kept)
+            self.controls = Controls.of(self.data.events)
         self._stale |= isinstance(e, E.Rollback) or (isinstance(e, CONTROL_EVENTS) and not own)
         if self._stale and not self._in_flight:
             self._stale = False
