@@ -12,7 +12,7 @@ def main(argv: list[str]) -> int:
               file=sys.stderr)
         return 2
     if "--headless" in argv or "--list-scopes" in argv:
-        from training_core.cli import main as headless
+        from training_core.cli.headless import main as headless
         return headless(argv)
     if "--export" in argv:
         from app.export_cli import main as export

@@ -20,7 +20,7 @@ from pathlib import Path
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from training_core import Command, Stop, UserError
-from training_core import events as E
+from training_core.base import events as E
 from training_core.runs import Session
 from training_core.runs.attach import AttachedRun
 
@@ -69,8 +69,8 @@ class AttachController(QObject):
     def replay(self, source: str | Path, run_dir: str | Path | None = None) -> None:
         """Replay `source` headless into `run_dir` (default: SOURCE-replay-TIME beside it), in a process of
         its own as on a server, and attach to it."""
-        from training_core.recorder import check_run_dir_free
-        from training_core.replay import plan_replay
+        from training_core.rundir.writer import check_run_dir_free
+        from training_core.rundir.replay_plan import plan_replay
         self._check_free()
         src = Path(source)
         run_dir = run_dir or src.with_name(f"{src.name}-replay-{time.strftime('%Y%m%d-%H%M%S')}")

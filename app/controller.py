@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 from PySide6.QtCore import QObject, Signal, Slot
 
-from training_core import Command, RunConfig, SetFreeze, SetFreezeMethod, SetLearningRate, SetSchedule
+from training_core import Command, RunConfig, SetFreeze, SetFreezeMethod, SetLearningRate, SetRatio
 from training_core.runs import Session
 
 from .worker import TrainingProcess, TrainingService
@@ -65,7 +65,7 @@ class TrainingController(QObject):
         """Each edit of the schedule panel or the scope tree becomes one command for the run going on (kept
         by the panel, for Start, when nothing runs)."""
         send = self.send
-        schedule.scheduleChanged.connect(lambda d: send(SetSchedule(d)))
+        schedule.scheduleChanged.connect(lambda d: send(SetRatio(d)))
         schedule.learningRateChanged.connect(lambda p, v: send(SetLearningRate(p, v)))
         schedule.methodChanged.connect(lambda m: send(SetFreezeMethod(m)))
         schedule.frozenStatsChanged.connect(lambda on: send(SetFreeze(tree.frozen_scopes(), on)))

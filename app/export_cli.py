@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Sequence
 
 from training_core import UserError, in_scope, is_run_dir
-from training_core.outputs import check_output
-from training_core.cli_args import ArgParser, run_cli
+from training_core.rundir.outputs import check_output
+from training_core.base.argparsing import ArgParser, run_cli
 
 from training_core.figures import (COLOUR_BY, FORMATS, LAYOUTS, PLOT_NAMES, THEMES, UNITS, X_AXES, FigureSpec,
                                    format_from_path, parse_size)
@@ -151,7 +151,7 @@ def _main(argv: list[str]) -> int:
             raise UserError(f"could not read the run in {d} ({e}); is it complete?") from None
         if not store.phases:
             raise UserError(f"{d} has no recorded steps yet; export after the run has trained a little")
-        from training_core.varstore import unreadable_files
+        from training_core.rundir.varstore import unreadable_files
         for path in unreadable_files(d):  # read_run leaves it out: a figure would show one phase fewer, unsaid
             print(f"warning: {path} cannot be read (its header is damaged or cut); its phase's per-variable "
                   f"records are left out", file=sys.stderr)

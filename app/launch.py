@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Sequence
 
 from training_core import UserError, builtin_examples, example_path, is_run_dir
-from training_core.cli_args import ArgParser, run_cli
-from training_core.devices import DEVICE_HELP, check_device_name
-from training_core.loading import require_file
-from training_core.outputs import check_output
+from training_core.base.argparsing import ArgParser, run_cli
+from training_core.base.device_names import DEVICE_HELP, check_device_name
+from training_core.experiment.loading import require_file
+from training_core.rundir.outputs import check_output
 
 STARTUP_ENV = "FREEZEFRAME_STARTUP_REPORT"  # print a line when the window is first visible (benchmarks)
 

@@ -22,10 +22,10 @@ from PySide6.QtCore import QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QShowEvent
 from PySide6.QtWidgets import QMainWindow, QMessageBox, QWidget
 
-from training_core import Pause, Resume, RollBack, RunConfig, Status, Step, Stop, UserError, builtin_examples
-from training_core.protocol import PreparedInfo
+from training_core import Pause, Resume, Rollback, RunConfig, Status, Step, Stop, UserError, builtin_examples
+from training_core.base.protocol import PreparedInfo
 from training_core.runs import RunData, Session, Source
-from training_core.trainer import default_run_dir
+from training_core.rundir.writer import default_run_dir
 
 from . import gui_gc
 from .attach import AttachController
@@ -328,7 +328,7 @@ class MainWindow(QMainWindow):
     def _offer_rollback(self, step: int) -> None:
         """The NaN dialog gets a "Roll back to step N" button (the run stays paused there: lower the rate)."""
         if self.error_dialog is not None:
-            offer_rollback(self.error_dialog, step, lambda: self.controller.send(RollBack(step=step)))
+            offer_rollback(self.error_dialog, step, lambda: self.controller.send(Rollback(step=step)))
 
     def _on_run_finished(self, status: Status | None) -> None:
         self.refresh()

@@ -27,7 +27,7 @@ def resume_run_config(run_dir: str, experiment: ExperimentPanel) -> tuple[RunCon
     """The configuration to continue the run in `run_dir` (File → Resume Run…), up to its own step target or
     the panel's when that is larger, and its experiment. Bad input (not a run, nothing left to do) is a
     one-line `UserError`; nothing is read but the run's own files, and nothing is written."""
-    from training_core.resume import check_target, resume_config
+    from training_core.rundir.resume_point import check_target, resume_config
     cfg = resume_config(run_dir)
     panel = experiment.steps()
     if cfg.steps is not None and panel and panel > cfg.steps:

@@ -3,7 +3,7 @@
 Training runs in a process of its own (`training_core.service`): a thread of the window's process would
 share the GIL with the GUI, and every bit of Python the GUI runs would stall it (README, Performance).
 The window talks to it through one pipe: requests (load TensorFlow, prepare, run, commands) go out as
-the typed messages of `training_core.protocol`; reports come back and a reader thread emits each, queued
+the typed messages of `training_core.base.protocol`; reports come back and a reader thread emits each, queued
 to the GUI thread, as `report` (the window's `Session` takes them all) and as the signal a table maps its
 type to (for listeners that want one kind). Nothing here touches a widget.
 
@@ -30,8 +30,7 @@ from typing import Protocol
 from PySide6.QtCore import QObject, Signal
 
 from training_core import Command, RunConfig
-from training_core import protocol as P
-from training_core.service import KEY_ENV
+from training_core.base import protocol as P
 
 from .scheduling import gui_intra_op_threads, training_nice
 
@@ -66,7 +65,7 @@ class Reports(QObject):
     runStarted = Signal(str)  # run directory (may be "" until the core creates it)
     runFinished = Signal(object)  # final Status, or None when the run never started
     metrics = Signal(object)  # MetricsBatch
-    event = Signal(object)  # training_core.events.Event
+    event = Signal(object)  # training_core.base.events.Event
     samples = Signal(object)  # dict
     status = Signal(object)  # Status
     died = Signal(int)  # the service ended unexpectedly (exit code); the window starts a new one
@@ -115,7 +114,7 @@ class TrainingProcess(QObject):
         # (a script that opens a window would open another one in the child).
         key = secrets.token_bytes(32)
         self._listener = Listener(authkey=key)
-        env = dict(os.environ, **{KEY_ENV: key.hex()})
+        env = dict(os.environ, **{P.KEY_ENV: key.hex()})
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH", "")]))
         self.process = popen([sys.executable, "-m", "training_core.service", str(self._listener.address),
                               str(training_nice())], env=env)

@@ -11,7 +11,7 @@ import numpy as np
 
 
 def measure_control(steps: int = 600) -> dict:
-    from training_core import (Observer, RunConfig, SetFreeze, SetLearningRate, SetSchedule, Trainer,
+    from training_core import (Observer, RunConfig, SetFreeze, SetLearningRate, SetRatio, Trainer,
                                read_events, read_scalars)
     run_dir = Path(tempfile.mkdtemp(prefix="ff-bench-control-")) / "run"
     trainer = Trainer(RunConfig(example="ring", steps=steps, run_dir=str(run_dir), var_every=1), Observer())
@@ -19,7 +19,7 @@ def measure_control(steps: int = 600) -> dict:
     before_first_step = trainer.traces  # the rest of the warm-up traces come during the run (warmup.py)
     thread = threading.Thread(target=trainer.run)
     thread.start()
-    plan = [SetFreeze(scopes=("discriminator/dense_1",)), SetSchedule(policy={"policy": "fixed", "ratio": [5, 1]}),
+    plan = [SetFreeze(scopes=("discriminator/dense_1",)), SetRatio(policy={"policy": "fixed", "ratio": [5, 1]}),
             SetLearningRate(phase="G", value=5e-5), SetFreeze(scopes=()), SetFreeze(scopes=("discriminator/dense_1",))]
     sent_at = []
     for cmd in plan:

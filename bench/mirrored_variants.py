@@ -23,7 +23,7 @@ def two_devices() -> list[str]:
     gpus = tf.config.list_physical_devices("GPU")
     if len(gpus) >= 2:
         return ["/GPU:0", "/GPU:1"]
-    from training_core.distribute import ensure_logical_cpus
+    from training_core.engine.distribute import ensure_logical_cpus
     ensure_logical_cpus(2)
     return ["/CPU:0", "/CPU:1"]
 
@@ -35,7 +35,7 @@ class BareMirrored(Bare):
 
     def __init__(self) -> None:
         import tensorflow as tf
-        from training_core.distribute import _mirrored
+        from training_core.engine.distribute import _mirrored
         strategy = _mirrored(tuple(two_devices()))  # the same strategy object Freezeframe's run uses
         n = strategy.num_replicas_in_sync
         with strategy.scope():

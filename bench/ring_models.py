@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from training_core.loading import example_path, load_module
+from training_core.experiment.loading import example_path, load_module
 
 
 def ring_parts(seed: int = 0) -> SimpleNamespace:

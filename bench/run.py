@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     q = a.quick
     chunk, rounds = (100, 2) if q else (600, 7)
     from app.scheduling import gui_intra_op_threads
-    from training_core.tf_quiet import import_tensorflow
+    from training_core.engine.tf_quiet import import_tensorflow
     import_tensorflow(gui_intra_op_threads())  # the rest measures the window: configure as its process
     from bench.control import measure_control
     from bench.disk import measure_disk, measure_wide_disk

@@ -28,11 +28,11 @@ from bench.window_bench import _rss_mb, close_window, qapp, wait_for  # noqa: E4
 
 CHANGES = [  # (label, command factory): cycled, one every `every` seconds
     ("freeze discriminator/dense_1", lambda: _cmd("SetFreeze", scopes=("discriminator/dense_1",))),
-    ("ratio 5:1", lambda: _cmd("SetSchedule", policy={"policy": "fixed", "ratio": [5, 1]})),
+    ("ratio 5:1", lambda: _cmd("SetRatio", policy={"policy": "fixed", "ratio": [5, 1]})),
     ("lr D 1e-4", lambda: _cmd("SetLearningRate", phase="D", value=1e-4)),
     ("method gate", lambda: _cmd("SetFreezeMethod", method="gate")),
     ("freeze generator/dense_1", lambda: _cmd("SetFreeze", scopes=("generator/dense_1",))),
-    ("ratio 1:1", lambda: _cmd("SetSchedule", policy={"policy": "fixed", "ratio": [1, 1]})),
+    ("ratio 1:1", lambda: _cmd("SetRatio", policy={"policy": "fixed", "ratio": [1, 1]})),
     ("lr D 2e-4", lambda: _cmd("SetLearningRate", phase="D", value=2e-4)),
     ("method exact", lambda: _cmd("SetFreezeMethod", method="exact")),
     ("unfreeze", lambda: _cmd("SetFreeze", scopes=())),

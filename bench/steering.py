@@ -20,7 +20,8 @@ class _Trainer:
 
 def measure_command_file(looks: int) -> dict[str, float]:
     from training_core import SetFreezeMethod, append_command
-    from training_core.remote import POLL_S, CommandFileReader
+    from training_core.rundir.commands_file import POLL_S
+    from training_core.observers.command_file import CommandFileReader
     d = Path(tempfile.mkdtemp(prefix="ff-bench-cmd-"))
     t = _Trainer(d)
     reader = CommandFileReader()

@@ -48,7 +48,7 @@ def _child(argv: list[str]) -> None:
     names, chunk, rounds, kind = argv[0].split(","), int(argv[1]), int(argv[2]), argv[3]
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     sys.path.insert(0, str(ROOT))
-    from training_core.tf_quiet import import_tensorflow
+    from training_core.engine.tf_quiet import import_tensorflow
     if kind == "gui":
         from app.scheduling import gui_intra_op_threads
         import_tensorflow(gui_intra_op_threads())

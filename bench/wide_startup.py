@@ -69,7 +69,7 @@ def _bare() -> dict:
     import keras
     import tensorflow as tf
 
-    from training_core.loading import load_module
+    from training_core.experiment.loading import load_module
     t = time.perf_counter()
     m = load_module(ROOT / "bench" / "wide_gan.py")
     g, d = m.generator(), m.discriminator()

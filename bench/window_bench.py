@@ -71,7 +71,7 @@ def open_window(step_offset: int = 0):
     `step_offset` steps so that live data lands after a pre-filled store."""
     from app.main_window import MainWindow
     from training_core import Pause
-    from training_core import protocol as P
+    from training_core.base import protocol as P
 
     qapp()
     run_dir = str(Path(tempfile.mkdtemp(prefix="ff-bench-window-")) / "run")
@@ -199,7 +199,7 @@ def measure_memory(steps: int) -> dict:
     window's own metrics slot, with its 25 Hz redraw running."""
     import gc
 
-    from training_core import protocol as P
+    from training_core.base import protocol as P
     w = open_window()
     gc.collect()
     before, peak = _rss_mb(), 0.0

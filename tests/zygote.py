@@ -99,13 +99,13 @@ def _serve(address: str) -> None:
     from multiprocessing.reduction import recv_handle
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C at the terminal is for the tests, not for us
     sys.path.insert(0, str(REPO))
-    from training_core.tf_quiet import quiet_stderr
-    with quiet_stderr():  # its start-up notices: a real process swallows them too (training_core.tf_quiet)
+    from training_core.engine.tf_quiet import quiet_stderr
+    with quiet_stderr():  # its start-up notices: a real process swallows them too (training_core.engine.tf_quiet)
         import keras  # noqa: F401 - imported once here, inherited by every child
         import tensorflow  # noqa: F401
 
-        import training_core.cli  # noqa: F401
-        import training_core.trainer  # noqa: F401
+        import training_core.cli.headless  # noqa: F401
+        import training_core.loop.trainer  # noqa: F401
     import app.export  # noqa: F401 - and Qt for `main.py --export`: modules only (no QApplication, no thread)
     import app.export_cli  # noqa: F401
     gc.collect()

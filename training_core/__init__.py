@@ -1,40 +1,77 @@
 """Freezeframe's training core: alternating-phase training with exact scope freezing.
 
-No Qt here, ever. Importing this package does not import TensorFlow either (the window imports it off
-the GUI thread); TensorFlow loads when a `Trainer` prepares.
+No Qt here, ever. Importing this package imports nothing else: each name below is loaded when first used
+(PEP 562), so `import training_core.base` (what the window reads) does not bring in the training loop, and
+nothing here imports TensorFlow until a `Trainer` prepares.
 
-Public interface:
-  Trainer, Observer                      run training, receive reports (observers.py: the policies)
-  events                                 what a run reports: typed events (`events.Freeze`, ...)
-  RunConfig                              what to run (and what `config.toml` holds)
-  commands: Pause, Resume, Step, Stop, SetFreeze, SetSchedule, SetLearningRate, SetFreezeMethod,
-            SampleNow, SaveCheckpoint, RollBack, command_from_dict
+The rooms, top to bottom (each imports only those below it; `.importlinter` enforces it):
+  service | cli        the training process (python -m training_core.service) and the headless CLI
+  loop                 the trainer, its command table, warm-up, restore (resume, rollback), replay, workers
+  observers            what a run does besides training, each seeing the run through a `RunHandle`
+  engine | figures     TensorFlow and Keras (prepare, compiled steps, checkpoints, ...) | figure data
+  runs                 the Qt-free models of runs the window shows
+  experiment | rundir  the experiment-file API and loading | the run directory: layout, writer, readers
+  base                 plain types: errors, config, commands, events, metrics, scopes, alternation
+
+The public names:
+  Trainer, Observer, RunHandle         run training, receive reports (observers/: the built-in ones)
+  events                               what a run reports: typed events (`events.Freeze`, ...)
+  RunConfig                            what to run (and what `config.toml` holds)
+  commands: Pause, Resume, Step, Stop, SetFreeze, SetRatio, SetLearningRate, SetFreezeMethod,
+            SampleNow, SaveCheckpoint, Rollback, command_from_dict
   Experiment, Phase, StepContext, SampleContext, Models   the experiment-file API
-  builtin_examples, example_path         the built-in examples (loading.py loads any file)
-  MetricsBatch, PhaseBlock, Status       what observers receive
+  builtin_examples, example_path       the built-in examples (experiment/loading.py loads any file)
+  MetricsBatch, PhaseBlock, Status     what observers receive
   VarInfo, ScopeNode, build_scope_tree, in_scope, format_tree
-  read_scalars, read_events, read_config, read_variables, Series   reading a run directory
-  ema_smooth, EmaState                   the smoothing the plots and exports share
-  UserError                              bad input, with a one-line message
-  append_command, COMMANDS_FILE          steer a run through RUN_DIR/commands.jsonl (remote.py)
-  plan_replay, Replayer                  replay a recorded run (replay.py)
+  read_scalars, read_events, read_config, read_variables, is_run_dir, Series   reading a run directory
+  RecordWriter                         writing a run directory without a Trainer
+  ema_smooth, EmaState                 the smoothing the plots and exports share
+  UserError                            bad input, with a one-line message
+  append_command, COMMANDS_FILE        steer a run through RUN_DIR/commands.jsonl
+  plan_replay, Replayer                replay a recorded run
 """
-from . import events
-from .remote import COMMANDS_FILE, append_command
-from .commands import (Command, Pause, Resume, RollBack, SampleNow, SaveCheckpoint, SetFreeze, SetFreezeMethod,
-                       SetLearningRate, SetSchedule, Step, Stop, command_from_dict, FREEZE_METHODS)
-from .config import RunConfig
-from .errors import UserError
-from .experiment import Experiment, Models, Phase, SampleContext, StepContext
-from .loading import builtin_examples, example_path
-from .metrics import MetricsBatch, PhaseBlock, Status
-from .observers import Observer
-from .replay import Replayer, plan_replay
-from .runlog import Series, is_run_dir, read_config, read_events, read_scalars
-from .varstore import read_variables
-from .schedule import parse_ratio
-from .scopes import ScopeNode, VarInfo, build_scope_tree, format_tree, in_scope
-from .smoothing import EmaState, ema_smooth
-from .trainer import Trainer
+from __future__ import annotations
 
-__all__ = [n for n in dir() if not n.startswith("_")]
+import importlib
+from typing import Any
+
+_NAMES = {
+    "training_core.base": ["events"],
+    "training_core.base.commands": ["Command", "Pause", "Resume", "Rollback", "SampleNow", "SaveCheckpoint",
+                                    "SetFreeze", "SetFreezeMethod", "SetLearningRate", "SetRatio", "Step", "Stop",
+                                    "command_from_dict", "FREEZE_METHODS"],
+    "training_core.base.config": ["RunConfig"],
+    "training_core.base.errors": ["UserError"],
+    "training_core.base.metrics": ["MetricsBatch", "PhaseBlock", "Status"],
+    "training_core.base.alternation": ["parse_ratio"],
+    "training_core.base.scopes": ["ScopeNode", "VarInfo", "build_scope_tree", "format_tree", "in_scope"],
+    "training_core.base.smoothing": ["EmaState", "ema_smooth"],
+    "training_core.experiment.api": ["Experiment", "Models", "Phase", "SampleContext", "StepContext"],
+    "training_core.experiment.loading": ["builtin_examples", "example_path"],
+    "training_core.rundir.layout": ["COMMANDS_FILE", "is_run_dir"],
+    "training_core.rundir.commands_file": ["append_command"],
+    "training_core.rundir.reading": ["Series", "read_config", "read_events", "read_scalars"],
+    "training_core.rundir.varstore": ["read_variables"],
+    "training_core.rundir.writer": ["RecordWriter"],
+    "training_core.rundir.replay_plan": ["plan_replay"],
+    "training_core.observers.base": ["Observer", "RunHandle"],
+    "training_core.loop.replay": ["Replayer"],
+    "training_core.loop.trainer": ["Trainer"],
+}
+_WHERE = {name: module for module, names in _NAMES.items() for name in names}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'training_core' has no attribute {name!r}")
+    value = importlib.import_module(module) if name == "events" and module == "training_core.base" else None
+    value = getattr(importlib.import_module(module), name) if value is None else value.events
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

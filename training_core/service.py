@@ -19,19 +19,27 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable
 
-from . import protocol as P
-from .commands import Command, Envelope, SetFreeze, SetFreezeMethod, SetLearningRate, SetSchedule, Stop
-from .config import RunConfig
-from .errors import UserError
-from .events import Event
-from .metrics import MetricsBatch, Status
-from .observers import Observer
-from .trainer import Trainer
+from training_core.base import protocol as P
+from training_core.base.commands import Command, Envelope, SetFreeze, SetFreezeMethod, SetLearningRate, SetRatio, Stop
+from training_core.base.config import RunConfig
+from training_core.base.errors import UserError
+from training_core.base.events import Event
+from training_core.base.metrics import MetricsBatch, Status
+from training_core.observers.base import Observer, RunHandle
+from training_core.loop.trainer import Trainer
+
+
+def prepared_info(trainer: Trainer) -> P.PreparedInfo:
+    """What the window needs of a prepared trainer (its scopes, phases, description and warnings)."""
+    p = trainer.prepared
+    return P.PreparedInfo(copy.deepcopy(trainer.config), list(p.var_infos), p.tree, list(p.phase_names),
+                          list(p.phase_paths), tuple(p.stat_paths), p.experiment.sample_kind, p.device_name,
+                          p.experiment.description, tuple(p.warnings))
 
 
 def same_source(trainer: Trainer, config: RunConfig) -> bool:
     """Whether a prepared trainer was built from what `config` asks for (so Start can reuse it)."""
-    from .config import file_sha256
+    from training_core.base.config import file_sha256
     tc = trainer.config
     if (tc.experiment_file or None) != (config.experiment_file or None) or tc.seed != config.seed \
             or (tc.device or "auto") != (config.device or "auto"):
@@ -50,7 +58,7 @@ def catch_up_commands(trainer: Trainer, config: RunConfig) -> list[Command]:
     if set(config.freeze) != set(trainer.freeze) or config.update_frozen_stats != tc.update_frozen_stats:
         out.append(SetFreeze(tuple(config.freeze), config.update_frozen_stats))
     if config.schedule and config.schedule != tc.schedule:
-        out.append(SetSchedule(dict(config.schedule)))
+        out.append(SetRatio(dict(config.schedule)))
     for phase, value in config.lr.items():
         if abs(float(value) - float(tc.lr.get(phase, -1.0))) > 1e-12 * max(1.0, abs(float(value))):
             out.append(SetLearningRate(phase, float(value)))
@@ -64,9 +72,11 @@ class _Reporter(Observer):
 
     def __init__(self, send: Callable[[Any], None]) -> None:
         self._send = send
+        self.trainer: Trainer | None = None  # the service's current trainer (its handle hides what the window needs)
 
-    def on_prepared(self, trainer: Trainer) -> None:
-        self._send(P.Prepared(P.PreparedInfo.of(trainer)))
+    def on_prepared(self, run: RunHandle) -> None:
+        if self.trainer is not None:
+            self._send(P.Prepared(prepared_info(self.trainer)))
 
     def on_metrics(self, batch: MetricsBatch) -> None:
         self._send(P.Metrics(batch))
@@ -112,9 +122,9 @@ class Service:
     def load(self, intra_op_threads: int) -> None:
         self.send(P.Busy("Loading TensorFlow…"))
         try:
-            from .devices import list_devices
-            from .distribute import DEFAULT_CPU_REPLICAS, ensure_logical_cpus
-            from .tf_quiet import import_tensorflow
+            from training_core.engine.devices import list_devices
+            from training_core.engine.distribute import DEFAULT_CPU_REPLICAS, ensure_logical_cpus
+            from training_core.engine.tf_quiet import import_tensorflow
             tf = import_tensorflow(intra_op_threads=intra_op_threads)
             if not tf.config.list_physical_devices("GPU"):
                 # before any op: so that a mirrored run (2 CPU replicas) needs no new process; single-device
@@ -172,7 +182,7 @@ class Service:
                 self._accepting = False
                 self._pending.clear()
             if trainer is not None and trainer.prepared is not None and trainer.run_dir is None \
-                    and self._fresh is None and not trainer.resume:
+                    and self._fresh is None and not trainer.resuming:
                 self._fresh = trainer  # failed before its run directory existed (unwritable): reusable
             self.send(P.Busy(""))
             self.send(P.RunFinished(status))
@@ -181,6 +191,7 @@ class Service:
         name = Path(config.experiment_file).name if config.experiment_file else config.example
         self.send(P.Busy(f"Preparing {name}…"))
         trainer = Trainer(copy.deepcopy(config), self._observer, resume=resume)
+        self._observer.trainer = trainer
         trainer.prepare()
         return trainer
 
@@ -253,14 +264,13 @@ def serve(conn: Any, nice: int = 0) -> None:
     sys.stdout.flush()
 
 
-KEY_ENV = "FREEZEFRAME_SERVICE_KEY"
 
 
 def main(argv: list[str]) -> int:
     """`python -m training_core.service ADDRESS NICE` (the window starts it; the key comes in the
     environment): connect back to the window and serve it until it says exit or goes away."""
     from multiprocessing.connection import Client
-    key = bytes.fromhex(os.environ.pop(KEY_ENV, ""))
+    key = bytes.fromhex(os.environ.pop(P.KEY_ENV, ""))
     address, nice = argv[0], int(argv[1]) if len(argv) > 1 else 0
     conn = Client(address, authkey=key)
     serve(conn, nice)

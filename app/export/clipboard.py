@@ -8,7 +8,7 @@ from PySide6.QtGui import QGuiApplication, QPixmap
 from PySide6.QtWidgets import QWidget
 
 from training_core import UserError
-from training_core.outputs import check_output
+from training_core.rundir.outputs import check_output
 
 from .figure import Figure
 from .render import figure_image, svg_bytes

@@ -12,7 +12,7 @@ import math
 from pathlib import Path
 
 from training_core import UserError
-from training_core.outputs import check_output
+from training_core.rundir.outputs import check_output
 from training_core.figures import FigureData
 
 CSV_HEADER = "step,wall_time,tag,value,smoothed,run"

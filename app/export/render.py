@@ -15,7 +15,7 @@ from PySide6.QtGui import QImage, QPageSize, QPainter, QPdfWriter
 from PySide6.QtSvg import QSvgGenerator
 
 from training_core import UserError
-from training_core.outputs import check_output
+from training_core.rundir.outputs import check_output
 
 from .figure import VECTOR_DPI, Figure
 

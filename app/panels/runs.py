@@ -17,7 +17,7 @@ from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QHeaderView, QLabel, QLin
                                QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
 from training_core import VarInfo, build_scope_tree
-from training_core import events as E
+from training_core.base import events as E
 from training_core.runs import LIVE, RunEntry, RunSet, VariableStates, frozen_spans, marker_label, spans_text
 
 from ..plots import palette

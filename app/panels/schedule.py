@@ -70,7 +70,7 @@ class SciSpinBox(QDoubleSpinBox):
 
 
 class SchedulePanel(QWidget):
-    scheduleChanged = Signal(object)  # policy dict for SetSchedule
+    scheduleChanged = Signal(object)  # policy dict for SetRatio
     learningRateChanged = Signal(str, float)
     methodChanged = Signal(str)
     frozenStatsChanged = Signal(bool)

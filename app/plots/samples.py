@@ -18,7 +18,7 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from training_core.runs import RunData
-from training_core.sample_record import list_samples, load_samples
+from training_core.rundir.samples import list_samples, load_samples
 
 from . import palette
 from .canvas import CppPaint

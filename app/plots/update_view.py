@@ -17,7 +17,7 @@ from PySide6 import QtCore, QtWidgets
 from superqt.utils import signals_blocked
 
 from training_core.runs.heat import scope_order, top_movers
-from training_core.scopes import in_scope
+from training_core.base.scopes import in_scope
 
 from . import palette
 from .axes import FloorLogAxis, TidyAxis

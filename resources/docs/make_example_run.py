@@ -10,14 +10,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from training_core import Observer, RunConfig, SetFreeze, SetLearningRate, SetSchedule, Trainer  # noqa: E402
+from training_core import Observer, RunConfig, SetFreeze, SetLearningRate, SetRatio, Trainer  # noqa: E402
 
 
 class Plan(Observer):
     def __init__(self, steps: int) -> None:
         self.trainer: Trainer | None = None
         self.plan = {int(steps * 0.3): SetFreeze(("generator/dense_1",)), int(steps * 0.55): SetLearningRate("D", 5e-5),
-                     int(steps * 0.7): SetSchedule({"policy": "fixed", "ratio": [2, 1]})}
+                     int(steps * 0.7): SetRatio({"policy": "fixed", "ratio": [2, 1]})}
 
     def on_prepared(self, trainer: Trainer) -> None:
         self.trainer = trainer

@@ -17,8 +17,8 @@ from PySide6.QtCore import QObject, QTimer
 from app.worker import Reports
 from tests.core.synthetic import SimulatedTrainer
 from training_core import Command, RunConfig
-from training_core import events as E
-from training_core import protocol as P
+from training_core.base import events as E
+from training_core.base import protocol as P
 from training_core.runs import source_of
 
 _DIED = object()  # queued marker: emit `died` here

@@ -17,7 +17,7 @@ from PySide6.QtGui import QImage
 from app.export import Figure, csv_text, svg_bytes
 from training_core.figures import FigureSpec
 from training_core.runs import LIVE, read_run
-from training_core.sample_record import list_samples
+from training_core.rundir.samples import list_samples
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -18,7 +18,8 @@ import pytest
 
 from app.export import Figure, recommended_height, svg_bytes
 from app.export.dialog import ExportDialog
-from training_core import MetricsBatch, PhaseBlock, events
+from training_core import MetricsBatch, PhaseBlock
+from training_core.base import events
 from training_core.figures import FigureSpec
 from training_core.runs import RunData
 from tests import zygote

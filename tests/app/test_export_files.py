@@ -16,7 +16,8 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 from app.export import CSV_HEADER, Figure, svg_bytes, write_csv, write_pdf, write_png, write_svg  # noqa: E402
 from training_core.figures import FigureSpec, minmax_decimate  # noqa: E402
 from training_core.runs import RunData, read_run  # noqa: E402
-from training_core import MetricsBatch, PhaseBlock, ema_smooth, events, read_events, read_scalars  # noqa: E402
+from training_core import MetricsBatch, PhaseBlock, ema_smooth, read_events, read_scalars
+from training_core.base import events  # noqa: E402
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
 

@@ -10,7 +10,8 @@ import numpy as np  # noqa: E402
 from PySide6 import QtGui  # noqa: E402
 
 from tests.app.blocks import block  # noqa: E402
-from training_core import MetricsBatch, events  # noqa: E402
+from training_core import MetricsBatch
+from training_core.base import events  # noqa: E402
 from training_core.runs import RunData  # noqa: E402
 
 

@@ -20,7 +20,8 @@ from app.plots.view import FOLLOW_HEADROOM  # noqa: E402
 from tests import zygote
 from tests.app.blocks import block
 from training_core.runs import RunData, read_run  # noqa: E402
-from training_core import MetricsBatch, ema_smooth, events  # noqa: E402
+from training_core import MetricsBatch, ema_smooth
+from training_core.base import events  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 FROZEN = ("generator/dense_1/kernel", "generator/dense_1/bias")

@@ -11,7 +11,8 @@ import pytest
 from PySide6.QtCore import Qt
 
 from tests.core.helpers import main_cmd, start, tiny_gan
-from training_core import events as E, read_scalars
+from training_core.base import events as E
+from training_core import read_scalars
 
 TIMEOUT = 120_000
 

@@ -258,7 +258,7 @@ def test_preparings_warnings_stay_in_view_under_the_description(ui, qtbot):
     passing status-bar line once the run started; it now stays under the experiment's description."""
     from dataclasses import replace
 
-    from training_core import protocol as P
+    from training_core.base import protocol as P
     w = ui.make(fake=True)
     info = w.session.prepared
     w.session.handle(P.Prepared(replace(info, description="A ring.", warnings=("phase G's loss has no gradient "

@@ -14,7 +14,8 @@ from PySide6.QtCore import Qt
 
 from app.settings import Settings
 from app.panels.scope_tree import STATE, UPDATE
-from training_core import events, example_path, read_events, read_scalars
+from training_core.base import events
+from training_core import example_path, read_events, read_scalars
 
 
 def click(qtbot, w, name: str) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 
 from app.panels.scope_tree import STATE
-from training_core import SetFreeze, SetFreezeMethod, SetLearningRate, SetSchedule
+from training_core import SetFreeze, SetFreezeMethod, SetLearningRate, SetRatio
 
 
 def train(ui, w, n: int) -> None:
@@ -26,7 +26,7 @@ def test_ratio_edits_become_one_command_and_a_marker(ui, qtbot):
     assert w.core.sent == []
     qtbot.waitUntil(lambda: w.core.sent != [], timeout=60_000)
     sp.flush()
-    assert w.core.sent == [SetSchedule({"policy": "fixed", "ratio": [3, 1]})]
+    assert w.core.sent == [SetRatio({"policy": "fixed", "ratio": [3, 1]})]
     train(ui, w, 40)
     xs = w.plots.curves()["loss/D"].xData
     assert xs is not None and xs[-1] >= w.store.last_step - 3

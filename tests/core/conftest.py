@@ -12,7 +12,7 @@ import pickle
 
 import pytest
 
-from training_core.distribute import ensure_logical_cpus
+from training_core.engine.distribute import ensure_logical_cpus
 
 from .steering import SteeredRun, steer_a_run
 

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from tests import zygote
-from training_core import (Pause, Resume, SaveCheckpoint, SetFreeze, SetFreezeMethod, SetSchedule, Stop,
-                           append_command, events as E)
-from training_core.runlock import Holder, read_holder
+from training_core import Pause, Resume, SaveCheckpoint, SetFreeze, SetFreezeMethod, SetRatio, Stop, append_command
+from training_core.base import events as E
+from training_core.rundir.lock import Holder, read_holder
 from training_core.runs import RunData, RunFollower
 
 from .helpers import main_cmd, start, tiny_gan, wait_for
@@ -92,7 +92,7 @@ def steer_a_run(tmp: Path) -> SteeredRun:
         s.advance(30)
         s.send(SetFreeze(scopes=[FROZEN]), "f1")
         s.advance(60)
-        s.send(SetSchedule(policy={"policy": "fixed", "ratio": [3, 1]}), "r1")
+        s.send(SetRatio(policy={"policy": "fixed", "ratio": [3, 1]}), "r1")
         s.advance(60)
         s.write("".join(line + "\n" for _, line, _ in BAD_LINES))
         s.write('{"id": "l1", "kind": "lr", ')  # a line in two writes: the first half must wait

@@ -16,9 +16,10 @@ from dataclasses import replace
 
 import numpy as np
 
-from training_core import RunConfig, Status, VarInfo, build_scope_tree, commands as C, events as E, in_scope
-from training_core import protocol as P
-from training_core.metrics import MetricsBatch, PhaseBlock
+from training_core import RunConfig, Status, VarInfo, build_scope_tree, in_scope
+from training_core.base import commands as C, events as E
+from training_core.base import protocol as P
+from training_core.base.metrics import MetricsBatch, PhaseBlock
 
 #: the ring example's variables (MLP 2 -> 256 -> 256 -> out), phase D trains discriminator/, G generator/
 _RING_SHAPES = {"generator": {"dense_1": (8, 256), "dense_2": (256, 256), "out": (256, 2)},
@@ -110,7 +111,7 @@ class SimulatedTrainer:
             self._freeze, self._moving = tuple(cmd.scopes), {}
             return [self._event(E.Freeze(scopes=list(cmd.scopes), update_frozen_stats=cmd.update_frozen_stats,
                                          command=d))]
-        if isinstance(cmd, C.SetSchedule):
+        if isinstance(cmd, C.SetRatio):
             self._ratio, self._cycle = list(cmd.policy.get("ratio", self._ratio)), 0
             return [self._event(E.Ratio(policy=dict(cmd.policy), command=d))]
         if isinstance(cmd, C.SetLearningRate):

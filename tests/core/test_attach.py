@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from training_core import RunConfig, SetFreeze, SetLearningRate, Stop, Trainer
-from training_core.errors import UserError
+from training_core.base.errors import UserError
 from training_core.runs import read_run
 from training_core.runs.attach import AttachedRun
 
@@ -109,7 +109,7 @@ def test_a_resumed_run_shows_its_new_target_and_its_checkpoint_settings(tmp_path
     process's 40, and shows the learning rate the resume set (the progress bar said 43% at the end)."""
     d = tmp_path / "run"
     Trainer(RunConfig(experiment_file=str(tiny_gan(tmp_path)), example=None, run_dir=str(d), steps=40)).run()
-    from training_core.cli import main
+    from training_core.cli.headless import main
     assert main(["--headless", "--resume", str(d), "--steps", "60", "--lr", "G=1e-4", "--quiet"]) == 0
     run = AttachedRun(d)
     run.poll()
@@ -135,7 +135,7 @@ def test_a_watcher_that_read_a_crashed_run_sees_its_resume_as_one_timeline(tmp_p
     watcher.poll()
     before = watcher.data.last_step
     assert before >= 30 and watcher.finished and watcher.controls.steps == 60
-    from training_core.cli import main
+    from training_core.cli.headless import main
     assert main(["--headless", "--resume", str(d), "--steps", "90", "--quiet"]) == 0
     watcher.poll()
     assert_same_model(watcher.data, read_run(d))
@@ -159,7 +159,7 @@ def test_a_watcher_sees_a_writer_killed_on_this_host_as_ended_and_a_resume_as_li
     import subprocess
     import sys
 
-    from training_core.runlock import LOCK_FILE
+    from training_core.rundir.layout import LOCK_FILE
     d = tmp_path / "run"
     Trainer(config(tiny_gan(tmp_path), d, steps=6)).run()
     events = d / "events.jsonl"

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from training_core import RunConfig, Trainer, read_events, read_scalars
-from training_core.cli import build_parser, config_from_args
+from training_core.cli.headless import build_parser, config_from_args
 
 from .helpers import REPO, error_lines, main_cmd, nan_experiment, run_all, tiny_gan, write_file
 
@@ -220,7 +220,7 @@ def test_bad_input_is_one_line_exit_2_and_nothing_written(cli, name):
 
 _WITHOUT_TF = """
 import sys
-from training_core.cli import main
+from training_core.cli.headless import main
 code = main(sys.argv[1:])
 print("tensorflow imported:", "tensorflow" in sys.modules, "exit:", code)
 """

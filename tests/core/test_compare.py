@@ -11,11 +11,12 @@ import numpy as np
 import pytest
 
 from tests import zygote
-from training_core import MetricsBatch, PhaseBlock, RunConfig, SetFreeze, UserError, events
+from training_core import MetricsBatch, PhaseBlock, RunConfig, SetFreeze, UserError
+from training_core.base import events
 from training_core.figures import DASHES, NO_UPDATE_NOTE, FigureData, FigureSpec, variable_styles
 from training_core.runs import (LIVE, RunData, RunSet, VariableStates, frozen_spans, read_run, spans_text,
                                 unique_labels)
-from training_core.scopes import VarInfo, build_scope_tree
+from training_core.base.scopes import VarInfo, build_scope_tree
 
 from .helpers import REPO, Script, config, run, wait_for, write_file
 
@@ -190,7 +191,7 @@ def test_run_set_opens_labels_shows_and_follows_a_growing_run(tmp_path, idle_run
 
 
 def test_grappler_noise_is_dropped_and_everything_else_passes():
-    code = ("from training_core.tf_quiet import filter_native_stderr; import os, sys\n"
+    code = ("from training_core.engine.tf_quiet import filter_native_stderr; import os, sys\n"
             "filter_native_stderr()\n"
             "os.write(2, b'E0000 00:00:1.2  99 meta_optimizer.cc:967] remapper failed: INVALID_ARGUMENT: x\\n')\n"
             "os.write(2, b'E0000 00:00:1.2  99 other.cc:1] a real problem\\n')\n"

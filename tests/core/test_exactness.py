@@ -20,8 +20,8 @@ import pytest
 import tensorflow as tf
 
 from training_core import SetFreeze, SetFreezeMethod, read_scalars
-from training_core.experiment import Models
-from training_core.loading import load_module
+from training_core.experiment.api import Models
+from training_core.experiment.loading import load_module
 
 from .helpers import Script, assert_bitwise_equal, config, run, snapshot, write_file
 

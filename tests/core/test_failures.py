@@ -3,7 +3,7 @@ nothing written; a full disk (a small tmpfs where this machine can mount one, an
 otherwise) ends in one line naming the directory and the cause, a true `stop` reason, no partial
 checkpoint and a readable record; experiment code raising mid-run is one line with the traceback in
 the `error` event; a NaN is rolled back to the last good checkpoint (`--on-nan rollback`, or the
-window's RollBack command), and after 3 rollbacks training gives up.
+window's Rollback command), and after 3 rollbacks training gives up.
 """
 from __future__ import annotations
 
@@ -20,10 +20,10 @@ import pytest
 from tests import zygote
 from training_core import Observer, Resume, RunConfig, Trainer, read_events, read_scalars
 from training_core.runs import RunData, read_run, reload_resumed
-from training_core.checkpoints import checkpoint_steps
-from training_core.cli import HeadlessObserver
-from training_core.commands import RollBack
-from training_core.errors import WriteFailed
+from training_core.rundir.layout import checkpoint_steps
+from training_core.cli.headless import HeadlessObserver
+from training_core.base.commands import Rollback
+from training_core.base.errors import WriteFailed
 
 from .helpers import SCALAR_MODEL, config, error_lines, main_cmd, nan_experiment, start, tiny_gan, wait_for, write_file
 
@@ -204,12 +204,13 @@ class _Fail(Observer):
     def on_run_begin(self, trainer) -> None:
         self.trainer = trainer
 
-    def on_step_end(self, trainer) -> None:
-        if trainer.step != self.at:
+    def on_step_end(self, run) -> None:
+        if run.step != self.at:
             return
+        trainer = run._t  # the fault is injected behind the handle, into the trainer's own record and store
         if self.what == "scalars":
             rec = next(o for o in trainer.observers if type(o).__name__ == "RunRecord")
-            rec._scalars = _Full(rec._scalars)
+            rec.writer._scalars = _Full(rec.writer._scalars)
         else:
             store = trainer.checkpoints
 
@@ -331,7 +332,7 @@ def test_on_nan_rollback_gives_up_after_three(tmp_path):
 
 
 class _RollBackOnNan(Observer):
-    """What the window does: the NaN pauses training; "Roll back to step N" sends RollBack (here with the
+    """What the window does: the NaN pauses training; "Roll back to step N" sends Rollback (here with the
     learning rate halved), then Resume."""
 
     def __init__(self) -> None:
@@ -343,7 +344,7 @@ class _RollBackOnNan(Observer):
     def on_event(self, e) -> None:
         if e.kind == "nan":
             good = max(s for s in checkpoint_steps(self.trainer.run_dir) if s < e.at_step)
-            self.trainer.send(RollBack(step=good, phase=e.phase, lr_factor=0.5))
+            self.trainer.send(Rollback(step=good, phase=e.phase, lr_factor=0.5))
             self.trainer.send(Resume())
 
 
@@ -382,11 +383,16 @@ def test_the_window_model_of_a_resumed_run_is_its_record(tmp_path):
 
 
 class _Recorder:
-    """The parts of a Trainer the NaN observers use: events go to both observers, as `emit` does."""
+    """The parts of a run's handle the NaN observers use: events go to both observers, as `emit` does."""
 
     def __init__(self, observers) -> None:
         self.observers, self.events, self.sent, self.nan_at, self.rollbacks = observers, [], [], None, 0
-        self.checkpoints = type("C", (), {"steps": staticmethod(lambda: [0, 5])})()
+
+    def checkpoint_steps(self) -> list[int]:
+        return [0, 5]
+
+    def note_nan(self, at_step) -> None:
+        self.nan_at = None if at_step is None else at_step if self.nan_at is None else min(self.nan_at, at_step)
 
     def emit(self, e) -> None:
         self.events.append(e)
@@ -405,8 +411,8 @@ def test_a_batch_with_two_phases_gone_non_finite_names_the_earliest_first(on_nan
     """D's block comes first in a batch, but G went non-finite a step earlier: G is reported first, the
     rollback lowers G's rate, and the pause follows both `nan` events (it came between them)."""
     from training_core import MetricsBatch, PhaseBlock
-    from training_core.commands import Stop
-    from training_core.observers import NanAlarm, NanRollback
+    from training_core.base.commands import Stop
+    from training_core.observers.alarms import NanAlarm, NanRollback
     alarm, rollback = NanAlarm(on_nan), NanRollback(0.5)
     tr = _Recorder([alarm, rollback] if on_nan == "rollback" else [alarm])
     for o in tr.observers:
@@ -432,7 +438,7 @@ def test_the_headless_halt_names_the_phase_that_went_non_finite_first():
     """G's loss went NaN at step 2 (D's update at step 1 poisoned it), D's at step 3: both `nan` events
     come before the pause, earliest first. The one line must name G, the phase that failed first, and
     suggest lowering G's rate, not D's (the later event used to overwrite the first)."""
-    from training_core import events as E
+    from training_core.base import events as E
 
     class _Trainer:
         run_dir = "runs/x"
@@ -454,8 +460,8 @@ def test_a_damaged_checkpoint_is_named_damaged_with_the_earlier_one_to_resume_fr
     as it is now; resume with the experiment file the run started with", which sends the user after the
     wrong cause; the line says it is damaged, and how to resume from the checkpoint before it."""
     import pytest
-    from training_core.errors import UserError
-    from training_core.resume import resume_config
+    from training_core.base.errors import UserError
+    from training_core.rundir.resume_point import resume_config
     d = tmp_path / "run"
     Trainer(RunConfig(example="factorization", steps=20, checkpoint_every=10, run_dir=str(d),
                       tensorboard=False)).run()

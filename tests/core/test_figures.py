@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from training_core import MetricsBatch, PhaseBlock, UserError, events
+from training_core import MetricsBatch, PhaseBlock, UserError
+from training_core.base import events
 from training_core.figures import DASHES, FigureData, FigureSpec, minmax_decimate, parse_size
 from training_core.runs import RunData
 

@@ -8,8 +8,8 @@ import pytest
 import tensorflow as tf
 
 from training_core import SetFreeze, SetFreezeMethod, Trainer, UserError, read_events
-from training_core.experiment import Models
-from training_core.loading import load_module
+from training_core.experiment.api import Models
+from training_core.experiment.loading import load_module
 
 from .helpers import (OPTIMIZERS, Script, assert_bitwise_equal, config, frozen_state, phase_of_step, regression, run,
                       snapshot, tiny_gan, variables, write_file)

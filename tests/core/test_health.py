@@ -10,9 +10,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from training_core import RunConfig, example_path, read_events, read_scalars
-from training_core.loading import load_module
+from training_core.experiment.loading import load_module
 from training_core.runs import read_run
-from training_core.sample_record import list_samples, load_samples, sample_file, samples_bytes
+from training_core.rundir.samples import list_samples, load_samples, sample_file, samples_bytes
 
 from .helpers import config, run, tiny_gan, write_file
 

@@ -14,7 +14,7 @@ PROBE = r"""
 import json, sys, tempfile
 from pathlib import Path
 import training_core as tc
-import training_core.cli, training_core.runlog, training_core.recorder
+import training_core.cli.headless, training_core.rundir.reading, training_core.rundir.writer
 import training_core.runs, training_core.figures
 d = Path(tempfile.mkdtemp())
 (d / "scalars.csv").write_text("step,wall_time,tag,value\n1,0.5,loss/D,1.25\n")

@@ -7,7 +7,7 @@ import threading
 import numpy as np
 import pytest
 
-from training_core import (Observer, Pause, Resume, SetFreeze, SetFreezeMethod, SetLearningRate, SetSchedule, Step,
+from training_core import (Observer, Pause, Resume, SetFreeze, SetFreezeMethod, SetLearningRate, SetRatio, Step,
                            Stop, Trainer, UserError, read_events, read_scalars)
 
 from .helpers import Script, config, phase_of_step, run, runs_of, tiny_gan, wait_for, write_file
@@ -74,7 +74,7 @@ def test_freeze_schedule_and_lr_from_another_thread_apply_at_the_next_step(tmp_p
     bg.after(60)
     t_freeze = bg.send(SetFreeze([K]), "freeze")
     bg.after(60)
-    t_ratio = bg.send(SetSchedule({"policy": "fixed", "ratio": [3, 1]}), "ratio")
+    t_ratio = bg.send(SetRatio({"policy": "fixed", "ratio": [3, 1]}), "ratio")
     bg.after(60)
     t_lr = bg.send(SetLearningRate("G", 0.01), "lr")
     bg.after(60)
@@ -108,10 +108,10 @@ def test_freeze_schedule_and_lr_from_another_thread_apply_at_the_next_step(tmp_p
 def test_returning_to_an_earlier_configuration_does_not_retrace(tmp_path, run_dir):
     bg = Background(config(tiny_gan(tmp_path, "adam"), run_dir, fetch_every=20))
     for command, kind in [(SetFreeze([K]), "freeze"), (SetFreezeMethod("gate"), "method"),
-                          (SetSchedule({"policy": "adaptive", "thresholds": [1.0, 0.5]}), "ratio"),
+                          (SetRatio({"policy": "adaptive", "thresholds": [1.0, 0.5]}), "ratio"),
                           (SetFreeze(["discriminator"]), "freeze"), (SetFreeze([]), "freeze"),
                           (SetFreezeMethod("exact"), "method"), (SetFreeze([K]), "freeze"),
-                          (SetSchedule({"policy": "fixed", "ratio": [1, 1]}), "ratio"), (SetFreeze([]), "freeze")]:
+                          (SetRatio({"policy": "fixed", "ratio": [1, 1]}), "ratio"), (SetFreeze([]), "freeze")]:
         bg.after(15)
         bg.send(command, kind)
     bg.after(15)
@@ -151,8 +151,8 @@ def test_pause_step_resume_from_another_thread(tmp_path, run_dir):
 
 def test_malformed_commands_are_rejected_and_training_goes_on(tmp_path, run_dir):
     """A command with a wrong value (a typo in a replayed or remote command) must not end a long run."""
-    bad = [SetLearningRate("G", "fast"), Step("x"), SetSchedule({"policy": "fixed", "ratio": ["x", 1]}),
-           SetSchedule({"policy": "adaptive", "thresholds": [1, 2], "max_steps": "many"}), SetFreeze([3]),
+    bad = [SetLearningRate("G", "fast"), Step("x"), SetRatio({"policy": "fixed", "ratio": ["x", 1]}),
+           SetRatio({"policy": "adaptive", "thresholds": [1, 2], "max_steps": "many"}), SetFreeze([3]),
            SetFreezeMethod("leaky"), SetLearningRate("Q", 1e-3)]
     script = Script({5: bad})
     trainer = run(config(tiny_gan(tmp_path), run_dir, steps=12), script)

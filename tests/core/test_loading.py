@@ -10,9 +10,9 @@ from __future__ import annotations
 import pytest
 
 from training_core import RunConfig, UserError, VarInfo
-from training_core.prepare import prepare
-from training_core.scopes import resolve_scopes
-from training_core.usercode import MAX_MESSAGE, user_code
+from training_core.engine.prepare import prepare
+from training_core.base.scopes import resolve_scopes
+from training_core.experiment.usercode import MAX_MESSAGE, user_code
 
 from .helpers import tiny_gan, write_file
 
@@ -378,7 +378,7 @@ def test_a_loss_that_returns_none_says_so(tmp_path):
 
 
 def test_counts_read_as_written():
-    from training_core.scopes import counted
+    from training_core.base.scopes import counted
     assert (counted(1, "phase"), counted(2, "phase"), counted(0, "variable")) == ("1 phase", "2 phases", "0 variables")
 
 

@@ -7,8 +7,8 @@ import numpy as np
 import tensorflow as tf
 
 from training_core import SetFreeze, Stop, read_events
-from training_core.experiment import Models
-from training_core.loading import load_module
+from training_core.experiment.api import Models
+from training_core.experiment.loading import load_module
 
 from .helpers import Script, config, nan_experiment, regression, run, snapshot
 

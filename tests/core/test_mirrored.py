@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tests import zygote
-from training_core import (Pause, Resume, SetFreeze, SetFreezeMethod, SetLearningRate, SetSchedule, Step, Trainer,
+from training_core import (Pause, Resume, SetFreeze, SetFreezeMethod, SetLearningRate, SetRatio, Step, Trainer,
                            UserError, read_events, read_scalars)
 
 from .helpers import Script, config, optimizer_of, phase_of_step, run, runs_of, tiny_gan, variables, write_file
@@ -126,7 +126,7 @@ def test_live_controls_apply_at_the_next_step_with_replicas(tmp_path, run_dir):
     bg.after(20)
     t_freeze = bg.send(SetFreeze([G1[0]]), "freeze")
     bg.after(20)
-    t_ratio = bg.send(SetSchedule({"policy": "fixed", "ratio": [3, 1]}), "ratio")
+    t_ratio = bg.send(SetRatio({"policy": "fixed", "ratio": [3, 1]}), "ratio")
     bg.after(20)
     t_lr = bg.send(SetLearningRate("G", 0.01), "lr")
     bg.after(20)
@@ -212,7 +212,8 @@ def test_jit_steps_keep_exact_freezing(tmp_path, run_dir, strategy):
 SERVICE_SCRIPT = '''
 import json, sys
 sys.path.insert(0, {repo!r})
-from training_core import RunConfig, events, protocol as P
+from training_core import RunConfig, events
+from training_core.base import protocol as P
 from training_core.service import Service
 reports = []
 s = Service(reports.append)

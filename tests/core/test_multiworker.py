@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from training_core import UserError, read_events
-from training_core.distribute import is_chief
+from training_core.engine.distribute import is_chief
 
 from .helpers import REPO, env, main_cmd, tiny_gan, wait_for, write_file
 
@@ -26,7 +26,7 @@ DRIVER = '''
 import hashlib, json, sys
 sys.path.insert(0, {repo!r})
 from training_core import Observer, Pause, Resume, RunConfig, SetFreeze, SetLearningRate, Trainer
-from training_core.distribute import is_chief
+from training_core.engine.distribute import is_chief
 
 class Drive(Observer):
     """On the chief: a freeze and a learning rate at step 20, a pause at 40, resumed while paused."""
@@ -220,8 +220,8 @@ RESUME_DRIVER = '''
 import hashlib, json, sys
 sys.path.insert(0, {repo!r})
 from training_core import Observer, RunConfig, Trainer
-from training_core.commands import RollBack
-from training_core.distribute import is_chief
+from training_core.base.commands import Rollback
+from training_core.engine.distribute import is_chief
 
 class Back(Observer):
     """On the chief, once: a rollback to step 20, a checkpoint from before the resume at 40."""
@@ -231,7 +231,7 @@ class Back(Observer):
     def on_metrics(self, batch):
         if is_chief("multiworker") and not self.sent and batch.status.step >= 45:
             self.sent = True
-            self.trainer.send(RollBack(step=20))
+            self.trainer.send(Rollback(step=20))
     def on_event(self, e):
         if e.kind in ("rollback", "rejected", "error"):
             print(json.dumps({{"event": e.kind, "step": e.step}}), flush=True)

@@ -4,7 +4,8 @@ from __future__ import annotations
 import pytest
 
 from training_core import UserError
-from training_core.outputs import RECORD_NAMES, check_output, record_owner
+from training_core.rundir.layout import RECORD_NAMES
+from training_core.rundir.outputs import check_output, record_owner
 
 
 def make_run(path):

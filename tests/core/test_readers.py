@@ -20,11 +20,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from training_core import RunConfig, UserError, read_config, read_events, read_scalars, read_variables
-from training_core import events as E
-from training_core import trim
-from training_core.runlog import LineTail
-from training_core.varstore import VarFileReader, VarFileWriter, truncate_after
-from training_core.sample_record import list_samples, sample_file, samples_bytes
+from training_core.base import events as E
+from training_core.rundir import trim
+from training_core.rundir.reading import LineTail
+from training_core.rundir.varstore import VarFileReader, VarFileWriter, truncate_after
+from training_core.rundir.samples import list_samples, sample_file, samples_bytes
 from training_core.runs import RunFollower, read_run
 
 from .helpers import assert_same_model, config, run, tiny_gan
@@ -305,7 +305,7 @@ def test_a_variable_file_without_a_readable_header_is_named_and_set_aside_by_a_r
     one phase fewer), and a resume appended its rows to it, unreadable too. `unreadable_files` names it
     (the export warns), and cutting the record back for a resume moves it to the kept folder, so that the
     resumed run writes a readable file."""
-    from training_core.varstore import read_variables, unreadable_files
+    from training_core.rundir.varstore import read_variables, unreadable_files
     d = tmp_path / "run"
     (d / "variables").mkdir(parents=True)
     _append_rows(d, range(1, 11), 1.0, 1000.0)
@@ -371,7 +371,7 @@ def test_trim_keeps_exactly_what_the_checkpoint_holds(record, step, tmp_path):
 def test_the_last_scalar_step_is_that_of_the_last_complete_row(tmp_path, cut):
     """Read from the end of a scalars file cut at any byte (where a full disk or a kill ended it): what the
     headless failure line and a resume say the record holds."""
-    from training_core.trim import last_scalar_step
+    from training_core.rundir.trim import last_scalar_step
     rows = "step,wall_time,tag,value\n" + "".join(f"{s},{1000 + s}.5,loss/{'D' if s % 2 else 'G'},0.{s}\n"
                                                   for s in range(1, 15))
     data = rows.encode()[:cut]

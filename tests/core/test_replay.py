@@ -12,9 +12,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from training_core import RunConfig, events as E, plan_replay, read_events, read_scalars
-from training_core.commands import SetFreeze, SetLearningRate, SetSchedule
-from training_core.errors import UserError
+from training_core import RunConfig, plan_replay, read_events, read_scalars
+from training_core.base import events as E
+from training_core.base.commands import SetFreeze, SetLearningRate, SetRatio
+from training_core.base.errors import UserError
 
 from .helpers import error_lines, main_cmd, run_all, write_file
 
@@ -101,7 +102,7 @@ def test_the_plan_keeps_only_the_changes_that_move_the_numbers(tmp_path):
     ], steps=None, on_nan="pause")
     plan = plan_replay(run, "new")
     assert plan.commands == [(0, SetLearningRate(phase="D", value=0.1)), (5, SetFreeze(scopes=("generator",))),
-                             (9, SetSchedule(policy={"ratio": [2, 1]}))]
+                             (9, SetRatio(policy={"ratio": [2, 1]}))]
     assert (plan.stop_step, plan.stopped_cleanly, plan.config.steps, plan.config.run_dir) == (12, True, 12, "new")
     assert plan.config.on_nan == "continue" and plan.config.deterministic is False
     assert plan_replay(run, "new", deterministic=True).config.deterministic is True

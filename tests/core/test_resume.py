@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from training_core import (RunConfig, SetFreeze, SetFreezeMethod, SetSchedule, Stop, Trainer, read_events,
+from training_core import (RunConfig, SetFreeze, SetFreezeMethod, SetRatio, Stop, Trainer, read_events,
                            read_scalars, read_variables)
-from training_core.checkpoints import checkpoint_steps
+from training_core.rundir.layout import checkpoint_steps
 
 from .helpers import REPO, Script, config, main_cmd, start, tiny_gan, wait_for
 
@@ -154,7 +154,7 @@ SCHEDULES = {
     "fixed 3:2, freeze and method changed": (
         {"policy": "fixed", "ratio": [3, 2]},
         {23: [SetFreeze(["discriminator/dense_1"])], 41: [SetFreezeMethod("gate")],
-         58: [SetSchedule({"policy": "fixed", "ratio": [1, 4]})]}),
+         58: [SetRatio({"policy": "fixed", "ratio": [1, 4]})]}),
     "adaptive": ({"policy": "adaptive", "thresholds": {"D": 1.3, "G": 0.75}, "max_steps": 4}, {}),
 }
 
@@ -190,7 +190,7 @@ def test_resume_with_a_new_step_target_and_learning_rate(tmp_path):
     exp = tiny_gan(tmp_path, "adam")
     d = tmp_path / "run"
     Trainer(config(exp, d, steps=40)).run()
-    from training_core.cli import main
+    from training_core.cli.headless import main
     assert main(["--headless", "--resume", str(d), "--steps", "60", "--lr", "G=1e-4", "--quiet"]) == 0
     events = read_events(d)
     resumed = next(e for e in events if e.kind == "resumed")
@@ -206,7 +206,7 @@ def test_resume_warns_when_the_experiment_file_changed(tmp_path):
     exp = tiny_gan(tmp_path, "adam")
     d = tmp_path / "run"
     Trainer(config(exp, d, steps=10)).run()
-    from training_core.cli import main
+    from training_core.cli.headless import main
     assert main(["--headless", "--resume", str(d), "--steps", "15", "--quiet"]) == 0  # unchanged: no warning
     exp.write_text(exp.read_text() + "\n# tuned after the run started\n")
     assert main(["--headless", "--resume", str(d), "--steps", "20", "--quiet"]) == 0
@@ -234,7 +234,7 @@ def test_a_mirrored_run_resumed_on_one_device(mirrored_run, tmp_path, options):
     import shutil
     d = tmp_path / "run"
     shutil.copytree(mirrored_run, d)
-    from training_core.cli import main
+    from training_core.cli.headless import main
     assert main(["--headless", "--resume", str(d), "--steps", "12", "--quiet", *options]) == 0
     resumed = next(e for e in read_events(d) if e.kind == "resumed")
     assert (resumed.step, resumed.device, resumed.strategy, resumed.replicas) == (6, "CPU", "single", 1)
@@ -259,8 +259,8 @@ def test_a_mirrored_run_resumed_on_more_replicas_says_so(mirrored_run, tmp_path)
 def test_resuming_a_directory_without_checkpoints_is_one_line(tmp_path):
     """A RunConfig read from a copied run's config.toml names the original directory; one that names a
     directory without checkpoints got a bare IndexError."""
-    from training_core.errors import UserError
-    from training_core.resume import resume_point
+    from training_core.base.errors import UserError
+    from training_core.rundir.resume_point import resume_point
     (tmp_path / "empty").mkdir()
     with pytest.raises(UserError, match="has no complete checkpoint to resume from"):
         resume_point(tmp_path / "empty")

@@ -12,7 +12,7 @@ import pytest
 import tensorflow as tf
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from training_core.checkpoints import CheckpointStore
+from training_core.engine.checkpoints import CheckpointStore
 from training_core import Observer, RunConfig, Trainer, read_config, read_events, read_scalars
 
 from .helpers import main_cmd, start, wait_for
@@ -23,7 +23,7 @@ DOCUMENTED_KINDS = {"trace", "retrace", "start", "pause", "resume", "step", "fre
 
 
 def test_every_event_kind_is_documented_in_the_readme():
-    from training_core.events import EVENTS
+    from training_core.base.events import EVENTS
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     section = readme[readme.index("Event kinds"):readme.index("`training_core.read_scalars(run_dir)`")]
     assert set(EVENTS) >= DOCUMENTED_KINDS

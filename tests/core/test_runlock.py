@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from training_core import runlock
-from training_core.errors import UserError
+from training_core.rundir import lock as runlock
+from training_core.base.errors import UserError
 
 
 def _write_lock(run_dir, **fields):
@@ -87,7 +87,7 @@ def test_release_leaves_a_lock_that_is_no_longer_ours(tmp_path):
 def test_resuming_a_run_another_process_writes_is_refused_before_tensorflow_loads(tmp_path):
     """The refusal came only after TensorFlow had loaded (~9 s here); the lock was checked when taken. Now
     the CLI answers from the lock file first (and still checks again when it takes the lock)."""
-    from training_core.config import RunConfig
+    from training_core.base.config import RunConfig
     run = tmp_path / "run"
     (run / "checkpoints").mkdir(parents=True)
     RunConfig(example="ring", steps=100).write_toml(run / "config.toml")
@@ -96,7 +96,7 @@ def test_resuming_a_run_another_process_writes_is_refused_before_tensorflow_load
     p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
     try:
         _write_lock(run, pid=p.pid, pid_start=runlock._pid_start(p.pid))
-        code = ("import sys; from training_core.cli import main; rc = main(['--headless', '--resume', sys.argv[1]]); "
+        code = ("import sys; from training_core.cli.headless import main; rc = main(['--headless', '--resume', sys.argv[1]]); "
                 "print(rc, 'tensorflow' in sys.modules)")
         r = subprocess.run([sys.executable, "-c", code, str(run)], capture_output=True, text=True, timeout=300,
                            cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from training_core import UserError, parse_ratio, read_events, read_scalars
-from training_core.schedule import Adaptive, FixedRatio, policy_from_dict
+from training_core.base.alternation import Adaptive, FixedRatio, policy_from_dict
 
 from .helpers import Script, config, phase_of_step, run, runs_of, tiny_gan
 

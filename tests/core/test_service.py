@@ -8,8 +8,9 @@ import threading
 import time
 from multiprocessing import Pipe
 
-from training_core import RunConfig, SetFreeze, Step, events, read_events
-from training_core import protocol as P
+from training_core import RunConfig, SetFreeze, Step, read_events
+from training_core.base import events
+from training_core.base import protocol as P
 from training_core.service import serve
 
 

@@ -7,9 +7,10 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from training_core import RunConfig, Status, VarInfo, build_scope_tree, commands as C, events as E
-from training_core import protocol as P
-from training_core.metrics import MetricsBatch, PhaseBlock
+from training_core import RunConfig, Status, VarInfo, build_scope_tree
+from training_core.base import commands as C, events as E
+from training_core.base import protocol as P
+from training_core.base.metrics import MetricsBatch, PhaseBlock
 from training_core.runs import RunData, Session, VariableStates
 from training_core.runs.session import nan_message
 

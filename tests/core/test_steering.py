@@ -12,11 +12,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from training_core import Observer, RunConfig, Trainer, append_command, events as E, read_events, read_scalars
-from training_core.remote import COMMANDS_FILE, CommandFileReader, parse_command_line
-from training_core.commands import Envelope, Resume, SetFreeze, SetLearningRate, Step
-from training_core.errors import UserError
-from training_core.schedule import Policy, policy_from_dict
+from training_core import Observer, RunConfig, Trainer, append_command, read_events, read_scalars
+from training_core.base import events as E
+from training_core.rundir.layout import COMMANDS_FILE
+from training_core.observers.command_file import CommandFileReader
+from training_core.rundir.commands_file import parse_command_line
+from training_core.base.commands import Envelope, Resume, SetFreeze, SetLearningRate, Step
+from training_core.base.errors import UserError
+from training_core.base.alternation import Policy, policy_from_dict
 
 from .helpers import error_lines, phase_of_step, runs_of, tiny_gan
 from .steering import BAD_LINES, FROZEN
@@ -108,10 +111,11 @@ def test_the_ratio_applies_from_its_acknowledged_step(steered_run):
 
 # -- the reader on its own -------------------------------------------------------------------------------
 class FakeTrainer:
-    """What the reader uses of a trainer: where the run is, `send` and `emit`."""
+    """What the reader uses of a run's handle: where the run is, where its commands begin, `send` and `emit`."""
 
     def __init__(self, run_dir: Path) -> None:
         self.run_dir = run_dir
+        self.command_file_start = None
         self.got: list = []
 
     def send(self, command, id=None):  # noqa: A002
@@ -208,7 +212,7 @@ def test_a_file_that_shrank_is_read_again_from_its_start(tmp_path):
 
 
 def test_an_overlong_line_is_rejected_without_being_kept(tmp_path, monkeypatch):
-    monkeypatch.setattr("training_core.remote.MAX_LINE_BYTES", 100)
+    monkeypatch.setattr("training_core.rundir.commands_file.MAX_LINE_BYTES", 100)
     r, t = _reader(tmp_path)
     path = tmp_path / COMMANDS_FILE
     with open(path, "a") as f:
@@ -260,7 +264,7 @@ def test_a_file_read_in_pieces_cut_at_any_byte_gives_what_reading_it_whole_gives
         done = cut
         pieces.poll(tp)
         complete = data[:cut].count(b"\n")  # only complete lines were taken
-        assert pieces._line_no == complete
+        assert pieces._tail.lines == complete
     assert [_key(g) for g in tp.got] == [_key(g) for g in tw.got]
 
 

@@ -8,20 +8,20 @@ import numpy as np
 import pytest
 
 from training_core import (Pause, Resume, RunConfig, SampleNow, SaveCheckpoint, SetFreeze, SetFreezeMethod,
-                           SetLearningRate, SetSchedule, Step, Stop, UserError, VarInfo, build_scope_tree,
+                           SetLearningRate, SetRatio, Step, Stop, UserError, VarInfo, build_scope_tree,
                            command_from_dict, ema_smooth, format_tree, in_scope, read_config, read_events,
                            read_scalars)
-from training_core.commands import COMMANDS, RollBack
-from training_core.smoothing import EmaState
-from training_core.scopes import frozen_mask, resolve_scopes
+from training_core.base.commands import COMMANDS, Rollback
+from training_core.base.smoothing import EmaState
+from training_core.base.scopes import frozen_mask, resolve_scopes
 
 ALL_COMMANDS = [Pause(), Resume(), Step(7), Stop(), SetFreeze(["generator/dense_1", "discriminator"], True),
-                SetSchedule({"policy": "adaptive", "thresholds": [0.5, 0.7], "max_steps": 20}),
+                SetRatio({"policy": "adaptive", "thresholds": [0.5, 0.7], "max_steps": 20}),
                 SetLearningRate("G", 5e-5), SetFreezeMethod("gate"), SampleNow(), SaveCheckpoint(),
-                RollBack(step=500, phase="D", lr_factor=0.5)]
-# optional fields left out or null, other values: each kind's variants (RollBack's `phase: str | None` was
+                Rollback(step=500, phase="D", lr_factor=0.5)]
+# optional fields left out or null, other values: each kind's variants (Rollback's `phase: str | None` was
 # missing from the type check, and a rollback read from commands.jsonl ended the run with a KeyError)
-VARIANTS = [RollBack(step=5), Stop(reason="halted")]
+VARIANTS = [Rollback(step=5), Stop(reason="halted")]
 
 
 # -- commands -------------------------------------------------------------------------------------------
@@ -194,7 +194,7 @@ def test_run_config_errors_name_the_file(tmp_path):
 def test_the_update_ratio_of_a_diverged_weight_is_nan_not_zero():
     """‖ΔW‖/‖W‖ is NaN when either norm is (a weight gone to Inf or NaN), not the exact 0 that means frozen
     or converged: the tree showed a diverged variable as "0 · no update", the plot put it on the 0 floor."""
-    from training_core.metrics import PhaseBlock
+    from training_core.base.metrics import PhaseBlock
     n = 4  # loss, then per variable: squared ‖ΔW‖, squared ‖W‖, squared ‖g‖
     upd2 = [0.0, 4.0, np.nan, 1.0]
     w2 = [1.0, 0.0, 4.0, np.nan]

@@ -58,9 +58,9 @@ def test_a_model_read_afresh_forgets_the_leaks_of_the_record_it_replaced():
     """A follower that reads a record afresh (a resume cut it back: runs/follow.py) clears and refills the
     same `RunData`; the refilled one may hold more events than before, so their count cannot tell. The leak
     the cut dropped is gone from the state."""
-    from training_core import events as E
+    from training_core.base import events as E
     from training_core.runs import RunData, VariableStates
-    from training_core.varstore import VarRows
+    from training_core.rundir.varstore import VarRows
 
     path = "g/w"
 
@@ -85,7 +85,7 @@ def test_a_frozen_batchnorm_layer_reads_frozen_not_partly():
     """Its moving statistics have no update records (no phase trains them): they used to count as
     variables not frozen, so a fully ticked BatchNormalization layer read "partly"."""
     from training_core.runs import RunData, VariableStates
-    from training_core.varstore import VarRows
+    from training_core.rundir.varstore import VarRows
     trained = ("g/bn_1/gamma", "g/bn_1/beta")
     infos = [VarInfo(p, (4,), "float32", True) for p in trained] + [
         VarInfo(f"g/bn_1/{p}", (4,), "float32", False) for p in ("moving_mean", "moving_variance")]

@@ -119,7 +119,7 @@ def test_the_warm_up_thread_names_in_its_own_keras_name_scopes():
 
     import keras
 
-    from training_core.warmup import _keras_state
+    from training_core.loop.warmup import _keras_state
 
     with keras.name_scope("before"):  # the training thread's stack exists, as after any model call
         pass

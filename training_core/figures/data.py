@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
-from ..scopes import in_scope
-from ..smoothing import ema_smooth
-from .spec import FigureSpec
-from .styles import leaves_of, split_path, variable_styles
+from training_core.base.scopes import in_scope
+from training_core.base.smoothing import ema_smooth
+from training_core.figures.spec import FigureSpec
+from training_core.figures.styles import leaves_of, split_path, variable_styles
 
 if TYPE_CHECKING:
-    from ..runs import RunData
+    from training_core.runs import RunData
 
 REFERENCE_RATIO = 1e-3  # the usual healthy ‖ΔW‖/‖W‖ per step (Karpathy's rule of thumb)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
-from ..errors import UserError
+from training_core.base.errors import UserError
 
 PLOT_NAMES = ("losses", "updates", "metrics")  # metrics: one panel per metric/<name> the runs recorded
 FORMATS = ("png", "svg", "pdf")

@@ -5,11 +5,11 @@ around a run (`Session`). The window's plots, the scope
 tree, the figure exporter, review and attach all read this one model; views subscribe, the model
 never knows them (napari's model/view split).
 """
-from .collection import LIVE, RunEntry, RunSet, unique_labels
-from .data import GrowArray, Marker, RunData, marker_label
-from .follow import RunFollower, read_run, reload_resumed
-from .session import Session, Source, nan_message, source_of
-from .variables import STATES, VariableStates, VarState, frozen_spans, spans_text
+from training_core.runs.collection import LIVE, RunEntry, RunSet, unique_labels
+from training_core.runs.data import GrowArray, Marker, RunData, marker_label
+from training_core.runs.follow import RunFollower, read_run, reload_resumed
+from training_core.runs.session import Session, Source, nan_message, source_of
+from training_core.runs.variables import STATES, VariableStates, VarState, frozen_spans, spans_text
 
 __all__ = ["LIVE", "GrowArray", "Marker", "RunData", "RunEntry", "RunFollower", "RunSet", "STATES", "Session",
            "Source", "VarState", "VariableStates", "frozen_spans", "marker_label", "nan_message", "read_run",

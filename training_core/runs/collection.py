@@ -20,11 +20,11 @@ from typing import Sequence
 
 from psygnal import Signal
 
-from ..errors import UserError
-from ..runlog import is_run_dir
-from ..scopes import in_scope
-from .data import RunData
-from .follow import RunFollower
+from training_core.base.errors import UserError
+from training_core.rundir.layout import is_run_dir
+from training_core.base.scopes import in_scope
+from training_core.runs.data import RunData
+from training_core.runs.follow import RunFollower
 
 LIVE = "live"  # the key of the window's own run
 MAX_COLOURS = 8  # colours handed out to runs before they repeat (the paper palette's size)

@@ -15,11 +15,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .. import events as E
-from ..metrics import MetricsBatch
-from ..trim import checkpoint_cut
-from ..varstore import KINDS as VAR_KINDS
-from ..varstore import VarRows
+from training_core.base import events as E
+from training_core.base.metrics import MetricsBatch
+from training_core.rundir.trim import checkpoint_cut
+from training_core.rundir.varstore import KINDS as VAR_KINDS
+from training_core.rundir.varstore import VarRows
 
 
 class GrowArray:

@@ -18,7 +18,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from .data import RunData
+from training_core.runs.data import RunData
 
 MAX_COLUMNS = 512
 RECENT_ROWS = 20  # top movers: the mean of each variable's last this many records

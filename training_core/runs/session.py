@@ -22,14 +22,14 @@ from typing import Any, Callable
 
 from psygnal import Signal
 
-from .. import events as E
-from .. import protocol as P
-from ..config import RunConfig
-from ..metrics import Status
-from .attach import Controls
-from .data import RunData
-from .follow import reload_resumed
-from .variables import VariableStates, VarState
+from training_core.base import events as E
+from training_core.base import protocol as P
+from training_core.base.config import RunConfig
+from training_core.base.metrics import Status
+from training_core.runs.attach import Controls
+from training_core.runs.data import RunData
+from training_core.runs.follow import reload_resumed
+from training_core.runs.variables import VariableStates, VarState
 
 #: what a control panel shows: the own run's events of these kinds not sent by this window update the panels
 CONTROL_EVENTS = (E.Freeze, E.Ratio, E.LearningRate, E.Method)

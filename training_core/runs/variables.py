@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import events as E
-from ..scopes import ScopeNode
-from .data import RunData
+from training_core.base import events as E
+from training_core.base.scopes import ScopeNode
+from training_core.runs.data import RunData
 
 #: every state a row can show, widest first (the tree sizes its column once for these)
 STATES = ("no update", "leaked", "frozen", "partly", "LEAK", "")

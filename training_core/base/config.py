@@ -1,0 +1,224 @@
+"""The resolved configuration of a run, as written to `config.toml`.
+
+It holds the starting state only; every later change is a command logged in `events.jsonl`. Together
+they are enough to run the same training again.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import math
+import tomllib
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+
+from training_core.base.commands import FREEZE_METHODS
+from training_core.base.device_names import check_device_name
+from training_core.base.errors import UserError
+
+STRATEGIES = ("single", "mirrored", "multiworker")
+
+
+def file_sha256(path: str | Path) -> str:
+    """The `experiment_sha256` of a file: how a rerun (or the window's Start) tells the file was edited."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+@dataclass
+class RunConfig:
+    #: a built-in example name (`ring`, `digits`, `factorization`) ...
+    example: str | None = "ring"
+    #: ... or a Python experiment file (takes precedence over `example`)
+    experiment_file: str | None = None
+    #: sha256 of the experiment file when the run started, so a replay can tell it changed
+    experiment_sha256: str | None = None
+    steps: int | None = None  # None: until stopped
+    seed: int = 0
+    batch_size: int | None = None  # None: the experiment's own
+    schedule: dict[str, Any] = field(default_factory=dict)  # {} = 1:1:...
+    lr: dict[str, float] = field(default_factory=dict)  # phase -> learning rate override
+    freeze: list[str] = field(default_factory=list)
+    freeze_method: str = "exact"
+    update_frozen_stats: bool = False
+    device: str = "auto"  # auto | cpu | gpu:N | mirrored (= strategy mirrored)
+    #: single (one device), mirrored (every local GPU, or `replicas` logical CPU devices without GPUs) or
+    #: multiworker (the cluster in TF_CONFIG); see distribute.py
+    strategy: str = "single"
+    replicas: int = 0  # mirrored: how many replicas (0: every GPU, or 2 CPU replicas without a GPU)
+    #: multiworker: the chief's commands reach every worker at step counts that are multiples of this
+    sync_every: int = 10
+    jit: bool = False  # XLA-compile the steps
+    run_dir: str | None = None
+    #: metrics come to the host every `fetch_every` steps or `fetch_seconds`, whichever is first
+    fetch_every: int = 200
+    fetch_seconds: float = 0.25
+    #: per-variable rows go to disk every `var_every` steps (losses: every step)
+    var_every: int = 25
+    checkpoint_every: int = 5000  # 0: only at the end
+    sample_seconds: float = 2.0  # samples while a window shows them (each also goes to samples/)
+    sample_every: float = 10.0  # samples for the record when nobody watches (headless); 0: only at the end
+    metrics_seconds: float = 2.0  # the experiment's metrics(ctx) (GAN health), also headless
+    tensorboard: bool = True
+    #: a NaN or Inf loss: `pause` (the window), `stop` (headless default), `rollback` (to the last good
+    #: checkpoint, with the phase's learning rate times `nan_lr_factor`; at most 3 times), `continue`
+    on_nan: str = "pause"
+    nan_lr_factor: float = 0.5
+    #: TensorFlow's op determinism (tf.config.experimental.enable_op_determinism): on the CPU a resumed run
+    #: then reproduces the uninterrupted one exactly, and a replay the original. Process-wide once on, and
+    #: some ops run slower.
+    deterministic: bool = False
+    #: TensorFlow's intra-op threads; 0 = its default (all cores). The window asks for one core fewer, so
+    #: drawing never competes with the training step for a core. Applies once per process, before TF starts.
+    intra_op_threads: int = 0
+    #: read commands appended to RUN_DIR/commands.jsonl (remote.py); off: only this process steers
+    command_file: bool = True
+
+    def validate(self) -> "RunConfig":
+        _check_types(self)
+        if not 0 <= self.seed <= MAX_SEED:
+            raise UserError(f"seed must be a whole number from 0 to {MAX_SEED}, got {self.seed}; pass another --seed")
+        if self.example is not None and not self.experiment_file and (
+                not self.example or any(c in self.example for c in "/\\.")):
+            raise UserError(f"example {self.example!r} is not a built-in example name; use --experiment FILE for a file")
+        if self.on_nan not in ON_NAN:
+            raise UserError(f"on_nan {self.on_nan!r} is unknown; use one of {', '.join(ON_NAN)}")
+        if not (0 < self.nan_lr_factor <= 1):
+            raise UserError(f"--nan-lr-factor must be in (0, 1], got {self.nan_lr_factor}")
+        if not (self.fetch_seconds > 0 and self.sample_seconds >= 0):
+            raise UserError(f"fetch_seconds must be > 0 and sample_seconds >= 0, got {self.fetch_seconds} and "
+                            f"{self.sample_seconds}")
+        if self.steps is not None and self.steps < 0:
+            raise UserError(f"--steps must be >= 0, got {self.steps}")
+        if self.freeze_method not in FREEZE_METHODS:
+            raise UserError(f"freeze method {self.freeze_method!r} is unknown; use 'exact' or 'gate'")
+        for name in ("fetch_every", "var_every"):
+            if getattr(self, name) < 1:
+                raise UserError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.intra_op_threads < 0:
+            raise UserError(f"intra_op_threads must be >= 0 (0 = TensorFlow's default), got {self.intra_op_threads}")
+        for name in ("sample_seconds", "sample_every", "metrics_seconds"):
+            if not getattr(self, name) >= 0:
+                raise UserError(f"{name} must be >= 0 seconds, got {getattr(self, name)}")
+        if self.checkpoint_every < 0:
+            raise UserError(f"checkpoint_every must be >= 0, got {self.checkpoint_every}")
+        for phase, v in self.lr.items():
+            if not (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0):
+                raise UserError(f"learning rate for {phase} must be a finite number >= 0, got {v!r}")
+        check_device_name(self.device)
+        if self.strategy not in STRATEGIES:
+            raise UserError(f"strategy {self.strategy!r} is unknown; use {', '.join(STRATEGIES)}")
+        if self.replicas < 0:
+            raise UserError(f"replicas must be a whole number >= 1, got {self.replicas}")
+        if self.replicas and self.strategy != "mirrored":
+            raise UserError(f"replicas are given with strategy mirrored, got {self.replicas} with {self.strategy}; "
+                            f"add --strategy mirrored or drop --replicas")
+        if self.sync_every < 1:
+            raise UserError(f"--sync-every must be a whole number of steps >= 1 (commands apply every N steps; "
+                            f"10 when left out), got {self.sync_every}")
+        if self.batch_size is not None and self.batch_size < 1:
+            raise UserError(f"batch size must be >= 1, got {self.batch_size}")
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        """TOML has no null: unset optional fields are left out."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "RunConfig":
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(d) - names
+        if unknown:
+            raise UserError(f"unknown configuration key(s) {', '.join(sorted(unknown))}")
+        d = dict(d)
+        if "experiment_file" in d and "example" not in d:
+            d["example"] = None
+        return cls(**d).validate()
+
+    @classmethod
+    def from_toml_dict(cls, d: dict[str, Any]) -> "RunConfig":
+        """`from_dict` for a `config.toml`: also reads what older versions wrote (`pause_on_nan`)."""
+        d = dict(d)
+        if "pause_on_nan" in d and "on_nan" not in d:
+            d["on_nan"] = "pause" if d.pop("pause_on_nan") is not False else "continue"
+        d.pop("pause_on_nan", None)
+        return cls.from_dict(d)
+
+    def write_toml(self, path: str | Path) -> None:
+        Path(path).write_bytes(tomli_w.dumps(self.to_dict()).encode("utf-8"))
+
+    @classmethod
+    def read_toml(cls, path: str | Path) -> "RunConfig":
+        p = Path(path)
+        if p.is_dir():
+            raise UserError(f"{p} is a directory; pass the config.toml inside it ({p / 'config.toml'}), "
+                            f"or --resume {p} to continue that run")
+        try:
+            with open(p, "rb") as f:
+                raw = tomllib.load(f)
+        except FileNotFoundError:
+            raise UserError(f"config file {p} does not exist; pass the config.toml of a run directory") from None
+        except OSError as e:
+            raise UserError(f"config file {p} cannot be read ({e.strerror}); check its permissions") from None
+        except UnicodeDecodeError:
+            raise UserError(f"config file {p} is not UTF-8 text; pass the config.toml of a run directory") from None
+        except tomllib.TOMLDecodeError as e:
+            raise UserError(f"config file {p} is not valid TOML ({e}); fix or replace it") from None
+        try:
+            return cls.from_toml_dict(raw)
+        except UserError as e:
+            raise UserError(f"config file {p}: {e}") from None
+
+
+MAX_SEED = 2**32 - 1  # numpy's and Python's seeds (keras.utils.set_random_seed seeds both)
+ON_NAN = ("pause", "stop", "rollback", "continue")
+_WHAT = {int: "a whole number", float: "a number", str: "a string", bool: "true or false", list: "a list",
+         dict: "a table", type(None): "left out"}
+
+
+def _fits(value: Any, hint: Any) -> bool:
+    """Whether `value` is of the annotated type: bool is not a number, a whole number is a float, and the
+    elements of list[str] and dict[str, float] are checked too."""
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        return any(_fits(value, a) for a in typing.get_args(hint))
+    if hint is Any:
+        return True
+    if hint is type(None):
+        return value is None
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if origin is list:
+        (item,) = typing.get_args(hint) or (Any,)
+        return isinstance(value, list) and all(_fits(v, item) for v in value)
+    if origin is dict:
+        key, item = typing.get_args(hint) or (Any, Any)
+        return isinstance(value, dict) and all(_fits(k, key) and _fits(v, item) for k, v in value.items())
+    return isinstance(value, hint)
+
+
+def _describe(hint: Any) -> str:
+    union = typing.get_origin(hint) in (typing.Union, types.UnionType)
+    args = [a for a in typing.get_args(hint) if a is not type(None)] if union else [hint]
+    base = typing.get_origin(args[0]) or args[0]
+    inner = typing.get_args(args[0])
+    what = _WHAT.get(base, getattr(base, "__name__", str(base)))
+    if base is list and inner:
+        what = "a list of strings" if inner[0] is str else "a list"
+    if base is dict and len(inner) == 2 and inner[1] is float:
+        what = "a table of numbers"
+    return what
+
+
+def _check_types(config: RunConfig) -> None:
+    hints = typing.get_type_hints(RunConfig)
+    for f in dataclasses.fields(RunConfig):
+        value = getattr(config, f.name)
+        if not _fits(value, hints[f.name]):
+            raise UserError(f"{f.name} = {value!r} must be {_describe(hints[f.name])}; fix that value")

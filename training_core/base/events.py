@@ -1,0 +1,374 @@
+"""What a run reports, as typed records: one small frozen dataclass per kind, as `commands.py` does for
+what a run is told.
+
+Events are the run's history: the trainer emits them to its observers, the record writes them to
+`events.jsonl` one JSON object a line, and every reader (the window, review, attach, replay, export)
+gets them back through `event_from_dict`. Comparing kinds by string in six places drifted; an
+`isinstance` against these classes cannot.
+
+Every event has `step` (the trainer's step count when it happened: a control event at step N was
+applied after step N, so step N+1 is the first it affects), `kind` and `time` (seconds since the
+epoch). Control events also carry the command they applied (`command`, its `to_dict()`) and the
+command's `id` when it came with one (from `commands.jsonl`), so a tuned run can be replayed and a
+remote controller can see its command acknowledged.
+
+Reading is forgiving on purpose: a record may come from a killed process, a newer Freezeframe, or a
+hand edit. `event_from_dict` returns `None` for anything that is not an event (a list, a missing or
+wrong-typed `step`), keeps an unknown kind as `UnknownEvent`, ignores unknown fields and falls back to
+a field's default when its value has the wrong type.
+"""
+from __future__ import annotations
+
+import math
+import time as _time
+import types
+import typing
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, ClassVar
+
+
+@dataclass(frozen=True, kw_only=True)
+class Event:
+    kind: ClassVar[str] = ""
+    step: int = 0
+    time: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        out = {"step": d.pop("step"), "kind": self.kind, "time": d.pop("time")}
+        out.update((k, v) for k, v in d.items() if v is not None)
+        return out
+
+    @property
+    def marker_step(self) -> int:
+        """The step a plot marks this event at (alarms: the step where it happened, inside a batch)."""
+        return self.step
+
+
+@dataclass(frozen=True, kw_only=True)
+class ControlEvent(Event):
+    """An applied command. `command` is `Command.to_dict()`; `id` is the command's id, if it had one."""
+
+    command: dict | None = None
+    id: str | None = None
+
+
+# -- lifecycle ------------------------------------------------------------------------------------------
+@dataclass(frozen=True, kw_only=True)
+class Trace(Event):
+    """A compiled step variant was traced for the first time (warm-up: before the first step, or during the run
+    on the warm-up thread, warmup.py); `retrace`: traced again, which costs seconds mid-run and should not happen."""
+
+    kind: ClassVar[str] = "trace"
+    phase: str = ""
+    variant: str = ""
+    traces: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Retrace(Trace):
+    kind: ClassVar[str] = "retrace"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Start(Event):
+    """The run began: the resolved settings, and which variables each phase trains (in the order of the
+    per-variable record), so a reader never has to guess a variable's phase."""
+
+    kind: ClassVar[str] = "start"
+    device: str = ""
+    experiment: str = ""
+    phases: list = field(default_factory=list)
+    phase_variables: dict = field(default_factory=dict)  # phase -> [variable path, ...]
+    freeze: list = field(default_factory=list)
+    update_frozen_stats: bool = False  # with `freeze`: what a watcher's panel shows (its checkbox)
+    schedule: dict = field(default_factory=dict)
+    lr: dict = field(default_factory=dict)
+    method: str = "exact"
+    run_dir: str = ""
+    steps: int | None = None
+    #: every variable as `VarInfo.to_dict()` (path, shape, dtype, trainable): the scope tree of a run
+    #: seen only through its directory (an attached window)
+    variables: list = field(default_factory=list)
+    strategy: str = "single"  # single | mirrored | multiworker
+    replicas: int = 1  # replicas in sync (over all workers)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Checkpoint(Event):
+    kind: ClassVar[str] = "checkpoint"
+    path: str = ""  # relative to the run directory
+
+
+@dataclass(frozen=True, kw_only=True)
+class Warning(Event):  # noqa: A001 - the event kind's name
+    kind: ClassVar[str] = "warning"
+    message: str = ""
+    phase: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Error(Event):
+    """Training failed mid-run; `detail` holds the full traceback."""
+
+    kind: ClassVar[str] = "error"
+    message: str = ""
+    detail: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Stop(ControlEvent):
+    """The last event of a run: `reason` is done (step target), stopped (a Stop command, Ctrl-C, SIGTERM,
+    the window closed), halted (a headless run that could not go on by itself: a NaN it stopped or gave up
+    on, nothing left to train) or error."""
+
+    kind: ClassVar[str] = "stop"
+    reason: str = "done"
+    traces: int = 0
+    retraces: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Resumed(Event):
+    """The run continued, in a new process, from its checkpoint at `step`: what had been recorded after
+    that checkpoint was dropped first (moved to `dropped["dir"]`), so every reader sees one timeline.
+    The settings are those the checkpoint holds; `steps` is the step target from here on. (`resume` is
+    the Resume command that ends a pause.)"""
+
+    kind: ClassVar[str] = "resumed"
+    checkpoint: str = ""  # relative to the run directory
+    device: str = ""
+    freeze: list = field(default_factory=list)
+    update_frozen_stats: bool = False
+    schedule: dict = field(default_factory=dict)
+    lr: dict = field(default_factory=dict)
+    method: str = "exact"
+    steps: int | None = None
+    strategy: str = "single"  # as in `start`: a run may be resumed with another strategy or replica count
+    replicas: int = 1
+    #: what was dropped: {"dir": "dropped/…", "scalars": rows, "events": lines, "variables": rows, "checkpoints": n}
+    dropped: dict = field(default_factory=dict)
+
+
+# -- controls -------------------------------------------------------------------------------------------
+@dataclass(frozen=True, kw_only=True)
+class Pause(ControlEvent):
+    """Training paused: `reason` user (a Pause command), step (a Step ran out), nan, or nothing to train."""
+
+    kind: ClassVar[str] = "pause"
+    reason: str = "user"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Resume(ControlEvent):
+    kind: ClassVar[str] = "resume"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Step(ControlEvent):
+    kind: ClassVar[str] = "step"
+    n: int = 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class Freeze(ControlEvent):
+    """The freeze set was replaced by `scopes` (normalised)."""
+
+    kind: ClassVar[str] = "freeze"
+    scopes: list = field(default_factory=list)
+    update_frozen_stats: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class Ratio(ControlEvent):
+    kind: ClassVar[str] = "ratio"
+    policy: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LearningRate(ControlEvent):
+    kind: ClassVar[str] = "lr"
+    phase: str = ""
+    value: float = 0.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Method(ControlEvent):
+    kind: ClassVar[str] = "method"
+    method: str = "exact"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Rollback(ControlEvent):
+    """The run went back to its checkpoint at `step` from `from_step` (a NaN with `--on-nan rollback`, or
+    the user); the record after the checkpoint was dropped as on a resume. `reason` says why ("nan: …" or
+    "user"); a learning-rate change made with it follows as an `lr` event."""
+
+    kind: ClassVar[str] = "rollback"
+    from_step: int = 0
+    checkpoint: str = ""
+    reason: str = "user"
+    count: int = 1  # rollbacks in this run so far (an earlier one to the same checkpoint is cut by this one)
+    dropped: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CheckpointRequested(ControlEvent):
+    """A SaveCheckpoint command was applied (the `checkpoint` event that follows names the files)."""
+
+    kind: ClassVar[str] = "checkpoint_requested"
+
+
+@dataclass(frozen=True, kw_only=True)
+class SampleRequested(ControlEvent):
+    kind: ClassVar[str] = "sample"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Rejected(ControlEvent):
+    """A command that could not apply (a wrong value, an unknown scope, a malformed line): the run goes on."""
+
+    kind: ClassVar[str] = "rejected"
+    message: str = ""
+
+
+# -- alarms ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True, kw_only=True)
+class Leak(Event):
+    """A frozen variable moved (the gate method: optimizer momentum or decay), first seen at `at_step`."""
+
+    kind: ClassVar[str] = "leak"
+    variable: str = ""
+    phase: str = ""
+    at_step: int = 0
+    update_norm: float = 0.0
+    method: str = ""
+
+    @property
+    def marker_step(self) -> int:
+        return self.at_step
+
+
+@dataclass(frozen=True, kw_only=True)
+class Nan(Event):
+    """A phase's loss became NaN or Inf at `at_step` (reported once until it is finite again)."""
+
+    kind: ClassVar[str] = "nan"
+    phase: str = ""
+    at_step: int = 0
+    value: str = "nan"
+
+    @property
+    def marker_step(self) -> int:
+        return self.at_step
+
+
+@dataclass(frozen=True, kw_only=True)
+class UnknownEvent(Event):
+    """A kind this version does not know (a newer record): kept, shown nowhere, never fatal."""
+
+    data: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.data)
+
+    @property
+    def kind_name(self) -> str:
+        return str(self.data.get("kind", ""))
+
+
+EVENTS: dict[str, type[Event]] = {
+    c.kind: c for c in (Trace, Retrace, Start, Checkpoint, Warning, Error, Stop, Pause, Resume, Step, Freeze,
+                        Ratio, LearningRate, Method, CheckpointRequested, SampleRequested, Rejected, Leak, Nan, Resumed,
+                        Rollback)
+}
+
+
+def register(cls: type[Event]) -> type[Event]:
+    """Add an event kind (a decorator): features that add kinds (resume, rollback) register them here."""
+    EVENTS[cls.kind] = cls
+    return cls
+
+
+def _types_of(hint: Any) -> tuple[type, ...]:
+    """The runtime types a field accepts (`int | None` -> (int, NoneType))."""
+    args = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
+    return tuple(typing.get_origin(a) or a for a in args)
+
+
+_FIELD_TYPES: dict[type[Event], dict[str, tuple[type, ...]]] = {}
+
+
+def _field_types(cls: type[Event]) -> dict[str, tuple[type, ...]]:
+    got = _FIELD_TYPES.get(cls)
+    if got is None:
+        hints = typing.get_type_hints(cls)
+        got = _FIELD_TYPES[cls] = {f.name: _types_of(hints[f.name]) for f in fields(cls)}
+    return got
+
+
+def _fits(value: Any, accepted: tuple[type, ...]) -> bool:
+    if isinstance(value, bool) and bool not in accepted:
+        return False  # JSON true is not a step number
+    if float in accepted and isinstance(value, int):
+        return True
+    return isinstance(value, accepted)
+
+
+NON_FINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+
+
+def json_safe(value: Any) -> Any:
+    """`value` with every non-finite float written as the string "nan", "inf" or "-inf".
+
+    `events.jsonl` is one JSON object a line, and JSON has no NaN: Python would write the bare word `NaN`,
+    which jq and Python read but JavaScript's `JSON.parse`, Go and serde refuse (a rejected command that set
+    a rate of NaN echoed it so). `event_from_dict` reads these strings back as floats where a float belongs."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def event_from_dict(d: Any) -> Event | None:
+    """An event from its dictionary form, or None if `d` is not one (see the module docstring)."""
+    if not isinstance(d, dict) or not isinstance(d.get("kind"), str):
+        return None
+    step = d.get("step")
+    if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+        return None
+    t = d.get("time", 0.0)
+    t = float(t) if isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t) else 0.0
+    cls = EVENTS.get(d["kind"])
+    if cls is None:
+        return UnknownEvent(step=step, time=t, data=dict(d))
+    kwargs: dict[str, Any] = {"step": step, "time": t}
+    for name, accepted in _field_types(cls).items():
+        if name in kwargs or name not in d:
+            continue
+        value = d[name]
+        if float in accepted and str not in accepted and isinstance(value, str) and value in NON_FINITE:
+            value = NON_FINITE[value]  # json_safe's strings
+        if _fits(value, accepted):
+            kwargs[name] = float(value) if float in accepted and int not in accepted and isinstance(value, int) \
+                else value
+    return cls(**kwargs)
+
+
+def now() -> float:
+    """Event time: seconds since the epoch, to the millisecond (what `events.jsonl` holds)."""
+    return round(_time.time(), 3)
+
+
+@register
+@dataclass(frozen=True, kw_only=True)
+class Replay(Event):
+    """This run replays `source`: `commands` control changes, up to step `stop_step`."""
+
+    kind: ClassVar[str] = "replay"
+    source: str = ""
+    commands: int = 0
+    stop_step: int = 0

@@ -1,0 +1,1 @@
+"""training_core.cli.headless."""

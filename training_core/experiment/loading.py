@@ -1,0 +1,190 @@
+"""From a file to an `Experiment`: the built-in examples, importing an experiment file, calling its
+`build()` (or the GAN shortcut), and checking what came back.
+
+Every call into user code goes through `usercode.user_code`, so a file that raises, a `build()` that
+raises and models that do not fit all end as the same kind of one-line `UserError`. Importing this
+module loads no TensorFlow: the file being loaded does that.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Callable
+
+import numpy as np
+
+from training_core.base.config import file_sha256
+from training_core.base.errors import UserError
+from training_core.experiment.api import SAMPLE_KINDS, Experiment, Models, Phase
+from training_core.experiment.gan import GAN_NAMES, gan_experiment
+from training_core.experiment.usercode import user_code
+
+__all__ = ["EXAMPLES_DIR", "builtin_examples", "example_path", "require_file", "file_sha256", "load_module",
+           "build_experiment"]
+
+EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "resources" / "experiments"
+
+
+def builtin_examples() -> list[str]:
+    return sorted(p.stem for p in EXAMPLES_DIR.glob("*.py") if not p.stem.startswith("_"))
+
+
+def example_path(name: str) -> Path:
+    """A built-in example's file. Only a name from `builtin_examples()`: `example = "../../x"` in a config
+    would otherwise run any file, without the sha256 a file gets recorded with."""
+    p = EXAMPLES_DIR / f"{name}.py"
+    if name not in builtin_examples():
+        raise UserError(f"unknown example {name!r}; choose one of {', '.join(builtin_examples())}")
+    return p
+
+
+def require_file(path: str | Path) -> Path:
+    path = Path(path)
+    if path.is_dir():
+        raise UserError(f"experiment file {path} is a directory; give the .py file in it")
+    if not path.is_file():
+        raise UserError(f"experiment file {path} does not exist; check the path")
+    if path.suffix != ".py":  # Python imports nothing else; said before TensorFlow loads, not 5 s later
+        raise UserError(f"experiment file {path} is not a Python file; give a .py file")
+    return path
+
+
+def load_module(path: str | Path) -> ModuleType:
+    """Import an experiment file; a file that is missing or raises becomes a one-line `UserError`."""
+    path = require_file(path)
+    name = f"freezeframe_experiment_{hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:10]}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise UserError(f"experiment file {path} is not a Python file; give a .py file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        with user_code(f"experiment file {path.name}", path):
+            spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    return module
+
+
+def build_experiment(module: ModuleType, path: Path) -> Experiment:
+    """Turn an imported experiment file into a checked `Experiment` (calls user code: models get built
+    here; the GAN shortcut also dry-runs them)."""
+    if callable(getattr(module, "build", None)):
+        with user_code(f"build() in {path.name}", path):
+            exp = module.build()
+        if not isinstance(exp, Experiment):
+            raise UserError(f"build() in {path.name} returned {type(exp).__name__}, not an Experiment; "
+                            f"return training_core.Experiment(...)")
+    elif all(hasattr(module, a) for a in GAN_NAMES):
+        exp = gan_experiment(module, path)
+    elif any(hasattr(module, a) for a in GAN_NAMES):  # the GAN shortcut, not quite: name what is missing
+        missing = [a for a in GAN_NAMES if not hasattr(module, a)]
+        raise UserError(f"experiment file {path.name} defines {', '.join(a for a in GAN_NAMES if a not in missing)} "
+                        f"but not {', '.join(missing)}; the GAN shortcut needs all four (README 'Experiment files')")
+    else:
+        raise UserError(f"experiment file {path.name} defines neither build() nor {', '.join(GAN_NAMES[:-1])} "
+                        f"and {GAN_NAMES[-1]}; see README 'Experiment files'")
+    _check(exp, path)
+    return exp
+
+
+def _check(exp: Experiment, path: Path) -> None:
+    """What `build()` returned must be usable before anything is traced: each problem one line."""
+    if not isinstance(exp.models, dict) or not exp.models:
+        got = "an empty dict" if isinstance(exp.models, dict) else type(exp.models).__name__
+        raise UserError(f"models of the experiment in {path.name} must be a dict of name -> Keras model, got "
+                        f"{got}; write models={{\"generator\": g, ...}}")
+    if not isinstance(exp.models, Models):
+        exp.models = Models(exp.models)  # a plain dict from build() gets attribute access too
+    if isinstance(exp.phases, (str, bytes)) or not isinstance(exp.phases, (list, tuple)) or not exp.phases:
+        raise UserError(f"phases of the experiment in {path.name} must be a list of Phase(...), got "
+                        f"{exp.phases!r}; write phases=[Phase(\"D\", loss, trains=[...]), ...]")
+    for i, p in enumerate(exp.phases):
+        if not isinstance(p, Phase):
+            raise UserError(f"phase {i} of the experiment in {path.name} is a {type(p).__name__}, not a Phase; "
+                            f"write Phase(\"D\", loss, trains=[\"discriminator\"]) for each phase")
+    exp.phases = list(exp.phases)
+    names = [p.name for p in exp.phases]
+    if len(set(names)) != len(names):
+        raise UserError(f"experiment in {path.name} has duplicate phase names {names}; name each phase once")
+    if exp.metrics is not None and not callable(exp.metrics):
+        raise UserError(f"metrics in {path.name} must be a function of ctx returning {{name: number}}, "
+                        f"got {type(exp.metrics).__name__}")
+    if exp.sample_kind not in SAMPLE_KINDS:
+        raise UserError(f"sample_kind {exp.sample_kind!r} in {path.name} is unknown; use one of {SAMPLE_KINDS}")
+    for p in exp.phases:
+        if not callable(p.loss):
+            raise UserError(f"phase {p.name!r} in {path.name} has no callable loss; give loss=fn(ctx)")
+        if isinstance(p.trains, str):
+            p.trains = [p.trains]
+        p.loss = _float_loss(p.loss, p.name)
+    _check_models(exp, path)
+    _check_data(exp, path)
+
+
+def _check_models(exp: Experiment, path: Path) -> None:
+    """Every model has weights, and every variable path is unique across models: a scope names one thing,
+    so freezing `generator` can never freeze a second model that happens to share the name."""
+    owner: dict[str, tuple[str, int]] = {}
+    import keras
+    for name, m in exp.models.items():
+        if not isinstance(m, keras.layers.Layer):  # a function or an array: "build it" would not help
+            raise UserError(f"model {name!r} in {path.name} is a {type(m).__name__}, not a Keras model; give a "
+                            f"keras.Model or layer (e.g. keras.Sequential([...], name={name!r}))")
+        variables = list(getattr(m, "variables", None) or [])
+        if not variables:
+            if getattr(m, "built", False):
+                raise UserError(f"model {name!r} in {path.name} has no weights (none of its layers has variables); "
+                                f"leave it out of models, or give it a layer with weights")
+            raise UserError(f"model {name!r} in {path.name} has no variables yet; build it (keras.Input or "
+                            f"model.build(shape)) before returning it")
+        for v in variables:
+            p = str(getattr(v, "path", ""))
+            other, ident = owner.setdefault(p, (name, id(v)))
+            if other != name and ident != id(v):  # the same variable in both is a shared layer: one thing
+                top = p.split("/")[0]
+                fix = (f"give each model its own name (keras.Sequential(..., name=\"{name}\"))"
+                       if top in (other, name, getattr(m, "name", name)) else
+                       f"the layer or model {top!r} in each keeps its own name; name them apart")
+                raise UserError(f"models {other!r} and {name!r} in {path.name} both have a variable {p}; {fix}")
+
+
+def _check_data(exp: Experiment, path: Path) -> None:
+    """NaN or Inf in the data would show up as a NaN loss, which reads as a learning rate that is too high."""
+    if exp.data is None:
+        return
+    try:
+        data = np.asarray(exp.data, dtype=np.float32)
+    except (TypeError, ValueError) as e:
+        raise UserError(f"the data of the experiment in {path.name} is not an array of numbers ({e}); "
+                        f"give a NumPy array") from None
+    bad = ~np.isfinite(data)
+    if bad.any():
+        row = int(np.flatnonzero(bad.reshape(len(data), -1).any(axis=1))[0]) if data.ndim else 0
+        raise UserError(f"the data of the experiment in {path.name} has {int(bad.sum())} NaN or Inf values "
+                        f"(the first in row {row}); clean it (np.nan_to_num, or drop those rows)")
+
+
+def _float_loss(loss: Callable[[Any], Any], phase: str) -> Callable[[Any], Any]:
+    """The loss, checked when it is traced to return a floating-point value: a string or an integer has no
+    gradient, and TensorFlow would only say "No gradients provided for any variable"."""
+    if getattr(loss, "_freezeframe_checked", False):
+        return loss
+
+    @functools.wraps(loss)
+    def checked(ctx: Any) -> Any:
+        out = loss(ctx)
+        dtype = getattr(out, "dtype", None)
+        if isinstance(out, (str, bytes)) or (dtype is not None and not getattr(dtype, "is_floating", True)) or \
+                (dtype is not None and "float" not in str(getattr(dtype, "name", dtype))):
+            what = type(out).__name__ if dtype is None else f"a {getattr(dtype, 'name', dtype)} tensor"
+            raise TypeError(f"phase {phase}'s loss returned {what}, which has no gradient; return a float scalar")
+        return out
+
+    checked._freezeframe_checked = True  # type: ignore[attr-defined]
+    return checked

@@ -1,0 +1,119 @@
+"""Where commands come from at a step boundary: the run's own queue (one device), or, in a multi-worker run,
+the chief's decision that every worker applies at the same boundary. The trainer has one command table and
+one paused loop for both (loop/trainer.py); these say when a boundary takes commands and which.
+
+Why a multi-worker run needs this: each worker runs the same training loop; every step is a collective
+(the gradient all-reduce), so all workers must run the same collectives in the same order. A command that
+reached only the chief (from its window, from code, from a file) and was applied there alone would change
+what the chief computes and, sooner or later, which collectives it runs: the workers would hang or silently
+diverge.
+
+So in a multi-worker run commands apply only at boundaries every worker reaches at the same step count
+(multiples of `sync_every`). At a boundary the chief sends the commands it received since the last one
+(and a pause it decided on its own: a NaN loss) to every worker with one more collective
+(engine/collective.py), and every worker applies the same list in the same order. While paused, the
+workers wait in that collective; the chief runs a round a few times a second, so a resume, a step or a
+stop reaches all of them at once.
+"""
+from __future__ import annotations
+
+import json
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, ContextManager, Iterator, Protocol
+
+from training_core.base import commands as C
+
+if TYPE_CHECKING:
+    from training_core.engine.collective import Broadcast
+
+#: pauses every worker reaches by itself at the same step (no need to wait for the chief's word)
+DETERMINISTIC_PAUSES = ("step", "nothing to train")
+
+
+class CommandSource(Protocol):
+    """When a boundary takes commands, and which (see the module docstring)."""
+
+    #: this process decides (one device, or the chief): it reads its queue and runs the observers' idle hooks
+    leads: bool
+
+    def due(self, step: int, paused: bool, pending: bool) -> bool:
+        """Whether this boundary takes commands."""
+
+    def exchange(self, envelopes: list[C.Envelope]) -> tuple[list[C.Envelope], str | None]:
+        """The commands to apply here, in order, and a pause decided since the last boundary."""
+
+    def defer_pause(self, reason: str) -> bool:
+        """A pause decided between boundaries waits for the next one (True when deferred)."""
+
+    def applying(self) -> ContextManager[None]:
+        """Around applying what `exchange` returned."""
+
+    def failure_line(self, error: BaseException, step: int, run_dir: Path | None) -> str | None:
+        """The one line for an error that is a lost peer, or None."""
+
+
+class LocalCommands:
+    """One device: a boundary takes commands whenever some are queued, or while paused."""
+
+    leads = True
+
+    def due(self, step: int, paused: bool, pending: bool) -> bool:
+        return paused or pending
+
+    def exchange(self, envelopes: list[C.Envelope]) -> tuple[list[C.Envelope], str | None]:
+        return envelopes, None
+
+    def defer_pause(self, reason: str) -> bool:
+        return False
+
+    @contextmanager
+    def applying(self) -> Iterator[None]:
+        yield
+
+    def failure_line(self, error: BaseException, step: int, run_dir: Path | None) -> str | None:
+        return None
+
+
+class CommandSync:
+    """A multi-worker run: the chief's commands, broadcast every `every` steps (and while paused)."""
+
+    def __init__(self, broadcast: "Broadcast", chief: bool, every: int) -> None:
+        self.broadcast, self.leads, self.every = broadcast, chief, every
+        self.pending_pause: str | None = None
+        self._applying = False
+        self._last = -1
+
+    def due(self, step: int, paused: bool, pending: bool) -> bool:
+        if not paused and (step == self._last or step % self.every):
+            return False
+        self._last = step
+        return True
+
+    def defer_pause(self, reason: str) -> bool:
+        if self._applying or reason in DETERMINISTIC_PAUSES:
+            return False
+        if self.leads and self.pending_pause is None:
+            self.pending_pause = reason
+        return True
+
+    @contextmanager
+    def applying(self) -> Iterator[None]:
+        self._applying = True
+        try:
+            yield
+        finally:
+            self._applying = False
+
+    def exchange(self, envelopes: list[C.Envelope]) -> tuple[list[C.Envelope], str | None]:
+        message = b""
+        if self.leads:
+            pause, self.pending_pause = self.pending_pause, None
+            message = json.dumps({"commands": [[e.command.to_dict(), e.id] for e in envelopes],
+                                  "pause": pause}).encode("utf-8")
+        decided = json.loads(self.broadcast(message).decode("utf-8"))
+        return [C.Envelope(C.command_from_dict(d), cid) for d, cid in decided["commands"]], decided["pause"]
+
+    def failure_line(self, error: BaseException, step: int, run_dir: Path | None) -> str | None:
+        from training_core.engine.collective import lost_peer_line
+        return lost_peer_line(error, step, str(run_dir or "") if self.leads else None)

@@ -1,0 +1,162 @@
+"""What an observer is, and the narrow handle through which it sees and acts on a run.
+
+As Keras runs callbacks (each sees `self.model`, not the trainer's insides) and Orange3 hands a long task
+a `TaskState`: the loop stays plain, every policy is an observer in a list (`observers.defaults`), and each
+observer acts on the run only through `RunHandle`, a small declared interface. The loop implements it
+(`loop.handle.TrainerHandle`); a user's own loop can too (a run object that is no Trainer), so the
+record, the alarms and the command reader serve any loop that offers these few things.
+
+Hooks run on the training thread between steps and must return quickly. `on_step_end` runs after every
+step, so the loop calls it only on observers that override it.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, Sequence
+
+from training_core.base import events as E
+from training_core.base.metrics import MetricsBatch, Status
+
+if TYPE_CHECKING:
+    from training_core.base.commands import Command
+    from training_core.base.config import RunConfig
+
+
+class RunHandle(Protocol):
+    """What an observer may read of a run and ask of it. Reading is cheap; every request is applied on the
+    training thread (commands at the next step boundary), so an observer never changes the loop's state
+    behind its back."""
+
+    # -- what the run is ---------------------------------------------------------------------------------
+    @property
+    def config(self) -> "RunConfig":
+        """The resolved configuration (read it; change the run with commands)."""
+
+    @property
+    def run_dir(self) -> Path | None:
+        """Where the record is written (None before the run begins)."""
+
+    @property
+    def resumed(self) -> bool:
+        """Whether this run continues a record from its checkpoint (`--resume`)."""
+
+    @property
+    def step(self) -> int:
+        """Steps done so far (of every phase together)."""
+
+    @property
+    def phase_names(self) -> Sequence[str]: ...
+
+    @property
+    def phase_paths(self) -> Sequence[tuple[str, ...]]:
+        """The variables each phase trains, by path."""
+
+    @property
+    def phase_counts(self) -> Sequence[int]:
+        """Steps each phase has run."""
+
+    @property
+    def method(self) -> str:
+        """The freeze method in force: exact or gate."""
+
+    @property
+    def nan_at(self) -> int | None:
+        """The step since which a loss is non-finite, or None (no checkpoint is saved meanwhile)."""
+
+    @property
+    def rollbacks(self) -> int:
+        """Rollbacks this run made (its record's count, kept across resumes)."""
+
+    @property
+    def command_file_start(self) -> int | None:
+        """Where this run's lines of `commands.jsonl` begin (None: after whatever the file holds)."""
+
+    @property
+    def scratch_dir(self) -> Path | None:
+        """A non-chief worker's own folder for collective checkpoints (None elsewhere)."""
+
+    @property
+    def wants_samples(self) -> str:
+        """Who takes samples: "live" (someone shows them), "record" (only the record keeps them), or ""."""
+
+    @property
+    def has_metrics(self) -> bool:
+        """Whether the experiment measures anything (`metrics(ctx)`)."""
+
+    # -- what it may ask ---------------------------------------------------------------------------------
+    def emit(self, event: E.Event) -> None:
+        """Stamp `event` with the step and time and hand it to every observer, after the one being handled."""
+
+    def send(self, command: "Command", id: str | None = None) -> None:  # noqa: A002 - the wire name
+        """Queue a command for the next step boundary (the same path as the window's and the file's)."""
+
+    def pause(self, reason: str) -> None:
+        """Pause at this boundary (reason: nan, nothing to train, ...)."""
+
+    def note_nan(self, at_step: int | None) -> None:
+        """A loss went non-finite at `at_step` (None: every phase's loss is finite again)."""
+
+    def checkpoint_steps(self) -> list[int]:
+        """Steps of the checkpoints a rollback could go back to."""
+
+    def save_checkpoint(self) -> None:
+        """Checkpoint the state after this step, once the record holds every step up to it."""
+
+    def export_weights(self) -> None:
+        """Write each model's weights in Keras' format (`models/`)."""
+
+    def sample(self) -> None:
+        """Draw samples now; every observer's `on_samples` gets them."""
+
+    def measure(self) -> dict[str, float] | None:
+        """The experiment's `metrics(ctx)` now (raises what its code raises)."""
+
+    def drop_metrics(self) -> None:
+        """Turn the experiment's metrics off (they failed)."""
+
+    def record_scalars(self, values: dict[str, float]) -> None:
+        """`metric/<name>` values at this step, recorded with the next batch (in step order)."""
+
+
+class Observer:
+    """Receives a run's reports on the training thread. Override what you need."""
+
+    #: takes samples for the record only (the run's sample writer): drawing them at the live pace (every 2 s
+    #: while a window shows them) is for observers that show them
+    records_only: bool = False
+
+    def on_prepared(self, run: RunHandle) -> None:
+        """Models built and steps traced; no run directory yet."""
+
+    def on_run_begin(self, run: RunHandle) -> None:
+        """The run directory exists and the `start` event is about to be emitted."""
+
+    def on_step_end(self, run: RunHandle) -> None:
+        """After every step (only called when overridden)."""
+
+    def on_idle(self, run: RunHandle) -> None:
+        """While paused, a few times a second."""
+
+    def on_metrics(self, batch: MetricsBatch) -> None:
+        """Every `fetch_every` steps or `fetch_seconds`: the numbers of the steps since the last batch."""
+
+    def on_event(self, event: E.Event) -> None:
+        """Every event, in order (also those before the run directory exists: traces)."""
+
+    def on_samples(self, samples: dict[str, Any]) -> None:
+        """Generated samples (see `Experiment.sample`)."""
+
+    def on_status(self, status: Status) -> None:
+        """The run's state changed (paused, resumed, ended)."""
+
+    def on_sync(self) -> None:
+        """Write out everything received so far (before a checkpoint or a rollback: the record must hold
+        every step a checkpoint holds)."""
+
+    def on_run_end(self, run: RunHandle, reason: str) -> None:
+        """Training ended (`done`, `stopped` or `error`); the `stop` event follows."""
+
+
+def overrides(observer: Observer, hook: str) -> bool:
+    """Whether `observer` has its own `hook` (the loop calls per-step hooks only on those)."""
+    return getattr(type(observer), hook) is not getattr(Observer, hook)

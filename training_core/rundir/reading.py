@@ -1,0 +1,147 @@
+"""The run directory's readers: scalars, events and the configuration (the names are in layout.py).
+
+The run directory is the one record of a run: `config.toml` (what was asked), `events.jsonl` (every
+lifecycle and control event, so a hand-tuned run can be replayed), `scalars.csv` (losses and
+metrics, one row per step and tag), `variables/` (the per-variable norms, binary: see varstore.py),
+`tb/` (TensorBoard) and `checkpoints/`.
+
+Readers accept a record cut at any byte, because a killed process (or a full disk) may stop
+mid-write and everything complete before that must stay usable: a torn last line, a half-written
+header, bytes that are not UTF-8 or lines that are not what they should be are skipped, never fatal.
+`LineTail` reads only the bytes a growing file gained since the last call, so following a live run
+costs what is new, not the run's length; it starts over when the file was cut back and rewritten
+(a resume between two reads: readmark.py). Pure Python and numpy: the window and the figure exporter
+read runs without loading TensorFlow.
+"""
+from __future__ import annotations
+
+import json
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+import numpy as np
+from training_core.base.errors import UserError
+from training_core.base.events import Event, event_from_dict
+from training_core.rundir.readmark import ReadMark
+from training_core.rundir.varstore import KINDS as VAR_KINDS
+from training_core.rundir.varstore import read_variables
+from training_core.rundir.layout import CONFIG_FILE, EVENTS_FILE, SCALARS_FILE
+
+
+SCALARS_HEADER = "step,wall_time,tag,value"
+
+
+@dataclass
+class Series:
+    """One tag's recorded points, in step order."""
+
+    steps: np.ndarray  # int64
+    wall_time: np.ndarray  # float64, seconds since the epoch
+    values: np.ndarray  # float64
+
+
+class LineTail:
+    """The complete lines a growing text file gained since the last call (a torn last line waits, and is
+    read again with its end: only complete lines count as read, so a half-written tail never decides
+    whether the file is still the one read).
+
+    `read_lines()` reads only new bytes. If what it read is no longer the file's content (a resume or a
+    rollback cut the file back and it may have grown again since; or the file was replaced: readmark.py),
+    `reset` turns True for that call and the lines are the whole file again."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._mark = ReadMark()
+        self.reset = False
+
+    def read_lines(self) -> list[str]:
+        self.reset = False
+        try:
+            with open(self.path, "rb") as f:
+                data = self._mark.read_rest(f)
+                if data is None:
+                    self._mark, self.reset = ReadMark(), True
+                    data = self._mark.read_rest(f)
+        except OSError:
+            return []
+        cut = data.rfind(b"\n") + 1
+        self._mark.consumed(data, cut)
+        return data[:cut].decode("utf-8", "replace").splitlines()
+
+
+def parse_scalar_lines(lines: list[str], tags: set[str] | None = None,
+                       into: dict[str, tuple[list, list, list]] | None = None) -> dict[str, tuple[list, list, list]]:
+    """`step,wall_time,tag,value` lines into per-tag columns; the header and malformed lines are skipped."""
+    cols = {} if into is None else into
+    for line in lines:
+        parts = line.split(",")
+        if len(parts) != 4:
+            continue
+        step, wall, tag, value = parts
+        if tags is not None and tag not in tags:
+            continue
+        try:
+            s, w, v = int(step), float(wall), float(value)
+        except ValueError:
+            continue  # the header, or a line damaged by a crash
+        c = cols.setdefault(tag, ([], [], []))
+        c[0].append(s)
+        c[1].append(w)
+        c[2].append(v)
+    return cols
+
+
+def to_series(cols: dict[str, tuple[list, list, list]]) -> dict[str, Series]:
+    return {tag: Series(np.array(s, dtype=np.int64), np.array(w, dtype=np.float64), np.array(v, dtype=np.float64))
+            for tag, (s, w, v) in cols.items()}
+
+
+def read_scalars(run_dir: str | Path, tags: set[str] | None = None) -> dict[str, Series]:
+    """All scalars of a run by tag, as `scalars.csv` tags them: `loss/<phase>`, `metric/<name>`, and from
+    `variables/` `update_norm/<path>`, `update_ratio/<path>`, `grad_norm/<path>`. `tags` limits what is kept."""
+    run_dir = Path(run_dir)
+    lines = LineTail(run_dir / SCALARS_FILE).read_lines()
+    if lines and lines[0].strip() != SCALARS_HEADER:  # a complete first line that is not the header
+        raise ValueError(f"{run_dir / SCALARS_FILE} does not start with the header {SCALARS_HEADER!r}")
+    out = to_series(parse_scalar_lines(lines, tags))
+    for rows in read_variables(run_dir):
+        for kind in VAR_KINDS:
+            values = getattr(rows, kind)
+            for j, path in enumerate(rows.paths):
+                tag = f"{kind}/{path}"
+                if tags is None or tag in tags:
+                    out[tag] = Series(rows.steps, rows.wall, values[:, j].astype(np.float64))
+    return out
+
+
+def parse_event_lines(lines: list[str]) -> list[Event]:
+    out = []
+    for line in lines:
+        try:
+            e = event_from_dict(json.loads(line))
+        except ValueError:
+            continue
+        if e is not None:
+            out.append(e)
+    return out
+
+
+def read_events(run_dir: str | Path) -> list[Event]:
+    """Events in the order they happened (typed; see events.py). Damaged or torn lines are skipped."""
+    return parse_event_lines(LineTail(Path(run_dir) / EVENTS_FILE).read_lines())
+
+
+def read_config(run_dir: str | Path) -> dict[str, Any]:
+    """The run's `config.toml` as a plain dict (see `RunConfig.from_dict`); a damaged file is a `UserError`."""
+    path = Path(run_dir) / CONFIG_FILE
+    try:
+        with open(path, "rb") as f:
+            return tomllib.load(f)
+    except FileNotFoundError:
+        raise UserError(f"{path} does not exist; pass a run directory (it holds config.toml)") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise UserError(f"{path} is damaged ({' '.join(str(e).split())}); pass an intact run directory") from None
+    except OSError as e:
+        raise UserError(f"{path} cannot be read ({e.strerror}); pass a readable run directory") from None
+

@@ -1,0 +1,59 @@
+"""Where a resume would start, read from the run directory alone (no TensorFlow): bad input (not a run
+directory, no checkpoint, a step target already reached) answers at once and writes nothing. The window asks
+the same before it offers File -> Resume Run, and the CLI before TensorFlow loads.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from training_core.base.config import RunConfig
+from training_core.base.errors import UserError
+from training_core.rundir.layout import CONFIG_FILE, SCALARS_FILE, checkpoint_steps
+from training_core.rundir.trim import last_scalar_step
+
+
+def resume_config(run_dir: str | Path) -> RunConfig:
+    """The configuration of the run in `run_dir`, to be continued there. No TensorFlow: bad input (not a
+    run directory, no checkpoint) answers at once and writes nothing."""
+    d = Path(run_dir)
+    if d.is_file():
+        raise UserError(f"{d} is a file; --resume takes the run's directory: pass {d.parent}")
+    if not d.is_dir():
+        raise UserError(f"run directory {d} does not exist; pass the directory of the run to resume")
+    if not (d / CONFIG_FILE).is_file():
+        raise UserError(f"{d} holds no {CONFIG_FILE}, so it is not a Freezeframe run directory; pass one to --resume")
+    cfg = RunConfig.read_toml(d / CONFIG_FILE)
+    if not checkpoint_steps(d):
+        raise UserError(f"run {d} has no complete checkpoint to resume from; start it again with --config "
+                        f"{d / CONFIG_FILE}")
+    cfg.run_dir = str(d)
+    return cfg
+
+
+def resume_point(run_dir: str | Path) -> int:
+    """The checkpoint a resume starts from: the latest one the record reaches (a checkpoint is written after
+    the record holds its steps; after a write failure the record may end before the newest one)."""
+    steps = checkpoint_steps(run_dir)
+    last = last_scalar_step(Path(run_dir) / SCALARS_FILE)
+    if not steps:  # (resume_config says so first; a RunConfig made by hand may name any directory)
+        raise UserError(f"run {run_dir} has no complete checkpoint to resume from; is it the run's own directory?")
+    usable = [s for s in steps if s <= last]
+    return usable[-1] if usable else steps[0]
+
+
+def check_target(run_dir: str | Path, target: int | None) -> int:
+    """The resume step, refusing a step target the run has already reached (before anything is written)."""
+    step = resume_point(run_dir)
+    if target is not None and target <= step:
+        raise UserError(f"run {run_dir} is at step {step} and its step target is {target}; pass --steps N with "
+                        f"N > {step} to continue it")
+    return step
+
+
+def recorded_sha256(run_dir: str | Path) -> str | None:
+    """The experiment file's sha256 when the run started, from its `config.toml`. The trainer's own config
+    holds the hash of the file as it was loaded now (prepare.py), which is what the two are compared with."""
+    try:
+        return RunConfig.read_toml(Path(run_dir) / CONFIG_FILE).experiment_sha256
+    except UserError:  # read at the start of the resume; if it has gone bad since, there is nothing to compare
+        return None

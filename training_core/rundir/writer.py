@@ -1,0 +1,292 @@
+"""Writes a run directory incrementally: the one record of what happened. Needs no Trainer: it takes
+events and batches of metrics, so any loop (this project's, or a user's own) writes the same record.
+
+Scalars are formatted and written by a background thread, so the training thread only hands over
+numpy arrays; every batch is flushed, so a killed process leaves all batches before the last one
+readable. Events are rare and written at once, in order, each with one system call (so a failed write
+never leaves half a line in a buffer to be written later); the `stop` event is the last line of a run
+and closes the record.
+
+A write that fails (a full disk) becomes `WriteFailed` naming the file and the cause, raised on the
+training thread at the next batch or event; after it nothing more is attempted but the closing `error`
+and `stop` events, which are written if the disk still takes them and never raise.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+import json
+import queue
+import threading
+from typing import TYPE_CHECKING, Any, Sequence
+
+import numpy as np
+
+from training_core.base import events as E
+from training_core.rundir import lock as runlock
+from training_core.base.errors import UserError, WriteFailed, describe
+from training_core.base.metrics import PhaseBlock
+from training_core.rundir.layout import CHECKPOINT_DIR, CONFIG_FILE, EVENTS_FILE, SCALARS_FILE, TB_DIR
+from training_core.rundir.reading import SCALARS_HEADER
+from training_core.rundir.varstore import VARIABLES_DIR, VarFileWriter, file_name
+
+if TYPE_CHECKING:
+    from training_core.base.config import RunConfig
+
+
+
+_STOP = object()
+_SESSION_START = "session_start"  # queue item (_SESSION_START, step): TensorBoard forgets what a rollback undid
+_FINAL = (E.Error, E.Stop)  # written if possible, never raising: the run is ending anyway
+#: TensorBoard gets every variable's norms up to this many variables; above, one summary per model
+#: (top-level scope): per-variable TensorBoard files of a 500-variable model grew by ~650 MB per 10^6 steps.
+TB_PER_VARIABLE_MAX = 64
+
+
+def check_run_dir_free(path: str | Path) -> Path:
+    """Refuse a run directory that already holds something, so nothing recorded is ever overwritten."""
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise UserError(f"run directory {p} is a file; pass a new --run-dir")
+    held = runlock.refusal(p) if p.is_dir() else None
+    if held:
+        raise UserError(held)
+    if p.exists() and any(p.iterdir()):
+        raise UserError(f"run directory {p} already exists and is not empty; pass a new --run-dir")
+    return p
+
+
+def prepare_run_dir(path: str | Path) -> Path:
+    """Create a fresh run directory (checked free and writable)."""
+    p = check_run_dir_free(path)
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+        probe = p / ".write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as e:
+        raise UserError(f"run directory {p} is not writable ({e.strerror}); choose another --run-dir") from None
+    return p
+
+
+def _jsonable(o: Any) -> Any:
+    if isinstance(o, (np.floating, np.integer)):
+        return E.json_safe(o.item())
+    if isinstance(o, (set, tuple)):
+        return list(o)
+    return str(o)
+
+
+class _TensorBoard:
+    """Per-step TensorBoard rows: losses always; per-variable norms, or per model for wide models."""
+
+    def __init__(self, run_dir: Path, phase_paths: dict[str, tuple[str, ...]]) -> None:
+        from training_core.rundir.tensorboard import EventWriter
+        self.writer = EventWriter(run_dir / TB_DIR)
+        self.per_variable = sum(len(p) for p in phase_paths.values()) <= TB_PER_VARIABLE_MAX
+
+    def rows(self, b: PhaseBlock, r: int) -> list[tuple[str, float]]:
+        if self.per_variable:
+            return [(f"{kind}/{path}", v) for kind, arr in (("update_norm", b.update_norm),
+                                                             ("update_ratio", b.update_ratio),
+                                                             ("grad_norm", b.grad_norm))
+                    for path, v in zip(b.var_paths, arr[r].tolist())]
+        tops: dict[str, list[int]] = {}
+        for j, path in enumerate(b.var_paths):
+            tops.setdefault(path.split("/")[0], []).append(j)
+        out = []
+        for top, idx in tops.items():
+            upd, w, grad = (float(np.sqrt(np.sum(np.square(a[r, idx])))) for a in
+                            (b.update_norm, b.weight_norm, b.grad_norm))
+            out += [(f"update_norm/{top}", upd), (f"update_ratio/{top}", upd / w if w > 0 else 0.0),
+                    (f"grad_norm/{top}", grad)]
+        return out
+
+
+
+class RecordWriter:
+    """`config.toml`, `events.jsonl`, `scalars.csv` (losses), `variables/` (per-variable norms), `tb/`.
+
+    `phases` are the phase names with the variable paths each trains, in phase order. `config` is written
+    as `config.toml` unless None (a resumed run keeps the configuration it started with).
+    `tb_session_start`: TensorBoard forgets what a first process wrote from that step on (a resume)."""
+
+    def __init__(self, run_dir: str | Path, phases: Sequence[tuple[str, Sequence[str]]],
+                 config: "RunConfig | None" = None, tensorboard: bool = True,
+                 tb_session_start: int | None = None) -> None:
+        d = self.dir = Path(run_dir)
+        self._torn = False  # the last event write failed part way: start the next on a new line
+        self._queue: queue.Queue = queue.Queue()
+        self._error: BaseException | None = None
+        self._lock = threading.Lock()
+        self._vars: dict[str, VarFileWriter] = {}
+        self._tb: _TensorBoard | None = None
+        self._scalars: Any = None
+        self._events: Any = None  # unbuffered: one write per event
+        try:
+            if config is not None:
+                config.write_toml(d / CONFIG_FILE)
+            (d / CHECKPOINT_DIR).mkdir(exist_ok=True)
+            (d / VARIABLES_DIR).mkdir(exist_ok=True)
+            self._vars = {name: VarFileWriter(d / VARIABLES_DIR / file_name(i, name), name, tuple(paths))
+                          for i, (name, paths) in enumerate(phases)}
+            self._scalars = open(d / SCALARS_FILE, "a", encoding="utf-8", newline="\n")
+            if self._scalars.tell() == 0:
+                self._scalars.write(SCALARS_HEADER + "\n")
+                self._scalars.flush()
+            self._events = open(d / EVENTS_FILE, "ab", buffering=0)
+            if tensorboard:
+                self._tb = _TensorBoard(d, {name: tuple(paths) for name, paths in phases})
+                if tb_session_start is not None:
+                    self._tb.writer.add_session_start(tb_session_start)
+        except OSError as e:
+            raise WriteFailed(d, describe(e)) from e
+        self._thread = threading.Thread(target=self._writer, name="freezeframe-recorder", daemon=True)
+        self._thread.start()
+
+    def event(self, event: E.Event) -> None:
+        """Write one event now (a rollback also tells TensorBoard; `stop` closes the record)."""
+        self._write_event(event)
+        if isinstance(event, E.Rollback) and self._tb is not None:
+            self._queue.put((_SESSION_START, event.step + 1))
+        if isinstance(event, E.Stop):
+            self.close()
+
+    def metrics(self, blocks: list[PhaseBlock], scalars: dict) -> None:
+        """Queue a batch for the writer thread; a write that failed before is raised here."""
+        if self._error is not None:
+            raise self._error
+        self._queue.put((blocks, scalars))
+
+    def sync(self) -> None:
+        """Return once everything queued is on disk (raising a write that failed)."""
+        if self._thread.is_alive():
+            self._queue.join()
+        if self._error is not None:
+            raise self._error
+
+    # -- writing --------------------------------------------------------------------------------------------
+    def _write_event(self, event: E.Event) -> None:
+        text = json.dumps(E.json_safe(event.to_dict()), default=_jsonable, allow_nan=False)  # strict JSON
+        line = ("\n" if self._torn else "") + text + "\n"
+        data = line.encode("utf-8")
+        with self._lock:
+            if self._events is None or self._events.closed:
+                return
+            try:
+                written = self._events.write(data)
+                if written != len(data):
+                    raise OSError(28, "No space left on device")  # a short write: the disk filled up mid-line
+                self._torn = False
+            except OSError as e:
+                self._torn = True
+                if isinstance(event, _FINAL):
+                    return
+                self._error = self._error or WriteFailed(self.dir / EVENTS_FILE, describe(e))
+                raise self._error from e
+
+    def close(self) -> None:
+        """Write what is queued, then close every file (the `stop` event does this). Never raises: a file
+        whose last bytes cannot be written any more (a full disk) keeps what it has."""
+        if self._thread.is_alive():
+            self._queue.put(_STOP)
+            self._thread.join()
+        closers = [f.close for f in [self._scalars, *self._vars.values()] if f is not None]
+        if self._tb is not None:
+            closers.append(self._tb.writer.close)
+        with self._lock:
+            if self._events is not None:
+                closers.append(self._events.close)
+            for close in closers:
+                try:
+                    close()
+                except Exception:  # noqa: BLE001 - see the docstring
+                    pass
+
+    def _writer(self) -> None:
+        while True:
+            item = self._queue.get()
+            try:
+                if item is _STOP:
+                    return
+                if self._error is None:
+                    if item[0] == _SESSION_START:
+                        self._session_start(item[1])
+                    else:
+                        self._write(item)
+            except BaseException as e:  # noqa: BLE001 - surfaced to the trainer on its next batch
+                self._error = e
+            finally:
+                self._queue.task_done()
+    def _session_start(self, step: int) -> None:
+        try:
+            self._tb.writer.add_session_start(step)
+            self._tb.writer.flush()
+        except Exception as e:  # noqa: BLE001 - TensorFlow's error types
+            raise WriteFailed(self.dir / TB_DIR, describe(e)) from e
+
+    def _write(self, item: tuple[list[PhaseBlock], dict]) -> None:
+        blocks, scalars = item
+        try:
+            self._write_scalars(blocks, scalars)
+        except OSError as e:
+            raise WriteFailed(self.dir / SCALARS_FILE, describe(e)) from e
+        try:
+            self._write_rest(blocks, scalars)
+        except OSError as e:
+            raise WriteFailed(self.dir / VARIABLES_DIR, describe(e)) from e
+        except Exception as e:
+            if type(e).__module__.startswith("tensorflow"):  # TensorBoard's writer: TensorFlow's error types
+                raise WriteFailed(self.dir / TB_DIR, describe(e)) from e
+            raise
+
+    def _write_scalars(self, blocks: list[PhaseBlock], scalars: dict) -> None:
+        # losses of all phases and other scalars (metric/...), in step order (a batch holds each phase's
+        # steps as one block; a scalar measured after step N comes after that step's losses)
+        cols = [(b.steps, b.wall_time, b.loss, f"loss/{b.phase}") for b in blocks]
+        cols += [(s, w, v, tag) for tag, (s, w, v) in scalars.items()]
+        if cols:
+            steps = np.concatenate([c[0] for c in cols])
+            order = np.argsort(steps, kind="stable")
+            wall = np.concatenate([c[1] for c in cols])[order]
+            values = np.concatenate([c[2] for c in cols])[order]
+            tags = np.concatenate([np.full(len(c[0]), c[3], dtype=object) for c in cols])[order]
+            self._scalars.write("".join(f"{s},{w:.3f},{t},{v:.9g}\n" for s, w, t, v in
+                                        zip(steps[order].tolist(), wall.tolist(), tags.tolist(), values.tolist())))
+            self._scalars.flush()
+
+    def _write_rest(self, blocks: list[PhaseBlock], scalars: dict) -> None:
+        tb_rows: dict[int, tuple[float, list[tuple[str, float]]]] = {}
+        for tag, (s_, w_, v_) in scalars.items():
+            for s, w, v in zip(s_.tolist(), w_.tolist(), v_.tolist()):
+                tb_rows.setdefault(s, (w, []))[1].append((tag, v))
+        for b in blocks:
+            for s, w, v in zip(b.steps.tolist(), b.wall_time.tolist(), b.loss.tolist()):
+                tb_rows.setdefault(s, (w, []))[1].append((f"loss/{b.phase}", v))
+            keep = b.record
+            if not keep.any():
+                continue
+            self._vars[b.phase].append(b.steps[keep], b.wall_time[keep], b.update_norm[keep], b.update_ratio[keep],
+                                       b.grad_norm[keep], b.frozen[keep])
+            if self._tb is not None:
+                for r in np.flatnonzero(keep).tolist():
+                    tb_rows.setdefault(int(b.steps[r]), (float(b.wall_time[r]), []))[1].extend(self._tb.rows(b, r))
+        for f in self._vars.values():
+            f.flush()
+        if self._tb is not None:
+            for s in sorted(tb_rows):
+                w, vals = tb_rows[s]
+                self._tb.writer.add_scalars(s, w, vals)
+            self._tb.writer.flush()
+
+
+def default_run_dir(config: "RunConfig", folder: str | Path = "runs") -> Path:
+    """FOLDER/NAME-YYYYmmdd-HHMMSS, with -2, -3, ... if that exists (headless and the window alike)."""
+    name = Path(config.experiment_file).stem if config.experiment_file else (config.example or "run")
+    base = Path(folder) / f"{name}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+    p, k = base, 1
+    while p.exists():
+        k += 1
+        p = base.with_name(f"{base.name}-{k}")
+    return p
+
