@@ -1,25 +1,11 @@
 """Freezeframe: `python main.py` opens the window; `--headless` trains on the terminal (no window);
-`--export RUN_DIR` renders figures from a run directory. `python main.py --help` says so too. See README."""
-import os
+`--export RUN_DIR` renders figures from a run directory. `python main.py --help` says so too. See README.
+
+The code is app/entry.py, which the installed `freezeframe` command runs too; importing it first sets
+TensorFlow's log level before anything imports TensorFlow."""
 import sys
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
-
-def main(argv: list[str]) -> int:
-    if "--export" in argv and "--headless" in argv:  # each would report the other's options as unknown
-        print("error: --export draws figures from a finished record and trains nothing; drop --headless",
-              file=sys.stderr)
-        return 2
-    if "--headless" in argv or "--list-scopes" in argv:
-        from training_core.cli.headless import main as headless
-        return headless(argv)
-    if "--export" in argv:
-        from app.export_cli import main as export
-        return export(argv)
-    from app.launch import run_app
-    return run_app(argv)
-
+from app.entry import main
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())

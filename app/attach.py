@@ -11,6 +11,7 @@ Detaching stops the timer; the run trains on.
 """
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tempfile
@@ -28,7 +29,6 @@ from . import worker
 
 POLL_MS = 250
 SAMPLE_EVERY_S = 2.0
-MAIN = Path(__file__).resolve().parent.parent / "main.py"
 
 
 class AttachController(QObject):
@@ -78,9 +78,12 @@ class AttachController(QObject):
         check_run_dir_free(run_dir)
         self.detach()
         self._stderr = tempfile.TemporaryFile(mode="w+")  # a file, not a pipe: nobody drains it while it runs
-        self.replay_process = worker.popen(  # how the window starts a training interpreter (worker.py)
-            [sys.executable, str(MAIN), "--headless", "--replay", str(source), "--run-dir", str(run_dir), "--quiet"],
-            stdout=subprocess.DEVNULL, stderr=self._stderr, text=True)
+        # how the window starts a training interpreter (worker.py), with the project on its path, so that
+        # `-m app.entry` finds it from any working directory, installed or run from a clone
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(worker.ROOT), os.environ.get("PYTHONPATH")])))
+        self.replay_process = worker.popen(
+            [sys.executable, "-m", "app.entry", "--headless", "--replay", str(source), "--run-dir", str(run_dir),
+             "--quiet"], stdout=subprocess.DEVNULL, stderr=self._stderr, text=True, env=env)
         self._pending_dir = Path(run_dir)
         self._timer.start()
 

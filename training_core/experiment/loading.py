@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+import training_core
 from training_core.base.config import file_sha256
 from training_core.base.errors import UserError
 from training_core.experiment.api import SAMPLE_KINDS, Experiment, Models, Phase
@@ -26,7 +27,10 @@ from training_core.experiment.usercode import user_code
 __all__ = ["EXAMPLES_DIR", "builtin_examples", "example_path", "require_file", "file_sha256", "load_module",
            "build_experiment"]
 
-EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "resources" / "experiments"
+# `resources` (a package: pyproject.toml installs its files) lies beside the `training_core` package, in the
+# repository as installed; found from the package, not this module (which may move), and not by importing
+# it by name (a `resources` in the working directory would shadow it in `python -m training_core.service`).
+EXAMPLES_DIR = Path(training_core.__file__).resolve().parent.parent / "resources" / "experiments"
 
 
 def builtin_examples() -> list[str]:
