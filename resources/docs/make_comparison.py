@@ -1,7 +1,8 @@
-"""Makes the README's comparison figure: three ring runs at the ratios 1:1, 3:1 and 5:1 (15,000 steps each,
-trained at once, headless), drawn overlaid by the export command, then turned into a PNG for the README:
+"""Makes the docs' comparison figure (docs/images/comparison_figure.png, in docs/figures.md): three ring
+runs at the ratios 1:1, 3:1 and 5:1 (15,000 steps each, trained at once, headless), drawn overlaid by the
+export command, then turned into a PNG for the docs:
 
-    python resources/docs/make_comparison.py /tmp/cmp resources/docs/comparison_figure.png
+    python resources/docs/make_comparison.py /tmp/cmp docs/images/comparison_figure.png
 
 The export command it runs (printed too) is what a user types for their own runs.
 """
@@ -38,4 +39,4 @@ def main(folder: str, png: str) -> int:
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "/tmp/cmp",
-                  sys.argv[2] if len(sys.argv) > 2 else "comparison_figure.png"))
+                  sys.argv[2] if len(sys.argv) > 2 else str(ROOT / "docs" / "images" / "comparison_figure.png")))

@@ -1,9 +1,11 @@
-"""Makes the run behind the README's example figure: 3,000 ring steps with discriminator/dense_1 frozen from
-the start; at 30% the freeze set is replaced by generator/dense_1, at 55% D's learning rate drops to 5e-5,
-at 70% the ratio becomes 2:1. The commands are sent from an observer, as any script can steer a run.
+"""Makes the run behind the docs' example figure (docs/images/example_figure.png, in docs/figures.md):
+3,000 ring steps with discriminator/dense_1 frozen from the start; at 30% the freeze set is replaced by
+generator/dense_1, at 55% D's learning rate drops to 5e-5, at 70% the ratio becomes 2:1. The commands are
+sent from an observer, as any script can steer a run.
 
     python resources/docs/make_example_run.py /tmp/example-run 3000
     python main.py --export /tmp/example-run --plots losses,updates --size 7.16x2.8 --out fig.pdf
+    pdftoppm -png -r 300 -singlefile fig.pdf docs/images/example_figure
 """
 import sys
 from pathlib import Path

@@ -1,14 +1,15 @@
-"""Makes the README screenshot as a user would: the ring GAN trains in the real window; at step 3,000 the
-user ticks discriminator/dense_1 in the scope tree, at 6,000 sets the ratio to 5:1 in the schedule panel,
-and at 9,000 the window is saved. Run it under a display (for the README: on Xvfb via
-../shared/tools/window-shot, which also captures the screen):
+"""Makes the docs' screenshot (docs/images/screenshot.png, shown by README.md and docs/) as a user would:
+the ring GAN trains in the real window; at step 3,000 the user ticks discriminator/dense_1 in the scope
+tree, at 6,000 sets the ratio to 5:1 in the schedule panel, and at 9,000 the window is saved. Run it under
+a display (for the docs: on Xvfb via ../shared/tools/window-shot, which also captures the screen):
 
-    python resources/docs/make_screenshot.py resources/docs/screenshot.png
+    python resources/docs/make_screenshot.py docs/images/screenshot.png
 """
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
 
 from PySide6.QtCore import Qt, QTimer  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
@@ -54,4 +55,4 @@ def main(out: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "screenshot.png"))
+    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else str(ROOT / "docs" / "images" / "screenshot.png")))

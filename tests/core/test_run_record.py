@@ -24,7 +24,7 @@ DOCUMENTED_KINDS = {"trace", "retrace", "start", "pause", "resume", "step", "fre
 
 def test_every_event_kind_is_documented_in_the_readme():
     from training_core.base.events import EVENTS
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "run-directory.md").read_text(encoding="utf-8")
     section = readme[readme.index("Event kinds"):readme.index("`training_core.read_scalars(run_dir)`")]
     assert set(EVENTS) >= DOCUMENTED_KINDS
     assert [k for k in EVENTS if f"`{k}`" not in section] == []
