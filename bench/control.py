@@ -16,7 +16,7 @@ def measure_control(steps: int = 600) -> dict:
     run_dir = Path(tempfile.mkdtemp(prefix="ff-bench-control-")) / "run"
     trainer = Trainer(RunConfig(example="ring", steps=steps, run_dir=str(run_dir), var_every=1), Observer())
     trainer.prepare()
-    before_first_step = trainer.traces  # the rest of the warm-up traces come during the run (warmup.py)
+    before_first_step = trainer.traces  # the rest of the warm-up traces come during the run (loop/warmup.py)
     thread = threading.Thread(target=trainer.run)
     thread.start()
     plan = [SetFreeze(scopes=("discriminator/dense_1",)), SetRatio(policy={"policy": "fixed", "ratio": [5, 1]}),

@@ -58,7 +58,7 @@ class Bare:
                 opt.apply(grads, vs)
                 if not norms:
                     return loss
-                after = [tf.convert_to_tensor(v.value) for v in vs]  # as step.py: one packed vector
+                after = [tf.convert_to_tensor(v.value) for v in vs]  # as engine/phase_step.py: one packed vector
                 return tf.stack([loss] + [tf.nn.l2_loss(a - b) for a, b in zip(after, before)]
                                 + [tf.nn.l2_loss(a) for a in after] + [tf.nn.l2_loss(g) for g in grads])
             return step

@@ -5,7 +5,7 @@ every bit of Python the GUI ran (handling a metrics batch, laying out an axis) s
 thread, which needs the GIL between TensorFlow ops: the window trained at ~0.85x of a bare loop while
 the same core, headless, ran at ~0.97x (bench/run.py). A process of its own has its own GIL.
 
-What crosses the connection is the typed protocol of `protocol.py`. Jobs run one after another on the
+What crosses the connection is the typed protocol of `base/protocol.py`. Jobs run one after another on the
 service's main thread; `BeginRun`, `Send` and `Exit` are handled at once by the reader thread.
 """
 from __future__ import annotations

@@ -123,7 +123,7 @@ def test_returning_to_an_earlier_configuration_does_not_retrace(tmp_path, run_di
     assert sorted((e.phase, e.variant) for e in traces) == [("D", "fast"), ("D", "masked"), ("G", "fast"),
                                                             ("G", "masked")]
     # D's fast variant before the run, G's during it, the masked ones after the first step: all reported by the
-    # first freeze (warmup.py)
+    # first freeze (loop/warmup.py)
     first_freeze = next(e.step for e in events if e.kind == "freeze")
     assert [(e.phase, e.variant, e.step) for e in traces][0] == ("D", "fast", 0)
     assert all(1 <= e.step <= first_freeze for e in traces if e.variant == "masked")

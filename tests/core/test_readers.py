@@ -237,7 +237,7 @@ def _assert_one_timeline(data, d: Path, value: float) -> None:
                                                        (E.Resumed(step=4, steps=30), E.Warning(step=5, message="x")))],
                          ids=["rows only", "rows and events"])
 def test_a_follower_reads_a_record_cut_back_and_regrown_between_two_polls_afresh(tmp_path, later, resumed):
-    """A resume between two polls: the record is cut back to the checkpoint (trim.py, in place) and the
+    """A resume between two polls: the record is cut back to the checkpoint (rundir/trim.py, in place) and the
     resumed process appends past where the follower had read. It used to read on from its old byte offsets
     in the rewritten files: steps twice and out of order, the killed process's rows kept. Without a
     `resumed` event ("rows only") the readers alone must notice."""

@@ -93,7 +93,7 @@ def test_the_event_record_is_one_timeline(killed_and_resumed):
     assert printed and all(ln.startswith(f"[step {resumed.step}] warning") for ln in printed), printed  # not [step 0]
     i -= 1
     # the new process's warm-up: its first phase's starting variant before `resumed`, stamped with the step it
-    # resumes from; the others during the run (warmup.py)
+    # resumes from; the others during the run (loop/warmup.py)
     j = i
     while kinds[j - 1] == "trace":
         j -= 1

@@ -47,7 +47,7 @@ class RunConfig:
     update_frozen_stats: bool = False
     device: str = "auto"  # auto | cpu | gpu:N | mirrored (= strategy mirrored)
     #: single (one device), mirrored (every local GPU, or `replicas` logical CPU devices without GPUs) or
-    #: multiworker (the cluster in TF_CONFIG); see distribute.py
+    #: multiworker (the cluster in TF_CONFIG); see engine/distribute.py
     strategy: str = "single"
     replicas: int = 0  # mirrored: how many replicas (0: every GPU, or 2 CPU replicas without a GPU)
     #: multiworker: the chief's commands reach every worker at step counts that are multiples of this
@@ -75,7 +75,7 @@ class RunConfig:
     #: TensorFlow's intra-op threads; 0 = its default (all cores). The window asks for one core fewer, so
     #: drawing never competes with the training step for a core. Applies once per process, before TF starts.
     intra_op_threads: int = 0
-    #: read commands appended to RUN_DIR/commands.jsonl (remote.py); off: only this process steers
+    #: read commands appended to RUN_DIR/commands.jsonl (rundir/commands_file.py); off: only this process steers
     command_file: bool = True
 
     def validate(self) -> "RunConfig":

@@ -1,4 +1,4 @@
-"""What a run reports, as typed records: one small frozen dataclass per kind, as `commands.py` does for
+"""What a run reports, as typed records: one small frozen dataclass per kind, as `base/commands.py` does for
 what a run is told.
 
 Events are the run's history: the trainer emits them to its observers, the record writes them to
@@ -57,7 +57,7 @@ class ControlEvent(Event):
 @dataclass(frozen=True, kw_only=True)
 class Trace(Event):
     """A compiled step variant was traced for the first time (warm-up: before the first step, or during the run
-    on the warm-up thread, warmup.py); `retrace`: traced again, which costs seconds mid-run and should not happen."""
+    on the warm-up thread, loop/warmup.py); `retrace`: traced again, which costs seconds mid-run and should not happen."""
 
     kind: ClassVar[str] = "trace"
     phase: str = ""

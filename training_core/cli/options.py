@@ -1,5 +1,5 @@
 """The headless command line's options, and what they become: the `RunConfig` of a new run, the
-configuration and commands of a resumed one, or a replay plan (cli.py runs them).
+configuration and commands of a resumed one, or a replay plan (cli/headless.py runs them).
 
 Everything here is checked without TensorFlow, so a typo answers at once; what needs the experiment
 (a scope, a phase, a ratio's length) is checked when it is prepared, still before anything is written

@@ -12,7 +12,7 @@ _growth_set = False
 
 def list_devices() -> list[str]:
     """`cpu`, `gpu:N` for each visible GPU, and `mirrored` (every GPU, or 2 CPU replicas without one;
-    see distribute.py). Imports TensorFlow."""
+    see engine/distribute.py). Imports TensorFlow."""
     import tensorflow as tf
     return ["cpu"] + [f"gpu:{i}" for i, _ in enumerate(tf.config.list_physical_devices("GPU"))] + ["mirrored"]
 

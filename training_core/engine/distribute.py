@@ -1,6 +1,6 @@
 """Several devices and hosts: which `tf.distribute` strategy a run uses, and who the chief is.
 
-`single` is one device (devices.py). `mirrored` is `tf.distribute.MirroredStrategy` over every local GPU
+`single` is one device (engine/devices.py). `mirrored` is `tf.distribute.MirroredStrategy` over every local GPU
 (or `replicas` of them) and, on a machine without GPUs, over `replicas` logical CPU devices, so that the
 whole path can be tested on any machine. `multiworker` is `MultiWorkerMirroredStrategy` over the cluster
 in `TF_CONFIG` (TensorFlow's own format); the chief writes the run record and takes the commands.

@@ -1,5 +1,5 @@
 """The compiled step of one phase, in two variants, each traced once: on one device only the first
-phase's starting variant while preparing (the others' losses checked), the rest during the run (warmup.py).
+phase's starting variant while preparing (the others' losses checked), the rest during the run (loop/warmup.py).
 
 `fast`: nothing of this phase is frozen, so the optimizer updates every phase variable
 (`optimizer.apply`), exactly as a bare Keras loop would.
@@ -77,7 +77,7 @@ class DirectCall:
     Why: every call of a `tf.function` looks its trace up again (binding the arguments, hashing a function
     type that holds the spec of every captured variable): about 0.2 ms a call on this project's CPU, 4-9%
     of the ring's step. A variant is traced once per phase, where the loop calls it (the device scope is
-    part of the lookup's key, and warmup.py traces under the loop's device), so the first call takes the
+    part of the lookup's key, and loop/warmup.py traces under the loop's device), so the first call takes the
     concrete function from the `tf.function` (waiting, on its lock, for a trace under way on the warm-up
     thread) and later calls go to it directly. The graph that runs is the same one."""
 
@@ -212,7 +212,7 @@ class PhaseStep:
         self.on_trace(self.phase.name, "masked")
         return self._masked_body()
 
-    # -- hooks the replicated step (replicated.py) overrides; identities on one device -------------------------
+    # -- hooks the replicated step (engine/replicated.py) overrides; identities on one device -------------------------
     #: whether `_reduce` needs the statistics before the step (replicas average their change)
     _syncs_stats = False
 

@@ -231,7 +231,7 @@ def prepare(config: RunConfig, on_trace: Callable[[str, str], None]) -> Prepared
         clock.lap("steps")
     warnings = default_name_warnings(exp.models) + untrained_nested_warnings(
         exp.models, [v.path for vs in phase_vars for v in vs])
-    # One device (warmup.py): the first phase's starting variant is traced now; the other phases' losses are
+    # One device (loop/warmup.py): the first phase's starting variant is traced now; the other phases' losses are
     # checked now (their forward and backward pass traced: where user code fails, so it fails here), their
     # starting variants traced on a thread after the first step, every other variant once every phase
     # stepped. With replicas, everything now.
@@ -273,7 +273,7 @@ def prepare(config: RunConfig, on_trace: Callable[[str, str], None]) -> Prepared
 def check_controls(lr: Iterable[str], freeze: Iterable[str], schedule: dict[str, Any] | None,
                    phase_names: Sequence[str], variables: Sequence[VarInfo]) -> tuple[tuple[str, ...], Policy | None]:
     """The learning rates' phases, the freeze set's scopes and the schedule (one count per phase), checked
-    against the experiment: a new run's settings here, and the settings given with `--resume` (resume.py)
+    against the experiment: a new run's settings here, and the settings given with `--resume` (loop/restore.py)
     the same way, so that both are refused with the same line before the run directory is touched.
     Returns the normalised freeze set and the policy (None without a schedule)."""
     unknown = set(lr) - set(phase_names)

@@ -4,7 +4,7 @@ Each replica runs the phase's loss on its own share of the global batch (`batch_
 drawn from its own random stream; `batch_size=None`: its slice of the data) and takes the gradients.
 Then one all-reduce (the mean) gives every replica the same gradients, the same loss and the same
 BatchNormalization statistics, and each replica runs exactly the single-device step's arithmetic on
-them (step.py: Keras' clipping, the masked variant's frozen mask, restore and live-norm clipping), on
+them (engine/phase_step.py: Keras' clipping, the masked variant's frozen mask, restore and live-norm clipping), on
 its own copy of every variable. So the copies never drift apart and exactness is per copy: a frozen
 variable and its slots are put back on every replica, bit for bit.
 

@@ -1,7 +1,7 @@
 """The experiment-file API, types only: named Keras models plus the phases that train them.
 
 A phase has a name, a loss, the scopes it trains and its own optimizer. Loading a file into these types
-is `loading.py`'s job (and the GAN shortcut's, `gan.py`), so that this module, which the compiled step and
+is `experiment/loading.py`'s job (and the GAN shortcut's, `experiment/gan.py`), so that this module, which the compiled step and
 the trainer import, depends on nothing else of the core and no cycle can form through it.
 """
 from __future__ import annotations

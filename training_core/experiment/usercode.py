@@ -3,8 +3,8 @@ GAN shortcut's models): a one-line `UserError` naming what failed, the exception
 user's file, with the full traceback kept as `detail` for the window's "Details" button.
 
 One helper, so every entry point words these failures the same way and none of them leaks a
-traceback to the terminal. Kept apart from `loading.py` because the GAN builder needs it too, and
-`loading.py` imports the GAN builder.
+traceback to the terminal. Kept apart from `experiment/loading.py` because the GAN builder needs it too, and
+`experiment/loading.py` imports the GAN builder.
 """
 from __future__ import annotations
 

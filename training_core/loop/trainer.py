@@ -51,7 +51,7 @@ class Trainer:
         self.config = config.validate()
         self.resuming = resume
         extra = [] if observers is None else [observers] if isinstance(observers, Observer) else list(observers)
-        self.warm = WarmUp(self._on_trace)  # which variants are traced when (warmup.py)
+        self.warm = WarmUp(self._on_trace)  # which variants are traced when (loop/warmup.py)
         self.handle = TrainerHandle(self)  # what the observers see
         self._dispatch = EventDispatch(lambda: self.observers)
         self.observers: list[Observer] = [*default_observers(self.config), *extra]

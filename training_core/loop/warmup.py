@@ -142,7 +142,7 @@ def _keras_state(restore: dict | None = None) -> dict:
     `keras.config` switches such as flash attention): the thread traces with the training thread's, as if it
     had traced there. (Every phase's loss is first traced on the training thread, by its first variant or by
     `check_loss`, so a loss that fails fails there; the thread traces the other variants, which the fast
-    ones build with their own forward and backward pass, as a plain loop's step does: step.py.)
+    ones build with their own forward and backward pass, as a plain loop's step does: engine/phase_step.py.)
     Read (no argument) on the training thread between steps, where no call's scope is open.
 
     The name-scope stack is the one thing the thread gets a copy of: a model call traced there pushes its

@@ -2,13 +2,13 @@
 
 Why one module: the names were spread over seven (the scalars reader, the variable store, the lock, the
 trim, the checkpoint store, the commands file, the export guard), so knowing which files belong to a
-run meant importing all of them. Readers, writers and the export guard (`outputs.py`) take the names
+run meant importing all of them. Readers, writers and the export guard (`rundir/outputs.py`) take the names
 from here; nothing here reads or writes a file but the checkpoint listing, which needs no TensorFlow.
 
     RUN_DIR/config.toml        the resolved configuration (RunConfig)
             events.jsonl       one JSON event per line, strict JSON
             scalars.csv        step,wall_time,tag,value: losses and metric/<name>
-            variables/         per-variable norms, one binary file per phase (varstore.py)
+            variables/         per-variable norms, one binary file per phase (rundir/varstore.py)
             samples/           step-NNNNNNNNN.npz drawings
             checkpoints/       ckpt-<step>.index/.data-*: TensorFlow checkpoints with the host state
             models/            each model's weights in Keras' format at the end

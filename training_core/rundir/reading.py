@@ -2,7 +2,7 @@
 
 The run directory is the one record of a run: `config.toml` (what was asked), `events.jsonl` (every
 lifecycle and control event, so a hand-tuned run can be replayed), `scalars.csv` (losses and
-metrics, one row per step and tag), `variables/` (the per-variable norms, binary: see varstore.py),
+metrics, one row per step and tag), `variables/` (the per-variable norms, binary: see rundir/varstore.py),
 `tb/` (TensorBoard) and `checkpoints/`.
 
 Readers accept a record cut at any byte, because a killed process (or a full disk) may stop
@@ -10,7 +10,7 @@ mid-write and everything complete before that must stay usable: a torn last line
 header, bytes that are not UTF-8 or lines that are not what they should be are skipped, never fatal.
 `LineTail` reads only the bytes a growing file gained since the last call, so following a live run
 costs what is new, not the run's length; it starts over when the file was cut back and rewritten
-(a resume between two reads: readmark.py). Pure Python and numpy: the window and the figure exporter
+(a resume between two reads: rundir/readmark.py). Pure Python and numpy: the window and the figure exporter
 read runs without loading TensorFlow.
 """
 from __future__ import annotations
@@ -47,7 +47,7 @@ class LineTail:
     whether the file is still the one read).
 
     `read_lines()` reads only new bytes. If what it read is no longer the file's content (a resume or a
-    rollback cut the file back and it may have grown again since; or the file was replaced: readmark.py),
+    rollback cut the file back and it may have grown again since; or the file was replaced: rundir/readmark.py),
     `reset` turns True for that call and the lines are the whole file again."""
 
     def __init__(self, path: str | Path) -> None:
@@ -128,7 +128,7 @@ def parse_event_lines(lines: list[str]) -> list[Event]:
 
 
 def read_events(run_dir: str | Path) -> list[Event]:
-    """Events in the order they happened (typed; see events.py). Damaged or torn lines are skipped."""
+    """Events in the order they happened (typed; see base/events.py). Damaged or torn lines are skipped."""
     return parse_event_lines(LineTail(Path(run_dir) / EVENTS_FILE).read_lines())
 
 

@@ -2,7 +2,7 @@
 follows a live record by byte offset (`LineTail` for events.jsonl and scalars.csv, `VarFileReader` for
 variables/).
 
-A record only grows, except when a resume or a rollback cuts it back to a checkpoint (trim.py truncates
+A record only grows, except when a resume or a rollback cuts it back to a checkpoint (rundir/trim.py truncates
 in place: same inode) and the process then appends again. A reader that polled before the cut and polls
 again after the file grew back past its offset sees a longer file and would read on from its old offset,
 in the middle of the new timeline: steps twice, out of order, and the dropped rows kept. A size check

@@ -52,7 +52,7 @@ def check_target(run_dir: str | Path, target: int | None) -> int:
 
 def recorded_sha256(run_dir: str | Path) -> str | None:
     """The experiment file's sha256 when the run started, from its `config.toml`. The trainer's own config
-    holds the hash of the file as it was loaded now (prepare.py), which is what the two are compared with."""
+    holds the hash of the file as it was loaded now (engine/prepare.py), which is what the two are compared with."""
     try:
         return RunConfig.read_toml(Path(run_dir) / CONFIG_FILE).experiment_sha256
     except UserError:  # read at the start of the resume; if it has gone bad since, there is nothing to compare

@@ -7,7 +7,7 @@ loss rows after N, the per-variable rows after N and the events after the checkp
 event (a command applied after the checkpoint is not in it). Nothing is lost: what is cut goes to
 `dropped/<label>-<time>/` in the same formats, where a human can find it. TensorBoard's files are
 append-only; the record writer adds a SessionLog START at step N+1 instead, which TensorBoard reads
-as "discard every step from here on" (recorder.py).
+as "discard every step from here on" (rundir/writer.py).
 
 Files are scanned from the end, so cutting a long run costs what is dropped, not the run's length.
 No TensorFlow here.

@@ -9,7 +9,7 @@ Fixed-size rows make the file easy to read while it grows and after a kill: the 
 magic line and one JSON line; after it, every complete row is a record and a torn last row is simply
 not there yet. A reader that remembers its offset reads only the new bytes (attach, review of a
 growing run), and a resumed run truncates the rows after its checkpoint by binary search (the reader
-notices, by what precedes its offset, and reads the file again: readmark.py).
+notices, by what precedes its offset, and reads the file again: rundir/readmark.py).
 """
 from __future__ import annotations
 
@@ -121,7 +121,7 @@ class VarFileReader:
     """Reads one phase's file incrementally: `read_new()` returns the rows completed since the last call.
 
     `reset` turns True for a call that found the rows it had read gone (a resume or a rollback cut the file
-    back, and it may have grown again since: readmark.py); the rows returned are then the whole file's."""
+    back, and it may have grown again since: rundir/readmark.py); the rows returned are then the whole file's."""
 
     def __init__(self, path: Path) -> None:
         self.path = path

@@ -196,7 +196,7 @@ class RunData:
             self.version += 1
 
     def add_event(self, event: E.Event) -> None:
-        if isinstance(event, E.Rollback):  # the run went back: so does its record (trim.py), and so do we
+        if isinstance(event, E.Rollback):  # the run went back: so does its record (rundir/trim.py), and so do we
             self.cut_back(event.step)
         self.events.append(event)
         if isinstance(event, E.Start):
@@ -211,7 +211,7 @@ class RunData:
         self.version += 1
 
     def cut_back(self, step: int, through: E.Event | None = None) -> None:
-        """Forget what came after the checkpoint at `step`, as the record on disk is cut (trim.py): rows after
+        """Forget what came after the checkpoint at `step`, as the record on disk is cut (rundir/trim.py): rows after
         `step`, and the events after the checkpoint's own (or after `through`, the last event kept)."""
         for s in self._scalars.values():
             s.truncate(step)

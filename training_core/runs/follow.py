@@ -5,9 +5,9 @@ This is what review of a growing run and attaching to a run another process writ
 cost of a poll is proportional to what is new, not to the run's length, and a record cut at any byte
 (a kill, a full disk, a network file system that shows a file half-written) yields what is complete.
 
-A resume or a rollback cuts the record back to a checkpoint (trim.py) and appends again, possibly past
+A resume or a rollback cuts the record back to a checkpoint (rundir/trim.py) and appends again, possibly past
 where the follower had read before its next poll. Then the model is rebuilt from the start: when a
-reader finds that what it had read is no longer the file's content (readmark.py), and when a poll
+reader finds that what it had read is no longer the file's content (rundir/readmark.py), and when a poll
 reads a new `resumed` or `rollback` event (each follows a cut: this covers a cut that happens to end
 in the bytes a reader last saw). Reading on from the old offsets gave steps twice and out of order,
 and kept the killed process's rows after the checkpoint.
