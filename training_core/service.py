@@ -25,8 +25,8 @@ from training_core.base.config import RunConfig
 from training_core.base.errors import UserError
 from training_core.base.events import Event
 from training_core.base.metrics import MetricsBatch, Status
-from training_core.observers.base import Observer, RunHandle
 from training_core.loop.trainer import Trainer
+from training_core.observers.base import Observer, RunHandle
 
 
 def prepared_info(trainer: Trainer) -> P.PreparedInfo:

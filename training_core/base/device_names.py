@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import re
+
 from training_core.base.errors import UserError
-
-
-
 
 DEVICE_HELP = "auto (default), cpu, gpu:N or mirrored (every GPU, or 2 CPU devices)"
 

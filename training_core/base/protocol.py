@@ -21,7 +21,6 @@ from training_core.base.metrics import MetricsBatch, Status
 from training_core.base.scopes import ScopeNode, VarInfo
 
 
-
 # -- requests: window -> service ---------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Load:

@@ -17,12 +17,12 @@ from typing import Any, Sequence
 
 from training_core.base import events as E
 from training_core.base.argparsing import run_cli
-from training_core.cli.options import build_parser, config_from_args, replay_from_args, resume_from_args  # noqa: F401 - API
 from training_core.base.config import RunConfig
 from training_core.base.errors import UserError
 from training_core.base.metrics import MetricsBatch
-from training_core.observers.base import Observer
+from training_core.cli.options import build_parser, config_from_args, replay_from_args, resume_from_args  # noqa: F401 - API
 from training_core.loop.trainer import Trainer
+from training_core.observers.base import Observer
 
 
 class ProgressBar(Observer):
@@ -151,7 +151,9 @@ def _main(argv: Sequence[str] | None) -> int:
             raise  # before anything was written: bad input, exit 2
         lost = trainer.source.failure_line(e, trainer.step, trainer.run_dir)  # a multiworker peer died
         from training_core.rundir.layout import SCALARS_FILE
-        from training_core.rundir.trim import last_scalar_step  # a write that failed (a full disk) ended the record before the step
+        from training_core.rundir.trim import (
+            last_scalar_step,  # a write that failed (a full disk) ended the record before the step
+        )
         kept = last_scalar_step(trainer.run_dir / SCALARS_FILE) if trainer.run_dir is not None else 0
         chief = trainer.prepared is None or trainer.prepared.placement.chief  # a worker's run_dir: its scratch
         where = (f"the record up to step {kept} is in {trainer.run_dir or 'no directory'}; the traceback is in its "
@@ -170,8 +172,8 @@ def _main(argv: Sequence[str] | None) -> int:
 
 def _list_scopes(cfg: RunConfig) -> int:
     """The scope tree, then what each phase trains (prepared for real, so it is what a run would use)."""
-    from training_core.engine.prepare import prepare
     from training_core.base.scopes import format_phases, format_tree
+    from training_core.engine.prepare import prepare
     p = prepare(cfg, lambda *_: None)
     phases = [(n, list(ph.trains), paths) for n, ph, paths in zip(p.phase_names, p.experiment.phases, p.phase_paths)]
     print(format_tree(p.tree))

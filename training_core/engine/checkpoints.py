@@ -23,13 +23,17 @@ import shutil
 import time
 from pathlib import Path
 from typing import Any
-from training_core.base.errors import WriteFailed
-from training_core.rundir.layout import CHECKPOINT_DIR
+
+from training_core.base.errors import WriteFailed, describe
 from training_core.engine.slots import slots_by_variable
-from training_core.rundir.layout import MODELS_DIR, PREFIX, checkpoint_prefix, checkpoint_steps, remove_partial
-from training_core.base.errors import describe
-
-
+from training_core.rundir.layout import (
+    CHECKPOINT_DIR,
+    MODELS_DIR,
+    PREFIX,
+    checkpoint_prefix,
+    checkpoint_steps,
+    remove_partial,
+)
 
 MAX_TO_KEEP = 3
 

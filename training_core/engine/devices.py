@@ -2,10 +2,8 @@
 not take the whole card), the CPU otherwise."""
 from __future__ import annotations
 
-from training_core.base.errors import UserError
 from training_core.base.device_names import DEVICE_HELP, check_device_name
-
-
+from training_core.base.errors import UserError
 
 _growth_set = False
 

@@ -49,9 +49,9 @@ from typing import Any, Callable, Sequence
 
 import tensorflow as tf
 
-from training_core.experiment.api import Models, Phase, StepContext
 from training_core.base.errors import UserError
 from training_core.engine.slots import slots_by_variable
+from training_core.experiment.api import Models, Phase, StepContext
 
 
 def _value(v: Any) -> tf.Tensor:

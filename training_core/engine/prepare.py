@@ -16,15 +16,25 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
+from training_core.base.alternation import Policy, policy_from_dict
 from training_core.base.config import RunConfig
 from training_core.base.errors import UserError
-from training_core.rundir.writer import check_run_dir_free
+from training_core.base.scopes import (
+    ScopeNode,
+    VarInfo,
+    build_scope_tree,
+    default_name_warnings,
+    frozen_mask,
+    in_scope,
+    resolve_scopes,
+    unknown_scope_message,
+    untrained_nested_warnings,
+)
+from training_core.engine.randomness import escaping_random_ops
 from training_core.experiment.api import Experiment, Models
 from training_core.experiment.loading import build_experiment, example_path, file_sha256, load_module, require_file
-from training_core.engine.randomness import escaping_random_ops
-from training_core.base.alternation import Policy, policy_from_dict
-from training_core.base.scopes import ScopeNode, VarInfo, build_scope_tree, default_name_warnings, frozen_mask, in_scope, resolve_scopes, unknown_scope_message, untrained_nested_warnings
 from training_core.experiment.usercode import user_code
+from training_core.rundir.writer import check_run_dir_free
 
 
 @dataclass

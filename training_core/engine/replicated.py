@@ -33,9 +33,9 @@ from typing import Any
 
 import tensorflow as tf
 
-from training_core.experiment.api import StepContext
 from training_core.base.errors import UserError
 from training_core.engine.phase_step import PhaseStep, _value
+from training_core.experiment.api import StepContext
 
 
 class ReplicatedStep(PhaseStep):

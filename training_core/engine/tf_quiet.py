@@ -123,8 +123,8 @@ def import_tensorflow(intra_op_threads: int = 0):
         return tf
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     with quiet_stderr():
-        import tensorflow as tf
         import keras  # noqa: F401
+        import tensorflow as tf
         if intra_op_threads > 0:
             try:
                 tf.config.threading.set_intra_op_parallelism_threads(intra_op_threads)

@@ -22,9 +22,9 @@ from typing import Any, Callable
 
 import numpy as np
 
+from training_core.base.alternation import parse_ratio
 from training_core.base.errors import UserError
 from training_core.experiment.api import Experiment, Models, Phase, SampleContext, StepContext
-from training_core.base.alternation import parse_ratio
 from training_core.experiment.usercode import user_code
 
 #: what a file must define to be a GAN-shortcut file

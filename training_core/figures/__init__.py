@@ -6,9 +6,36 @@ copied out of a `RunData` and smoothed once). app/export/ only draws these; the 
   variable_styles                                            colour and line style per variable  styles.py
   minmax_decimate                                            peak-preserving decimation      decimate.py
 """
-from training_core.figures.data import DASHES, N_COLOURS, NO_UPDATE_NOTE, REFERENCE_RATIO, Curve, FigureData, LegendEntry, PlotData, metric_tags
+from training_core.figures.data import (
+    DASHES,
+    N_COLOURS,
+    NO_UPDATE_NOTE,
+    REFERENCE_RATIO,
+    Curve,
+    FigureData,
+    LegendEntry,
+    PlotData,
+    metric_tags,
+)
 from training_core.figures.decimate import minmax_decimate
-from training_core.figures.spec import COLOUR_BY, FORMATS, LAYOUTS, PLOT_NAMES, SIZE_PRESETS, THEMES, UNITS, UPDATE_KINDS, X_AXES, FigureSpec, default_labels, format_from_path, from_units, parse_size, short_label, to_units
+from training_core.figures.spec import (
+    COLOUR_BY,
+    FORMATS,
+    LAYOUTS,
+    PLOT_NAMES,
+    SIZE_PRESETS,
+    THEMES,
+    UNITS,
+    UPDATE_KINDS,
+    X_AXES,
+    FigureSpec,
+    default_labels,
+    format_from_path,
+    from_units,
+    parse_size,
+    short_label,
+    to_units,
+)
 from training_core.figures.styles import split_path, variable_styles
 
 __all__ = [n for n in dir() if not n.startswith("_")]

@@ -5,14 +5,14 @@ is decided here, in one place, in the order that matters."""
 from __future__ import annotations
 
 from training_core.base.config import RunConfig
-from training_core.observers.health import HealthMetrics
-from training_core.observers.checkpointing import Checkpointer
 from training_core.observers.alarms import LeakAlarm, NanAlarm, NanRollback
 from training_core.observers.base import Observer
-from training_core.observers.sampling import Sampler
-from training_core.observers.record import RunRecord
+from training_core.observers.checkpointing import Checkpointer
 from training_core.observers.command_file import CommandFileReader
+from training_core.observers.health import HealthMetrics
+from training_core.observers.record import RunRecord
 from training_core.observers.sample_record import SampleRecord
+from training_core.observers.sampling import Sampler
 
 
 def default_observers(config: RunConfig) -> list[Observer]:

@@ -37,6 +37,7 @@ import json
 import os
 import socket
 from pathlib import Path
+
 from training_core.base import events as E
 from training_core.base.commands import Command, Envelope, command_from_dict
 from training_core.base.errors import UserError

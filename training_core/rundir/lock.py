@@ -28,9 +28,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
+
 from training_core.base.errors import UserError
 from training_core.rundir.layout import LOCK_FILE
-
 
 #: a lock file still empty or torn after this long was left by a writer that died while creating it
 _TORN_GRACE_S = 5.0

@@ -10,11 +10,9 @@ run itself writes, and everything under its subfolders, are refused; any other n
 from __future__ import annotations
 
 from pathlib import Path
+
 from training_core.base.errors import UserError
-from training_core.rundir.layout import is_run_dir
-from training_core.rundir.layout import RECORD_NAMES
-
-
+from training_core.rundir.layout import RECORD_NAMES, is_run_dir
 
 
 def record_owner(path: str | Path) -> Path | None:

@@ -20,14 +20,15 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
 import numpy as np
+
 from training_core.base.errors import UserError
 from training_core.base.events import Event, event_from_dict
+from training_core.rundir.layout import CONFIG_FILE, EVENTS_FILE, SCALARS_FILE
 from training_core.rundir.readmark import ReadMark
 from training_core.rundir.varstore import KINDS as VAR_KINDS
 from training_core.rundir.varstore import read_variables
-from training_core.rundir.layout import CONFIG_FILE, EVENTS_FILE, SCALARS_FILE
-
 
 SCALARS_HEADER = "step,wall_time,tag,value"
 

@@ -15,10 +15,10 @@ import os
 import re
 from pathlib import Path
 from typing import Any
+
 import numpy as np
+
 from training_core.rundir.layout import SAMPLES_DIR
-
-
 
 _NAME = re.compile(r"step-(\d{9,})\.npz")
 

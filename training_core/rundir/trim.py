@@ -19,13 +19,11 @@ import os
 from datetime import datetime
 from pathlib import Path
 from typing import BinaryIO, Iterable, Iterator, TypeVar
-from training_core.rundir.layout import EVENTS_FILE, SAMPLES_DIR, SCALARS_FILE
+
+from training_core.rundir.layout import DROPPED_DIR, EVENTS_FILE, SAMPLES_DIR, SCALARS_FILE, VARIABLES_DIR
 from training_core.rundir.reading import SCALARS_HEADER
 from training_core.rundir.samples import list_samples
-from training_core.rundir.layout import VARIABLES_DIR
 from training_core.rundir.varstore import truncate_after
-from training_core.rundir.layout import DROPPED_DIR
-
 
 T = TypeVar("T")
 _CHUNK = 1 << 16

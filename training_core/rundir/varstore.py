@@ -18,10 +18,11 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Sequence
-import numpy as np
-from training_core.rundir.readmark import ReadMark
-from training_core.rundir.layout import VARIABLES_DIR
 
+import numpy as np
+
+from training_core.rundir.layout import VARIABLES_DIR
+from training_core.rundir.readmark import ReadMark
 
 MAGIC = b"FREEZEFRAME-VARIABLES 1\n"
 KINDS = ("update_norm", "update_ratio", "grad_norm")

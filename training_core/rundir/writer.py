@@ -13,19 +13,19 @@ and `stop` events, which are written if the disk still takes them and never rais
 """
 from __future__ import annotations
 
-from datetime import datetime
-from pathlib import Path
 import json
 import queue
 import threading
+from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
 from training_core.base import events as E
-from training_core.rundir import lock as runlock
 from training_core.base.errors import UserError, WriteFailed, describe
 from training_core.base.metrics import PhaseBlock
+from training_core.rundir import lock as runlock
 from training_core.rundir.layout import CHECKPOINT_DIR, CONFIG_FILE, EVENTS_FILE, SCALARS_FILE, TB_DIR
 from training_core.rundir.reading import SCALARS_HEADER
 from training_core.rundir.varstore import VARIABLES_DIR, VarFileWriter, file_name

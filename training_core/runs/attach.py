@@ -27,14 +27,13 @@ from training_core.base.config import RunConfig
 from training_core.base.errors import UserError
 from training_core.base.metrics import Status
 from training_core.base.protocol import PreparedInfo
-from training_core.rundir.commands_file import append_command
-from training_core.rundir.samples import list_samples, load_samples
-from training_core.rundir.lock import Holder, gone_writer, read_holder
-from training_core.rundir.layout import CONFIG_FILE, EVENTS_FILE
 from training_core.base.scopes import ScopeNode, VarInfo, build_scope_tree
+from training_core.rundir.commands_file import append_command
+from training_core.rundir.layout import CONFIG_FILE, EVENTS_FILE
+from training_core.rundir.lock import Holder, gone_writer, read_holder
+from training_core.rundir.samples import list_samples, load_samples
 from training_core.runs.data import RunData
 from training_core.runs.follow import RunFollower
-
 
 WRITER_CHECK_S = 2.0  # how often the lock is read to see whether the writer still runs
 

@@ -21,8 +21,8 @@ from typing import Sequence
 from psygnal import Signal
 
 from training_core.base.errors import UserError
-from training_core.rundir.layout import is_run_dir
 from training_core.base.scopes import in_scope
+from training_core.rundir.layout import is_run_dir
 from training_core.runs.data import RunData
 from training_core.runs.follow import RunFollower
 

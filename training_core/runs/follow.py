@@ -19,11 +19,9 @@ from pathlib import Path
 import numpy as np
 
 from training_core.base import events as E
-from training_core.rundir.layout import EVENTS_FILE, SCALARS_FILE
+from training_core.rundir.layout import EVENTS_FILE, SCALARS_FILE, VARIABLES_DIR
 from training_core.rundir.reading import LineTail, parse_event_lines, parse_scalar_lines
-from training_core.rundir.layout import VARIABLES_DIR
 from training_core.rundir.varstore import VarFileReader
-
 from training_core.runs.data import RunData
 
 #: events written right after the record was cut back to a checkpoint
