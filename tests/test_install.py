@@ -86,7 +86,7 @@ def test_the_metadata_declares_the_command_and_the_pins_of_requirements_txt(targ
 
 
 def test_the_installed_entry_sets_tensorflows_log_level_before_tensorflow_loads(target, tmp_path):
-    probe = ("import os, sys, app.entry, training_core.loading as loading; "
+    probe = ("import os, sys, app.entry, training_core.experiment.loading as loading; "
              "print(app.entry.__file__, loading.EXAMPLES_DIR, os.environ.get('TF_CPP_MIN_LOG_LEVEL'), "
              "'tensorflow' in sys.modules, 'PySide6' in sys.modules)")
     r = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=installed_env(target), capture_output=True,
