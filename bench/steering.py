@@ -9,9 +9,12 @@ import time
 from pathlib import Path
 
 
-class _Trainer:
+class _Run:
+    """The parts of a run's handle (observers/base.py RunHandle) the command reader uses."""
+
     def __init__(self, run_dir: Path) -> None:
         self.run_dir = run_dir
+        self.command_file_start = None
 
     def send(self, *_args) -> None: ...
 
@@ -23,7 +26,7 @@ def measure_command_file(looks: int) -> dict[str, float]:
     from training_core.rundir.commands_file import POLL_S
     from training_core.observers.command_file import CommandFileReader
     d = Path(tempfile.mkdtemp(prefix="ff-bench-cmd-"))
-    t = _Trainer(d)
+    t = _Run(d)
     reader = CommandFileReader()
     reader.on_run_begin(t)
     t0 = time.perf_counter()

@@ -440,3 +440,51 @@ def test_a_typo_beside_a_model_with_a_nested_backbone_is_named_as_a_typo(tmp_pat
         prepare(RunConfig(experiment_file=str(path)), lambda *_: None)
     assert str(e.value) == ("phase 'fit' trains an unknown scope 'backbon'; did you mean backbone? "
                             "(see them all with --list-scopes)")
+
+
+SIBLING_EXPERIMENT = '''
+import keras
+import numpy as np
+from training_core import Experiment, Phase
+import ff_sibling_models as sib  # a module beside this file, as `python this_file.py` would find it
+
+
+def build():
+    g = sib.make("generator", 4)
+    d = sib.make("discriminator", 1)
+    def d_loss(ctx):
+        return keras.ops.mean(keras.ops.square(d(ctx.batch) - 1.0)) + keras.ops.mean(keras.ops.square(d(g(ctx.normal((8, 2))))))
+    def g_loss(ctx):
+        return keras.ops.mean(keras.ops.square(d(g(ctx.normal((8, 2)))) - 1.0))
+    return Experiment(name="sibling", models={"generator": g, "discriminator": d},
+                      phases=[Phase("D", d_loss, ["discriminator"]), Phase("G", g_loss, ["generator"])],
+                      data=np.random.default_rng(0).normal(size=(64, 2)).astype("float32"), batch_size=8)
+'''
+
+SIBLING = '''
+import keras
+
+def make(name, width):
+    with keras.name_scope(name):
+        return keras.Sequential([keras.Input((2,)), keras.layers.Dense({units}), keras.layers.Dense(2 if name == "generator" else 1)], name=name)
+'''
+
+
+def test_an_experiment_file_imports_a_module_beside_it_as_python_would(tmp_path):
+    """`import ff_sibling_models` in an experiment file finds the module in the file's folder (it raised
+    ModuleNotFoundError), the run trains, and an edited sibling is imported afresh by the next load in the same
+    process (the window's training process prepares run after run)."""
+    from training_core.experiment.loading import load_module
+
+    from .helpers import run
+    folder = tmp_path / "project"
+    folder.mkdir()
+    exp = write_file(folder, "sibling_gan.py", SIBLING_EXPERIMENT)
+    write_file(folder, "ff_sibling_models.py", SIBLING.format(units=3))
+    trainer = run(RunConfig(experiment_file=str(exp), steps=4, run_dir=str(tmp_path / "run"), checkpoint_every=0))
+    shapes = {v.path: v.shape for v in trainer.prepared.var_infos}
+    assert [s for p, s in shapes.items() if p.startswith("generator/") and p.endswith("kernel")][0] == (2, 3)
+    assert trainer.step == 4
+    write_file(folder, "ff_sibling_models.py", SIBLING.format(units=5))
+    module = load_module(exp)
+    assert "Dense(5)" in open(module.sib.__file__).read() and module.sib.make("generator", 1).layers[0].units == 5

@@ -58,8 +58,14 @@ def require_file(path: str | Path) -> Path:
 
 
 def load_module(path: str | Path) -> ModuleType:
-    """Import an experiment file; a file that is missing or raises becomes a one-line `UserError`."""
+    """Import an experiment file; a file that is missing or raises becomes a one-line `UserError`.
+
+    The file imports what lies beside it, as `python file.py` would: its folder comes first on `sys.path`
+    (and stays there, as it does for a script, for imports made later inside its functions). Modules that an
+    earlier load imported from that folder are forgotten first, so a file edited between two runs of the
+    window's training process is imported as it is now."""
     path = require_file(path)
+    _put_folder_first(path.resolve().parent)
     name = f"freezeframe_experiment_{hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:10]}"
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
@@ -73,6 +79,17 @@ def load_module(path: str | Path) -> ModuleType:
         sys.modules.pop(name, None)
         raise
     return module
+
+
+def _put_folder_first(folder: Path) -> None:
+    where = str(folder)
+    for name, mod in list(sys.modules.items()):
+        file = getattr(mod, "__file__", None)
+        if file and Path(file).parent == folder and not name.startswith("freezeframe_experiment_"):
+            del sys.modules[name]
+    if where in sys.path:
+        sys.path.remove(where)
+    sys.path.insert(0, where)
 
 
 def build_experiment(module: ModuleType, path: Path) -> Experiment:
