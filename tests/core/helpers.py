@@ -6,6 +6,8 @@ experiment-file API as a user, and tiny models keep each run well under a second
 """
 from __future__ import annotations
 
+import errno
+
 import os
 import subprocess
 import sys
@@ -347,3 +349,16 @@ def wait_for(predicate: Callable[[], bool], timeout: float = 60, interval: float
             return True
         time.sleep(interval)
     return predicate()
+
+
+class FullDisk:
+    """A file whose writes fail as on a full disk (ENOSPC); everything else is the file's."""
+
+    def __init__(self, f: Any) -> None:
+        self._f = f
+
+    def write(self, _data: Any) -> int:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._f, name)

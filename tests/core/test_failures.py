@@ -25,7 +25,7 @@ from training_core.cli.headless import HeadlessObserver
 from training_core.base.commands import Rollback
 from training_core.base.errors import WriteFailed
 
-from .helpers import SCALAR_MODEL, config, error_lines, main_cmd, nan_experiment, start, tiny_gan, wait_for, write_file
+from .helpers import SCALAR_MODEL, FullDisk, config, error_lines, main_cmd, nan_experiment, start, tiny_gan, wait_for, write_file
 
 _DIVERGE = '''
 """SGD(1.5) on w**2 diverges: w doubles each step, so the loss overflows to inf at step 65; half the rate
@@ -210,7 +210,7 @@ class _Fail(Observer):
         trainer = run._t  # the fault is injected behind the handle, into the trainer's own record and store
         if self.what == "scalars":
             rec = next(o for o in trainer.observers if type(o).__name__ == "RunRecord")
-            rec.writer._scalars = _Full(rec.writer._scalars)
+            rec.writer._scalars = FullDisk(rec.writer._scalars)
         else:
             store = trainer.checkpoints
 
@@ -218,17 +218,6 @@ class _Fail(Observer):
                 (store.dir / f"ckpt-{checkpoint_number}_temp").mkdir()
                 raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
             store.manager.save = save
-
-
-class _Full:
-    def __init__(self, f) -> None:
-        self._f = f
-
-    def write(self, _data):
-        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-
-    def __getattr__(self, name):
-        return getattr(self._f, name)
 
 
 @pytest.mark.parametrize("what", ["scalars", "final checkpoint"])

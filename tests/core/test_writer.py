@@ -7,8 +7,6 @@ TensorFlow's training loop involved.
 """
 from __future__ import annotations
 
-import errno
-import os
 
 import numpy as np
 import pytest
@@ -18,6 +16,8 @@ from training_core.base.errors import WriteFailed
 from training_core.base.metrics import PhaseBlock
 from training_core.rundir.varstore import read_variables
 from training_core.runs import read_run
+
+from .helpers import FullDisk
 
 PATHS = {"D": ("disc/dense/kernel", "disc/dense/bias"), "G": ("gen/dense/kernel", "gen/dense/bias", "gen/out/kernel")}
 
@@ -58,26 +58,13 @@ def test_a_record_written_without_a_trainer_reads_back_as_a_run(tmp_path):
     assert run.last_step == 7
 
 
-class _Full:
-    """A file whose writes fail as on a full disk."""
-
-    def __init__(self, f) -> None:
-        self._f = f
-
-    def write(self, _data):
-        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-
-    def __getattr__(self, name):
-        return getattr(self._f, name)
-
-
 def test_a_failing_write_is_raised_on_the_callers_thread_and_the_stop_still_closes(tmp_path):
     """A write that fails on the writer's thread (the variables file on a full disk) is raised on the caller's
     thread, naming the folder and the cause; later batches raise it again; the closing `stop` never raises."""
     d = tmp_path / "run"
     d.mkdir()
     w = RecordWriter(d, [("D", PATHS["D"])], tensorboard=False)
-    w._vars["D"]._f = _Full(w._vars["D"]._f)
+    w._vars["D"]._f = FullDisk(w._vars["D"]._f)
     w.metrics([_block("D", [1, 2])], {})
     with pytest.raises(WriteFailed, match="variables.*No space left on device"):
         w.sync()
