@@ -310,8 +310,7 @@ class MainWindow(QMainWindow):
         self.experiment_panel.set_description("\n\n".join([info.description] * bool(info.description)
                                                            + [f"Warning: {w}" for w in info.warnings]))
         self.status_panel.set_device(info.device_name)
-        if self.session.attached:
-            self.experiment_panel.steps_spin.setValue(c.steps or 0)  # its target (a resume may set a new one)
+        self.experiment_panel.show_target(info.phase_names, c.steps, c.count, attached=self.session.attached)
         if rebuild:
             self.follower.forget()
             self.scope_tree.set_tree(info.tree, c.freeze)

@@ -13,7 +13,8 @@ def run_config(source: Source, experiment: ExperimentPanel, schedule: SchedulePa
     """`tree=None`: the experiment's own schedule, rates and no freeze (the panels show another one)."""
     kind, value = source
     cfg = RunConfig(example=value if kind == "example" else None, experiment_file=value if kind == "file" else None,
-                    steps=experiment.steps(), seed=experiment.seed(), device=experiment.device(),
+                    steps=experiment.steps(), count=experiment.count(), seed=experiment.seed(),
+                    device=experiment.device(),
                     freeze_method=schedule.method(), update_frozen_stats=schedule.update_frozen_stats(),
                     intra_op_threads=gui_intra_op_threads())
     if tree is not None:
@@ -34,7 +35,7 @@ def resume_run_config(run_dir: str, experiment: ExperimentPanel) -> tuple[RunCon
         cfg.steps = panel
     cfg.intra_op_threads = gui_intra_op_threads()
     try:
-        check_target(cfg.run_dir, cfg.steps)
+        check_target(cfg.run_dir, cfg.steps, cfg.count)
     except UserError as e:
         raise UserError(str(e).replace("pass --steps N with", "set a step target in the Experiment panel with"))
     return cfg, ("file", cfg.experiment_file) if cfg.experiment_file else ("example", cfg.example)

@@ -101,9 +101,13 @@ class StatusPanel(QStatusBar):
         if s.device:
             self.set_device(s.device)
         if s.target_steps:
+            # the target may count one phase's steps (--count G: generator iterations); the bar says whose
+            done = int(s.counted) if s.count_phase else int(s.step)
             self.progress.setMaximum(int(s.target_steps))
-            self.progress.setValue(min(int(s.step), int(s.target_steps)))
-            self.progress.setToolTip(f"{s.step:,} of {s.target_steps:,} steps")
+            self.progress.setValue(min(done, int(s.target_steps)))
+            self.progress.setFormat(f"{s.count_phase} %p%" if s.count_phase else "%p%")
+            self.progress.setToolTip(f"{done:,} of {s.target_steps:,} {s.count_phase} steps (step {s.step:,} of "
+                                     f"every phase)" if s.count_phase else f"{s.step:,} of {s.target_steps:,} steps")
             self.progress.show()
         else:
             self.progress.hide()

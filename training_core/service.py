@@ -157,7 +157,7 @@ class Service:
             else:
                 for cmd in catch_up_commands(trainer, config):
                     trainer.send(cmd)
-            trainer.config.steps = config.steps
+            trainer.set_target(config.steps, config.count)
             trainer.config.run_dir = config.run_dir
             with self._lock:
                 pending, self._pending = self._pending, []

@@ -51,6 +51,10 @@ class ExperimentPanel(QWidget):
         self.steps_spin.setSpecialValueText("until stopped")
         self.steps_spin.setToolTip("Stop after this many steps; 0 trains until you press Stop")
         self.steps_spin.setGroupSeparatorShown(True)
+        self.count_combo = QComboBox()  # whose steps the target counts: GAN papers count generator iterations
+        self.count_combo.addItem("steps of every phase", None)
+        self.count_combo.setToolTip("What the step target counts: every phase's steps together, or one phase's "
+                                    "(e.g. G: generator iterations, as GAN papers count them)")
 
         row = QHBoxLayout()
         row.addWidget(self.source_combo, 1)
@@ -64,7 +68,10 @@ class ExperimentPanel(QWidget):
         dev.addWidget(QLabel("Seed"))
         dev.addWidget(self.seed_spin, 1)
         form.addRow("Device", dev)
-        form.addRow("Steps", self.steps_spin)
+        target = QHBoxLayout()
+        target.addWidget(self.steps_spin, 1)
+        target.addWidget(self.count_combo, 1)
+        form.addRow("Steps", target)
         self.buttons = QHBoxLayout()
         self.buttons.setSpacing(4)
         layout = QVBoxLayout(self)
@@ -152,6 +159,23 @@ class ExperimentPanel(QWidget):
     def steps(self) -> int | None:
         return self.steps_spin.value() or None
 
+    def count(self) -> str | None:
+        """The phase whose steps the target counts (None: every phase's; and none without a target)."""
+        return self.count_combo.currentData() if self.steps() else None
+
+    def show_target(self, phase_names: Sequence[str], steps: int | None, count: str | None, attached: bool) -> None:
+        """The experiment's phases to count by; an attached run's own target (a resume may set a new one)."""
+        keep = count if attached else self.count_combo.currentData()
+        with signals_blocked(self.count_combo):
+            self.count_combo.clear()
+            self.count_combo.addItem("steps of every phase", None)
+            for name in phase_names:
+                self.count_combo.addItem(f"{name} steps", name)
+            self.count_combo.setCurrentIndex(max(0, self.count_combo.findData(keep)))
+        if attached:
+            self.steps_spin.setValue(steps or 0)
+
     def set_running(self, running: bool) -> None:
-        for w in (self.source_combo, self.open_button, self.device_combo, self.seed_spin, self.steps_spin):
+        for w in (self.source_combo, self.open_button, self.device_combo, self.seed_spin, self.steps_spin,
+                  self.count_combo):
             w.setEnabled(not running)

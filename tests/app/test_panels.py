@@ -118,6 +118,32 @@ def test_a_finished_run_shows_no_speed(qtbot):
     assert panel.rate_label.text() == "– steps/s"
 
 
+def test_a_target_of_one_phases_steps_is_chosen_in_the_panel_and_shown_in_the_progress_bar(qtbot):
+    """The Experiment panel offers the experiment's phases to count the step target by (generator iterations,
+    as GAN papers count), a run config carries it only with a target, and the status bar's progress counts it."""
+    from app.panels import ExperimentPanel
+    from app.panels.schedule import SchedulePanel
+    from app.run_config import run_config
+    experiment, schedule = ExperimentPanel(), SchedulePanel()
+    qtbot.addWidget(experiment)
+    qtbot.addWidget(schedule)
+    experiment.show_target(["D", "G"], None, None, attached=False)
+    assert [experiment.count_combo.itemText(i) for i in range(experiment.count_combo.count())] == [
+        "steps of every phase", "D steps", "G steps"]
+    experiment.count_combo.setCurrentIndex(2)
+    assert experiment.count() is None  # no target: "until stopped" counts nothing
+    experiment.steps_spin.setValue(100)
+    cfg = run_config(("example", "ring"), experiment, schedule)
+    assert (cfg.steps, cfg.count) == (100, "G")
+    experiment.show_target(["D", "G"], 300, "D", attached=True)  # an attached run shows its own target
+    assert (experiment.steps(), experiment.count()) == (300, "D")
+    panel = StatusPanel()
+    qtbot.addWidget(panel)
+    panel.show_status(Status(step=400, running=True, target_steps=100, count_phase="G", counted=80))
+    assert panel.progress.value() == 80 and panel.progress.format() == "G %p%"
+    assert panel.progress.toolTip() == "80 of 100 G steps (step 400 of every phase)"
+
+
 def test_elapsed_format():
     assert format_elapsed(0) == "0.0 s" and format_elapsed(59.94) == "59.9 s"
     assert format_elapsed(60) == "0:01:00" and format_elapsed(3725.9) == "1:02:05"

@@ -34,6 +34,7 @@ BAD = {  # name: (arguments, a word the one line must contain)
     "run_dir_not_empty": (["--run-dir", "{tmp}/full"], "not empty"),
     "run_dir_is_a_file": (["--run-dir", "{tmp}/full/keep.txt"], "is a file"),
     "negative_steps": (["--steps", "-1"], "--steps"),
+    "count_unknown_phase": (["--steps", "5", "--count", "X"], "--count X: the experiment has no phase of that name"),
     "unknown_option": (["--frezee", "generator"], "--frezee"),
     "models_do_not_fit": (["--experiment", "{tmp}/misfit.py"], "noise_dim"),
     "seed_negative": (["--seed", "-1"], "seed must be a whole number from 0 to 4294967295"),

@@ -38,6 +38,9 @@ class RunConfig:
     #: sha256 of the experiment file when the run started, so a replay can tell it changed
     experiment_sha256: str | None = None
     steps: int | None = None  # None: until stopped
+    #: which phase's steps `steps` counts (GAN papers count generator iterations: `--steps 100 --count G`);
+    #: None: every phase's steps together
+    count: str | None = None
     seed: int = 0
     batch_size: int | None = None  # None: the experiment's own
     schedule: dict[str, Any] = field(default_factory=dict)  # {} = 1:1:...
@@ -94,6 +97,9 @@ class RunConfig:
                             f"{self.sample_seconds}")
         if self.steps is not None and self.steps < 0:
             raise UserError(f"--steps must be >= 0, got {self.steps}")
+        if self.count is not None and self.steps is None:
+            raise UserError(f"--count {self.count} says which phase's steps --steps counts, but no --steps is given; "
+                            f"add --steps N, or drop --count")
         if self.freeze_method not in FREEZE_METHODS:
             raise UserError(f"freeze method {self.freeze_method!r} is unknown; use 'exact' or 'gate'")
         for name in ("fetch_every", "var_every"):

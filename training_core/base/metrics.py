@@ -63,6 +63,9 @@ class Status:
     run_dir: str = ""
     target_steps: int | None = None
     traces: int = 0
+    #: the phase whose steps the target counts ("": every phase's), and how many it has run
+    count_phase: str = ""
+    counted: int = 0
 
 
 @dataclass

@@ -42,9 +42,12 @@ class ProgressBar(Observer):
 
     def _draw(self, s: Any) -> None:
         if self.target:
-            frac = min(1.0, s.step / self.target)
+            done = s.counted if s.count_phase else s.step
+            frac = min(1.0, done / self.target)
             bar = "#" * int(30 * frac) + "-" * (30 - int(30 * frac))
-            text = f"[{bar}] {s.step}/{self.target} {100 * frac:5.1f}%"
+            # counting one phase's steps (--count G): the bar says whose, and the step of all phases follows
+            what = f" {s.count_phase} steps (step {s.step})" if s.count_phase else ""
+            text = f"[{bar}] {done}/{self.target}{what} {100 * frac:5.1f}%"
         else:
             text = f"step {s.step}"
         text += f"  {s.steps_per_s:7.1f} steps/s  phase {s.phase:<6} {s.elapsed_s:6.1f}s"

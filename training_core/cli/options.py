@@ -30,6 +30,8 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--replay", metavar="RUN_DIR",
                      help="replay a recorded run: its config.toml and its control changes, at the same steps")
     p.add_argument("--steps", type=int, help="number of steps (default: until Ctrl-C)")
+    p.add_argument("--count", metavar="PHASE", help="--steps counts this phase's steps (e.g. G: generator iterations, "
+                                                   "as GAN papers count); default: every phase's steps together")
     p.add_argument("--ratio", help="fixed alternation A:B[:C...], steps of each phase in turn, e.g. 5:1")
     p.add_argument("--adaptive", metavar="PHASE=LOSS", action="append", default=[],
                    help="adaptive policy: stay in a phase until its loss < LOSS (repeat per phase)")
@@ -96,6 +98,8 @@ def config_from_args(a: argparse.Namespace) -> RunConfig:
             cfg.example = a.example
     if a.steps is not None:
         cfg.steps = a.steps
+    if a.count is not None:
+        cfg.count = a.count
     schedule = _schedule(a)
     if schedule:
         cfg.schedule = schedule
@@ -224,7 +228,7 @@ def replay_from_args(a: argparse.Namespace) -> Any:
 
 
 #: what makes a run the run it is: fixed once it began (its checkpoints are of exactly that)
-_NOT_ON_RESUME = {"seed": "--seed", "batch_size": "--batch-size", "run_dir": "--run-dir"}
+_NOT_ON_RESUME = {"seed": "--seed", "batch_size": "--batch-size", "run_dir": "--run-dir", "count": "--count"}
 
 
 def resume_from_args(a: argparse.Namespace) -> tuple[RunConfig, list[Any]]:
@@ -243,7 +247,7 @@ def resume_from_args(a: argparse.Namespace) -> tuple[RunConfig, list[Any]]:
     if a.steps is not None:
         cfg.steps = a.steps
     cfg = _run_options(cfg, a, "resume").validate()
-    check_target(cfg.run_dir, cfg.steps)
+    check_target(cfg.run_dir, cfg.steps, cfg.count)
     from training_core.engine.distribute import is_chief
     from training_core.rundir.lock import refusal
     held = is_chief(cfg.strategy) and refusal(cfg.run_dir)  # a non-chief worker only reads the chief's checkpoint

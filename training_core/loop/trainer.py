@@ -112,7 +112,15 @@ class Trainer:
                       steps_per_s=0.0 if f.paused else self._fetcher.steps_per_s,
                       elapsed_s=time.perf_counter() - self._t0 if self._t0 else 0.0,
                       device=p.device_name if p else "", run_dir=str(self.run_dir or ""),
-                      target_steps=self.config.steps, traces=self.traces)
+                      target_steps=self.config.steps, traces=self.traces, count_phase=self.config.count or "",
+                      counted=self.counted())
+
+    def counted(self) -> int:
+        """The steps the step target counts: one phase's (`count`), or every phase's together."""
+        count, st = self.config.count, self.state
+        if count is None or self.prepared is None or count not in self.prepared.phase_names:
+            return st.step
+        return st.phase_counts[self.prepared.phase_names.index(count)] if st.phase_counts else 0
 
     # -- preparation ----------------------------------------------------------------------------------------
     def prepare(self) -> None:
@@ -125,6 +133,7 @@ class Trainer:
         cfg = replace(self.config, run_dir=None) if self.resuming else self.config
         self.prepared = p = prepare(cfg, self.warm.on_trace)
         self.config = p.config
+        self.set_target(self.config.steps, self.config.count)
         # a non-chief worker's own directory (prepare made it): its collective checkpoints, deleted at the end
         self.scratch_dir = None if p.placement.chief else Path(self.config.run_dir)
         if self.resuming:
@@ -142,6 +151,13 @@ class Trainer:
         self.warm.prepared(p)
         for o in self.observers:
             o.on_prepared(self.handle)
+
+    def set_target(self, steps: int | None, count: str | None) -> None:
+        """The step target before the run begins: `steps` of phase `count` (None: of every phase together)."""
+        if count is not None and count not in self.prepared.phase_names:
+            raise UserError(f"--count {count}: the experiment has no phase of that name; phases are "
+                            f"{', '.join(self.prepared.phase_names)}")
+        self.config.steps, self.config.count = steps, count
 
     def _on_trace(self, phase: str, variant: str, retrace: bool) -> None:
         self.traces += 1
@@ -218,12 +234,13 @@ class Trainer:
         next_fetch = time.perf_counter() + fetch_s
         var_every = cfg.var_every
         step_observers = self._step_observers
+        counted = p.phase_names.index(cfg.count) if cfg.count else None  # the target counts this phase's steps
         self.report_status()
         while True:
             self._boundary()
             if flow.stopping:
                 return flow.stop_command.command.reason if flow.stop_command is not None else "stopped"
-            if cfg.steps is not None and st.step >= cfg.steps:
+            if cfg.steps is not None and (st.step if counted is None else st.phase_counts[counted]) >= cfg.steps:
                 return "done"
             if flow.paused:
                 continue

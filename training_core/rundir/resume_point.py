@@ -41,13 +41,37 @@ def resume_point(run_dir: str | Path) -> int:
     return usable[-1] if usable else steps[0]
 
 
-def check_target(run_dir: str | Path, target: int | None) -> int:
-    """The resume step, refusing a step target the run has already reached (before anything is written)."""
+def check_target(run_dir: str | Path, target: int | None, count: str | None = None) -> int:
+    """The resume step, refusing a step target the run has already reached (before anything is written).
+    With `count` (the run's `--count PHASE`) the target counts that phase's steps: how many it had run by the
+    resume step is read from the losses it recorded."""
     step = resume_point(run_dir)
-    if target is not None and target <= step:
-        raise UserError(f"run {run_dir} is at step {step} and its step target is {target}; pass --steps N with "
-                        f"N > {step} to continue it")
+    if target is None:
+        return step
+    done = step if count is None else phase_steps(run_dir, count, step)
+    if target <= done:
+        what = "step" if count is None else f"{count} step"
+        raise UserError(f"run {run_dir} is at {what} {done} and its step target is {target}; pass --steps N with "
+                        f"N > {done} to continue it")
     return step
+
+
+def phase_steps(run_dir: str | Path, phase: str, up_to: int) -> int:
+    """How many steps `phase` ran up to step `up_to`: its `loss/<phase>` rows in scalars.csv (every step of a
+    phase records its loss)."""
+    tag, n = f",loss/{phase},".encode(), 0
+    try:
+        with open(Path(run_dir) / SCALARS_FILE, "rb") as f:
+            for line in f:
+                if tag in line and line.endswith(b"\n"):
+                    try:
+                        if int(line.split(b",", 1)[0]) <= up_to:
+                            n += 1
+                    except ValueError:
+                        continue
+    except FileNotFoundError:
+        pass
+    return n
 
 
 def recorded_sha256(run_dir: str | Path) -> str | None:
