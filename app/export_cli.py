@@ -16,8 +16,9 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from training_core import UserError, in_scope, is_run_dir
+from training_core import UserError, is_run_dir
 from training_core.rundir.outputs import check_output
+from training_core.rundir.reading import scalars_header_problem
 from training_core.base.argparsing import ArgParser, run_cli
 
 from training_core.figures import (COLOUR_BY, FORMATS, LAYOUTS, PLOT_NAMES, THEMES, UNITS, X_AXES, FigureSpec,
@@ -112,6 +113,9 @@ def _check_paths(a: argparse.Namespace) -> None:
         if not is_run_dir(run):
             raise UserError(f"{d} is not a run directory (no scalars.csv and events.jsonl); "
                             "give the directory a training run wrote")
+        problem = scalars_header_problem(run)  # refused as read_scalars refuses it (its docstring says why)
+        if problem:
+            raise UserError(problem)
     if not a.out and not a.csv:
         raise UserError("nothing to write; give --out FILE (.png/.svg/.pdf) and/or --csv FILE")
     if a.out and a.csv and Path(a.out).expanduser().resolve() == Path(a.csv).expanduser().resolve():
@@ -142,6 +146,7 @@ def _main(argv: list[str]) -> int:
     spec, auto_height = spec_from_args(a)
     labels = run_labels(a)
     from training_core.figures import metric_tags
+    from training_core.figures.data import in_variables
     from training_core.runs import read_run
     runs = []
     for label, d in zip(labels, a.export):
@@ -156,7 +161,8 @@ def _main(argv: list[str]) -> int:
             print(f"warning: {path} cannot be read (its header is damaged or cut); its phase's per-variable "
                   f"records are left out", file=sys.stderr)
         runs.append((label, store))
-    if spec.variables and not any(in_scope(p, s) for _, st in runs for p in st.var_paths for s in spec.variables):
+    if spec.variables and not any(in_variables(st, p, s) for _, st in runs for p in st.var_paths
+                                  for s in spec.variables):
         raise UserError(f"--vars {','.join(spec.variables)} matches no variable; see --list-scopes")
     if "metrics" in spec.plots and not metric_tags(runs):
         raise UserError("no metric/ rows in the run(s): the experiment defines no metrics(ctx); "

@@ -83,6 +83,7 @@ class UpdateHeatmap:
         plot.vb.sigResized.connect(self._place_labels)
         self.mode = "relative"
         self.rows: list[tuple[Layer, str]] = []
+        self._variables: list[str] = []
         self.grid: HeatGrid | None = None
         self.highlighted: str | None = None
         self.levels = (-4.0, -1.0)
@@ -109,7 +110,7 @@ class UpdateHeatmap:
         key = (view.signature, mode, tuple(len(ly.data.var_paths) for ly in view.layers))
         if key != self._key:  # what is shown changed (variables are only ever added to a run)
             rows = [(ly, p) for ly in view.layers
-                    for p in scope_order(p for p in ly.data.var_paths if view.runs.shows(p))]
+                    for p in scope_order(p for p in ly.data.var_paths if view.runs.shows(p, ly.data.var_path(p)))]
             self._rebuild(view, mode, rows, key)
         rows = self.rows
         self._view = view
@@ -138,6 +139,7 @@ class UpdateHeatmap:
 
     def _rebuild(self, view: PlotView, mode: str, rows: list[tuple[Layer, str]], key: tuple) -> None:
         self._key, self.rows, self._consumed = key, rows, {}
+        self._variables = [ly.data.var_path(p) for ly, p in rows]  # each row's variable (path@phase -> path)
         if mode != self.mode:
             self.mode = mode
             self._set_title()
@@ -202,9 +204,11 @@ class UpdateHeatmap:
             label.setPos(2, min(top, bottom))
 
     def highlight(self, path: str | None) -> None:
-        """Outline the row(s) of `path` (the variable selected in the tree); None: none."""
+        """Outline the row(s) of `path` (the variable selected in the tree: every phase's row of a variable
+        several phases train); None: none."""
         self.highlighted = path
-        rows = [i for i, (_, p) in enumerate(self.rows) if p == path]
+        rows = [i for i, ((_, p), v) in enumerate(zip(self.rows, self._variables)) if path is not None
+                and path in (p, v)]
         self.highlight_band.setVisible(bool(rows))
         if rows:
             self.highlight_band.setRegion((rows[0], rows[-1] + 1))
@@ -254,6 +258,6 @@ class UpdateHeatmap:
         return text
 
     def clear(self) -> None:
-        self._key, self.rows, self.grid, self._consumed = None, [], None, {}
+        self._key, self.rows, self._variables, self.grid, self._consumed = None, [], [], None, {}
         self.image.clear()
         self.zero_image.clear()

@@ -63,6 +63,7 @@ class UpdateViews:
         self._shown_key: tuple | None = None
         self._movers_at: tuple | None = None  # (what was ranked, how many records then)
         self._shown: list[str] = []
+        self._variable: dict[str, str] = {}  # series name -> the variable's path (path@phase -> path)
         self._build_controls()
         self._show(False, True)
 
@@ -143,8 +144,9 @@ class UpdateViews:
         key = (view.signature, tuple(len(ly.data.var_paths) for ly in view.layers))
         if key != self._shown_key:
             self._shown_key = key
+            self._variable = {p: ly.data.var_path(p) for ly in view.layers for p in ly.data.var_paths}
             self._shown = scope_order(dict.fromkeys(p for ly in view.layers for p in ly.data.var_paths
-                                                    if view.runs.shows(p)))
+                                                    if view.runs.shows(p, self._variable[p])))
         return self._shown
 
     def update(self, view: PlotView) -> None:
@@ -153,8 +155,8 @@ class UpdateViews:
         only = None
         if heat:
             self.heat.update(view, self.mode)
-            chosen = [p for p in paths if p == self.highlighted
-                      or (self.selected and in_scope(p, self.selected))][:AUTO_LIMIT]
+            chosen = [p for p in paths if self.highlighted in (p, self._variable[p])
+                      or (self.selected and in_scope(self._variable[p], self.selected))][:AUTO_LIMIT]
             self._choose_movers(view, paths)
             only = set(chosen) | set(self.movers)
         if only != self.curves.only:

@@ -43,6 +43,7 @@ def zero_reading(frozen: bool) -> str:
 class _VarCurve:
     def __init__(self, name: str, layer: Layer, path: str, curve: LiveCurve) -> None:
         self.name, self.layer, self.path, self.curve = name, layer, path, curve
+        self.variable = layer.data.var_path(path)  # `path` is a series' name: path@phase for a shared variable
         self.color, self.dash = palette.FOREGROUND, 0
         self.log = GrowArray(np.float64)
         self.x = GrowArray(np.float64)
@@ -99,7 +100,8 @@ class UpdateCurves:
         """Append the new log values of every variable; redo all only if the floor had to move down."""
         kind = KIND[self.mode]
         only = self.only
-        shown = {ly.key: [p for p in ly.data.var_paths if view.runs.shows(p) and (only is None or p in only)]
+        shown = {ly.key: [p for p in ly.data.var_paths if view.runs.shows(p, ly.data.var_path(p))
+                          and (only is None or p in only)]
                  for ly in view.layers}
         keep = {view.name(ly, p) for ly in view.layers for p in shown[ly.key]}
         for name in [n for n in self.vars if n not in keep]:  # left the subset (heat-map mode's curves)
@@ -193,23 +195,24 @@ class UpdateCurves:
 
     def _style(self, vc: _VarCurve) -> None:
         hi = self.highlighted
-        style = (vc.frozen, hi is None, hi == vc.path, vc.color, vc.dash)
+        lit = hi is not None and hi in (vc.path, vc.variable)  # a shared variable's path lights each phase's curve
+        style = (vc.frozen, hi is None, lit, vc.color, vc.dash)
         if style == vc.style:
             return
         vc.style = style
-        width = palette.HIGHLIGHT_WIDTH if hi == vc.path else palette.UPDATE_WIDTH
+        width = palette.HIGHLIGHT_WIDTH if lit else palette.UPDATE_WIDTH
         if vc.frozen:
             pen = pg.mkPen(palette.mix(vc.color, palette.FROZEN_GREY, 0.6), width=width)
             pen.setDashPattern(list(palette.FROZEN_DOTS))
             pen.setStyle(QtCore.Qt.PenStyle.DotLine)
         else:
             pen = dashed_pen(vc.color, width, vc.dash)
-        if hi is not None and hi != vc.path:
+        if hi is not None and not lit:
             c = pen.color()
             c.setAlpha(palette.DIM_ALPHA)
             pen.setColor(c)
         vc.curve.setPen(pen)
-        vc.curve.setZValue(10 if hi == vc.path else 1)
+        vc.curve.setZValue(10 if lit else 1)
         self._legend_key = None  # its sample and "(frozen)" follow
 
     def _update_legend(self, view: PlotView) -> None:
@@ -251,7 +254,7 @@ class UpdateCurves:
         self.legend.addItem(item, label)
 
     def highlight(self, path: str | None) -> None:
-        self.highlighted = path if any(vc.path == path for vc in self.vars.values()) else None
+        self.highlighted = path if any(path in (vc.path, vc.variable) for vc in self.vars.values()) else None
         for vc in self.vars.values():
             self._style(vc)
 

@@ -131,3 +131,24 @@ def test_a_phase_file_with_a_damaged_header_is_named_not_left_out_unsaid(run_dir
     r = export(str(cut), "--plots", "updates", "--out", str(out))
     assert r.returncode == 0 and out.is_file(), r.stderr
     assert f"warning: {first} cannot be read" in r.stderr and "left out" in r.stderr, r.stderr
+
+
+def test_a_scalars_file_whose_header_is_damaged_is_refused_as_read_scalars_refuses_it(run_dir, tmp_path):
+    """Bytes over scalars.csv's header: `--export` drew the run without a word while read_scalars raised on it.
+    The export refuses it now with read_scalars' own line (naming the file and the fix), exit 2, nothing
+    written."""
+    import shutil
+    cut = tmp_path / "damaged"
+    shutil.copytree(run_dir, cut)
+    path = cut / "scalars.csv"
+    path.write_bytes(b"XXXX" + path.read_bytes()[4:])
+    out, csv = tmp_path / "fig.png", tmp_path / "fig.csv"
+    r = export(str(cut), "--out", str(out), "--csv", str(csv))
+    assert r.returncode == 2, r.stderr
+    assert [ln for ln in r.stderr.splitlines() if ln.strip()] == [
+        f"error: {path} does not start with its header line step,wall_time,tag,value (the file is damaged, or not "
+        f"a Freezeframe record); make that its first line again and every complete row after it is read"], r.stderr
+    assert r.stdout == "" and not out.exists() and not csv.exists()
+    from training_core import read_scalars
+    with pytest.raises(ValueError, match="does not start with its header line"):
+        read_scalars(cut)

@@ -216,3 +216,34 @@ def test_a_wide_tree_draws_the_rows_on_screen_and_the_others_as_they_come_into_v
     qtbot.waitUntil(lambda: kernel.text(1) == f"{states[last + '/kernel'].value:.2e}", timeout=60_000)
     first = tree.tree.topLevelItem(0)
     assert first.text(1) == f"{states[first.data(0, QtCore.Qt.ItemDataRole.UserRole)].value:.2e}"
+
+
+def test_a_variable_two_phases_train_has_a_row_per_phase_and_its_path_outlines_both(qtbot):
+    """Each phase's records of a shared variable are a row of their own (the store kept the first phase's
+    alone: the other phase's records were never drawn), and the variable selected by its path outlines both."""
+    paths = tuple(f"encoder/layer_{i}/kernel" for i in range(30)) + tuple(f"decoder/layer_{i}/kernel"
+                                                                          for i in range(30))
+    shared = paths[:30]
+    store = RunData()
+    n = 20
+    store.add_batch(MetricsBatch([
+        PhaseBlock("rec", paths, np.arange(1, 2 * n, 2), np.zeros(n), np.ones(n), np.full((n, 60), 1e-2),
+                   np.full((n, 60), 1e-3), np.ones((n, 60)), np.zeros((n, 60), bool), np.ones(n, bool)),
+        PhaseBlock("reg", shared, np.arange(2, 2 * n + 1, 2), np.zeros(n), np.ones(n), np.full((n, 30), 1e-1),
+                   np.full((n, 30), 1e-5), np.ones((n, 30)), np.zeros((n, 30), bool), np.ones(n, bool))]))
+    panel = PlotsPanel(store)
+    qtbot.addWidget(panel)
+    panel.refresh()
+    heat = panel.heat
+    assert panel.update_views.showing_heat
+    names = [p for _, p in heat.rows]
+    assert len(names) == 90 and set(names) == {f"{p}@rec" for p in shared} | {f"{p}@reg" for p in shared} | \
+        set(paths[30:])
+    means = heat.grid.log_means()
+    for i, name in enumerate(names):  # rec's records in the rec row, reg's in the reg row
+        finite = means[i][np.isfinite(means[i])]
+        np.testing.assert_allclose(finite, -5.0 if name.endswith("@reg") else -3.0, atol=1e-6)
+    panel.highlight_variable("encoder/layer_3/kernel")
+    lo, hi = heat.highlight_band.getRegion()
+    assert heat.highlight_band.isVisible()
+    assert {names[i] for i in range(int(lo), int(hi))} >= {"encoder/layer_3/kernel@rec", "encoder/layer_3/kernel@reg"}

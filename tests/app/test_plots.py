@@ -496,3 +496,29 @@ def test_24_variables_get_24_looks_in_the_window(panel_of):
     looks = {(c.opts["pen"].color().name(), c.opts["pen"].style(), tuple(c.opts["pen"].dashPattern()))
              for n, c in panel.curves().items() if n.startswith("update/")}
     assert len(looks) == 24
+
+
+def test_a_variable_two_phases_train_gets_a_curve_per_phase_and_its_path_lights_both(panel_of):
+    """An encoder trained by a reconstruction phase and a regularisation phase: the store kept the first phase's
+    rows alone and the plot drew one curve for the two; now each phase's rows are a curve, named path@phase in
+    the legend, and selecting the variable (by its path, as the scope tree does) lights both."""
+    rec = ("encoder/dense/kernel", "decoder/dense/kernel")
+    store = RunData()
+    panel = panel_of(store)
+    store.add_event(events.Start(phases=["rec", "reg"],
+                                 phase_variables={"rec": list(rec), "reg": ["encoder/dense/kernel"]}))
+    store.add_batch(MetricsBatch([block("rec", np.arange(1, 41, 2), rec),
+                                  block("reg", np.arange(2, 42, 2), ("encoder/dense/kernel",))]))
+    panel.refresh()
+    curves = {n: c for n, c in panel.curves().items() if n.startswith("update/")}
+    assert set(curves) == {"update/encoder/dense/kernel@rec", "update/decoder/dense/kernel",
+                           "update/encoder/dense/kernel@reg"}
+    for name, steps in (("encoder/dense/kernel@rec", np.arange(1, 41, 2)), ("encoder/dense/kernel@reg",
+                                                                             np.arange(2, 42, 2))):
+        np.testing.assert_array_equal(curves[f"update/{name}"].xData, steps)
+        assert panel.update_legend.getLabel(curves[f"update/{name}"]).text == name
+    panel.highlight_variable("encoder/dense/kernel")
+    widths = {n: c.opts["pen"].widthF() for n, c in curves.items()}
+    assert widths == {"update/encoder/dense/kernel@rec": palette.HIGHLIGHT_WIDTH,
+                      "update/encoder/dense/kernel@reg": palette.HIGHLIGHT_WIDTH,
+                      "update/decoder/dense/kernel": palette.UPDATE_WIDTH}

@@ -24,6 +24,12 @@ BAD = {  # name: (arguments, a word the one line must contain)
     "scope_typo": (["--freeze", "generator/dense1"], "did you mean generator/dense_1?"),
     "ratio_zero": (["--ratio", "0:0"], "0:0"),
     "ratio_phases": (["--ratio", "1:2:3"], "3 counts"),
+    "ratio_zero_count": (["--ratio", "5:0"], "ratio 5:0 gives phase 'G' 0 steps, so it would never train; give every "
+                                             "phase a count >= 1 (e.g. 5:1), or freeze what G trains to stop it"),
+    "default_ratio_zero_count": (["--experiment", "{tmp}/ratio_zero.py"],
+                                 "default ratio 1:0 in ratio_zero.py gives phase 'B' 0 steps"),
+    "batch_larger_than_data": (["--batch-size", "70000"], "batch size 70000 is larger than the data of the experiment "
+                                                          "in ring.py (65536 rows); give --batch-size 65536 or less"),
     "missing_file": (["--experiment", "{tmp}/nope.py"], "does not exist"),
     "raises_at_import": (["--experiment", "{tmp}/raises.py"], "ZeroDivisionError"),
     "build_raises": (["--experiment", "{tmp}/build_raises.py"], "boom"),
@@ -31,6 +37,7 @@ BAD = {  # name: (arguments, a word the one line must contain)
     "lr_syntax": (["--lr", "D"], "PHASE=NUMBER"),
     "lr_phase": (["--lr", "X=1e-4"], "X"),
     "lr_inf": (["--lr", "D=inf"], "finite"),
+    "lr_beyond_float32": (["--lr", "D=1e39"], "learning rate for D is 1e+39, more than float32 holds"),
     "run_dir_not_empty": (["--run-dir", "{tmp}/full"], "not empty"),
     "run_dir_is_a_file": (["--run-dir", "{tmp}/full/keep.txt"], "is a file"),
     "negative_steps": (["--steps", "-1"], "--steps"),
@@ -49,6 +56,8 @@ BAD = {  # name: (arguments, a word the one line must contain)
     "config_fetch_fraction": (["--config", "{tmp}/fetch_frac.toml"], "fetch_every = 2.5 must be a whole number"),
     "config_example_path": (["--config", "{tmp}/example_path.toml"], "not a built-in example"),
     "config_is_a_directory": (["--config", "{tmp}/full"], "is a directory"),
+    "config_key_typo": (["--config", "{tmp}/key_typo.toml"], "unknown configuration key(s) learnign_rate (did you "
+                                                              "mean lr?)"),
     # experiment files that do not describe an experiment
     "models_a_list": (["--experiment", "{tmp}/models_list.py"], "must be a dict"),
     "phases_a_string": (["--experiment", "{tmp}/phases_str.py"], "must be a list of Phase"),
@@ -76,6 +85,10 @@ BAD = {  # name: (arguments, a word the one line must contain)
                              "unknown scope 'W/kernal'; did you mean W/kernel?"),
     "resume_lr_phase": (["--resume", "{tmp}/done", "--steps", "30", "--lr", "X=1e-3"],
                         "--lr names unknown phase(s) X; phases are W, C"),
+    "resume_lr_beyond_float32": (["--resume", "{tmp}/done", "--steps", "30", "--lr", "W=1e39"],
+                                 "--lr W is 1e+39, more than float32 holds"),
+    "resume_ratio_zero_count": (["--resume", "{tmp}/done", "--steps", "30", "--ratio", "0:1"],
+                                "ratio 0:1 gives phase 'W' 0 steps"),
     "resume_ratio_phases": (["--resume", "{tmp}/done", "--steps", "30", "--ratio", "1:2:3"],
                             "has 3 counts but the experiment has 2 phases"),
     "resume_adaptive_phase": (["--resume", "{tmp}/done", "--steps", "30", "--adaptive", "X=0.5"],
@@ -114,6 +127,8 @@ _EXPERIMENTS = {
     "nan_data.py": "models={'net': net()}, phases=[Phase('A', loss, trains=['net'])], data=DATA * np.nan, name='x'",
     "shape_mismatch.py": "models={'net': net(3)}, phases=[Phase('A', loss, trains=['net'])]",
     "models_empty.py": "models={}, phases=[Phase('A', loss, trains=['net'])]",
+    "ratio_zero.py": "models={'net': net()}, phases=[Phase('A', loss, trains=['net']), Phase('B', loss, trains=['net'])], "
+                     "default_ratio=[1, 0]",
 }
 _EXPERIMENT = """
 import keras, numpy as np, tensorflow as tf
@@ -128,7 +143,7 @@ def build():
 """
 _CONFIGS = {"seed_zero.toml": 'seed = "zero"', "batch_big.toml": 'batch_size = "big"', "freeze_5.toml": "freeze = 5",
             "tb_no.toml": 'tensorboard = "no"', "fetch_frac.toml": "fetch_every = 2.5",
-            "example_path.toml": 'example = "../../resources/experiments/ring"'}
+            "example_path.toml": 'example = "../../resources/experiments/ring"', "key_typo.toml": "learnign_rate = 1e-3"}
 
 
 def _tree(d) -> dict[str, tuple[int, int, str | None]]:

@@ -488,3 +488,26 @@ def test_an_experiment_file_imports_a_module_beside_it_as_python_would(tmp_path)
     write_file(folder, "ff_sibling_models.py", SIBLING.format(units=5))
     module = load_module(exp)
     assert "Dense(5)" in open(module.sib.__file__).read() and module.sib.make("generator", 1).layers[0].units == 5
+
+
+def test_a_batch_size_larger_than_the_data_is_one_line_naming_both(tmp_path):
+    """`--batch-size 9` on 8 rows of data passed without a word (the step draws its batch with replacement, so it
+    repeated rows). The experiment's own batch size, which a resume or replay asks for again, still passes."""
+    path = write_file(tmp_path, "eight_rows.py", _BUILD.format(loss="keras.ops.mean(ctx.models['net'](ctx.batch[:, :2]))"))
+    with pytest.raises(UserError) as e:
+        prepare(RunConfig(experiment_file=str(path), batch_size=9), lambda *_: None)
+    assert str(e.value) == ("batch size 9 is larger than the data of the experiment in eight_rows.py (8 rows); give "
+                            "--batch-size 8 or less")
+    assert prepare(RunConfig(experiment_file=str(path), batch_size=8), lambda *_: None).experiment.batch_size == 8
+    assert prepare(RunConfig(experiment_file=str(path), batch_size=4), lambda *_: None).experiment.batch_size == 4
+
+
+def test_a_default_ratio_that_gives_a_phase_no_steps_names_the_file(tmp_path):
+    path = write_file(tmp_path, "ratio_zero.py", _BUILD.format(loss="keras.ops.mean(ctx.models['net'](ctx.batch[:, :2]))")
+                      .replace('phases=[Phase("fit", loss, trains=["net"])]',
+                               'phases=[Phase("fit", loss, trains=["net"]), Phase("idle", loss, trains=["net"])], '
+                               'default_ratio=[3, 0]'))
+    with pytest.raises(UserError) as e:
+        prepare(RunConfig(experiment_file=str(path)), lambda *_: None)
+    assert str(e.value) == ("default ratio 3:0 in ratio_zero.py gives phase 'idle' 0 steps, so it would never train; "
+                            "give every phase a count >= 1 (e.g. 3:1), or freeze what idle trains to stop it")

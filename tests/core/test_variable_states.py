@@ -95,3 +95,35 @@ def test_a_frozen_batchnorm_layer_reads_frozen_not_partly():
     states = VariableStates(build_scope_tree(infos))
     states.update(data)
     assert states.states["g/bn_1"].state == "frozen" and states.states["g/bn_1"].tip == "2 of 2 variables frozen"
+
+
+def test_a_variable_two_phases_train_reads_its_newest_record_by_its_path_and_each_phase_by_its_name():
+    """The encoder of an autoencoder, trained by reg (listed first here) and rec, frozen after step 20: reg can
+    no longer run (it trains nothing else), rec goes on with it frozen. The scope tree (paths) read reg's stale
+    record, the first phase's, as "not frozen"; it reads the newest record of either phase now, and the Runs
+    tab's tree (series names, path@phase) reads each phase's own."""
+    from training_core import MetricsBatch, PhaseBlock
+    from training_core.runs import RunData, VariableStates
+
+    def rows(phase, steps, paths, frozen):
+        n, v = len(steps), len(paths)
+        ratio = np.full((n, v), 0.0 if frozen else 1e-3)
+        return PhaseBlock(phase, paths, np.asarray(steps), np.zeros(n), np.ones(n), ratio, ratio, ratio,
+                          np.full((n, v), frozen), np.ones(n, bool))
+
+    enc, dec = ("encoder/dense/kernel",), ("encoder/dense/kernel", "decoder/dense/kernel")
+    data = RunData()
+    data.add_batch(MetricsBatch([rows("reg", range(2, 21, 2), enc, False), rows("rec", range(1, 20, 2), dec, False)]))
+    data.add_batch(MetricsBatch([rows("rec", range(21, 41), dec, False)]))
+    after = np.tile([0.0, 1e-3], (10, 1))  # the encoder frozen (exactly 0), the decoder training
+    data.add_batch(MetricsBatch([PhaseBlock("rec", dec, np.arange(41, 51), np.zeros(10), np.ones(10), after, after,
+                                            after, np.tile([True, False], (10, 1)), np.ones(10, bool))]))
+    states = VariableStates(build_scope_tree([VarInfo(p, (2, 2), "float32", True) for p in dec]))
+    states.update(data)
+    assert states.states["encoder/dense/kernel"].state == "frozen"
+    assert states.states["decoder/dense/kernel"].state == "" and states.states["encoder"].state == "frozen"
+    runs_tab = VariableStates(build_scope_tree([VarInfo(p, (), "float32", True) for p in data.var_paths]))
+    runs_tab.update(data)
+    reg = runs_tab.states["encoder/dense/kernel@reg"]
+    assert reg.state == "" and math.isclose(reg.value, 1e-3, rel_tol=1e-6)
+    assert runs_tab.states["encoder/dense/kernel@rec"].state == "frozen"

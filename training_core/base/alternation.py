@@ -13,7 +13,7 @@ from training_core.base.scopes import counted
 
 
 def parse_ratio(text: str) -> list[int]:
-    """`"5:1"` -> `[5, 1]`. Zero is allowed for a phase, but not for all of them."""
+    """`"5:1"` -> `[5, 1]`: the form only (a zero count is refused against the phases, `check_counts`)."""
     parts = [p.strip() for p in str(text).split(":")]
     try:
         counts = [int(p) for p in parts]
@@ -24,6 +24,20 @@ def parse_ratio(text: str) -> list[int]:
     if sum(counts) == 0:
         raise UserError(f"ratio {text!r} runs no phase at all; give at least one phase a count > 0, e.g. 1:1")
     return counts
+
+
+def check_counts(counts: Sequence[int], phase_names: Sequence[str], what: str = "ratio", where: str = "") -> None:
+    """Every phase of a fixed ratio takes at least one step. A zero count passed without a word, and the
+    phase never ran (`--ratio 5:0`); what stops a phase is freezing what it trains. `what` and `where` name
+    the ratio and where it came from (`default ratio`, ` in x.py`)."""
+    if any(c < 0 for c in counts):
+        return  # (refused as negative, by FixedRatio)
+    for name, c in zip(phase_names, counts):
+        if c == 0:
+            fix = ":".join(str(n or 1) for n in counts)
+            raise UserError(f"{what} {':'.join(map(str, counts))}{where} gives phase {name!r} 0 steps, so it would "
+                            f"never train; give every phase a count >= 1 (e.g. {fix}), or freeze what {name} "
+                            f"trains to stop it")
 
 
 class Policy:
@@ -166,6 +180,7 @@ def _policy_from_dict(d: dict[str, Any], phase_names: Sequence[str]) -> Policy:
                 f"ratio {':'.join(map(str, counts))} has {counted(len(counts), 'count')} but the experiment has "
                 f"{counted(n, 'phase')} "
                 f"({', '.join(phase_names)}); give one count per phase, e.g. {':'.join(['1'] * n)}")
+        check_counts(counts, phase_names)
         return FixedRatio(counts)
     if kind == "adaptive":
         th = d.get("thresholds")

@@ -6,6 +6,7 @@ they are enough to run the same training again.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import hashlib
 import math
 import tomllib
@@ -22,6 +23,22 @@ from training_core.base.device_names import check_device_name
 from training_core.base.errors import UserError
 
 STRATEGIES = ("single", "mirrored", "multiworker")
+#: the largest float32 (numpy.finfo(numpy.float32).max): optimizers hold their learning rate in float32
+FLOAT32_MAX = 3.4028234663852886e38
+
+
+def check_learning_rate(value: Any, what: str) -> float:
+    """A learning rate the step can take: a number >= 0 that float32 holds. `what` names it in the error
+    (`learning rate for D`, `--lr D`). One check for `--lr`, `config.toml` and a live or remote
+    `SetLearningRate`: 1e39 is finite in Python's float64 but infinite in the optimizer's float32, and the
+    NaN that followed was blamed on whichever phase stepped next."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+    if not ok:
+        raise UserError(f"{what} must be a finite number >= 0, got {value!r}")
+    if value > FLOAT32_MAX:
+        raise UserError(f"{what} is {value:g}, more than float32 holds (at most {FLOAT32_MAX:.3g}; the optimizer "
+                        f"keeps its rate in float32, where this is infinite); give a smaller rate, e.g. 1e-3")
+    return float(value)
 
 
 def file_sha256(path: str | Path) -> str:
@@ -113,8 +130,7 @@ class RunConfig:
         if self.checkpoint_every < 0:
             raise UserError(f"checkpoint_every must be >= 0, got {self.checkpoint_every}")
         for phase, v in self.lr.items():
-            if not (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0):
-                raise UserError(f"learning rate for {phase} must be a finite number >= 0, got {v!r}")
+            check_learning_rate(v, f"learning rate for {phase}")
         check_device_name(self.device)
         if self.strategy not in STRATEGIES:
             raise UserError(f"strategy {self.strategy!r} is unknown; use {', '.join(STRATEGIES)}")
@@ -139,7 +155,8 @@ class RunConfig:
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = set(d) - names
         if unknown:
-            raise UserError(f"unknown configuration key(s) {', '.join(sorted(unknown))}")
+            raise UserError(f"unknown configuration key(s) {', '.join(_suggest(k) for k in sorted(unknown))}; "
+                            f"fix or remove them")
         d = dict(d)
         if "experiment_file" in d and "example" not in d:
             d["example"] = None
@@ -178,6 +195,18 @@ class RunConfig:
             return cls.from_toml_dict(raw)
         except UserError as e:
             raise UserError(f"config file {p}: {e}") from None
+
+
+#: what the keys are called elsewhere: a Phase's and Keras' learning_rate, the command line's options
+_OTHER_NAMES = {"learning_rate": "lr", "learning_rates": "lr", "ratio": "schedule", "adaptive": "schedule",
+                "method": "freeze_method", "metrics_every": "metrics_seconds"}
+
+
+def _suggest(key: str) -> str:
+    """`key`, with "(did you mean x?)" when a configuration key (or another name of one) is close to it."""
+    names = [f.name for f in dataclasses.fields(RunConfig)] + list(_OTHER_NAMES)
+    close = difflib.get_close_matches(str(key), names, n=1)
+    return f"{key} (did you mean {_OTHER_NAMES.get(close[0], close[0])}?)" if close else str(key)
 
 
 MAX_SEED = 2**32 - 1  # numpy's and Python's seeds (keras.utils.set_random_seed seeds both)

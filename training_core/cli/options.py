@@ -10,12 +10,11 @@ silently ignored.
 from __future__ import annotations
 
 import argparse
-import math
 import os
 from typing import Any, Sequence
 
 from training_core.base.argparsing import ArgParser
-from training_core.base.config import RunConfig
+from training_core.base.config import RunConfig, check_learning_rate
 from training_core.base.errors import UserError
 
 
@@ -261,7 +260,6 @@ def resume_from_args(a: argparse.Namespace) -> tuple[RunConfig, list[Any]]:
     if a.method:
         commands.append(SetFreezeMethod(a.method))
     for phase, value in _pairs(a.lr, "--lr").items():
-        if not math.isfinite(value) or value < 0:
-            raise UserError(f"--lr {phase}={value} must be a finite number >= 0")
+        check_learning_rate(value, f"--lr {phase}")
         commands.append(SetLearningRate(phase, value))
     return cfg, commands

@@ -32,7 +32,14 @@ from training_core.base.scopes import (
 )
 from training_core.engine.randomness import escaping_random_ops
 from training_core.experiment.api import Experiment, Models
-from training_core.experiment.loading import build_experiment, example_path, file_sha256, load_module, require_file
+from training_core.experiment.loading import (
+    build_experiment,
+    check_batch_size,
+    example_path,
+    file_sha256,
+    load_module,
+    require_file,
+)
 from training_core.experiment.usercode import user_code
 from training_core.rundir.writer import check_run_dir_free
 
@@ -203,6 +210,7 @@ def prepare(config: RunConfig, on_trace: Callable[[str, str], None]) -> Prepared
     with (tf.device(device) if placement.strategy is None else placement.scope()):
         exp = build_experiment(module, source)
         if config.batch_size:
+            check_batch_size(config.batch_size, exp, source)
             exp.batch_size = config.batch_size
         variables = _model_variables(exp.models)
         clock.lap("build")

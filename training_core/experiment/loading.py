@@ -18,6 +18,7 @@ from typing import Any, Callable
 import numpy as np
 
 import training_core
+from training_core.base.alternation import check_counts
 from training_core.base.config import file_sha256
 from training_core.base.errors import UserError
 from training_core.experiment.api import SAMPLE_KINDS, Experiment, Models, Phase
@@ -144,6 +145,9 @@ def _check(exp: Experiment, path: Path) -> None:
         if isinstance(p.trains, str):
             p.trains = [p.trains]
         p.loss = _float_loss(p.loss, p.name)
+    if exp.default_ratio is not None and not isinstance(exp.default_ratio, str) \
+            and len(exp.default_ratio) == len(names):  # (another length is refused with the ratio's other checks)
+        check_counts(list(exp.default_ratio), names, "default ratio", f" in {path.name}")
     _check_models(exp, path)
     _check_data(exp, path)
 
@@ -189,6 +193,18 @@ def _check_data(exp: Experiment, path: Path) -> None:
         row = int(np.flatnonzero(bad.reshape(len(data), -1).any(axis=1))[0]) if data.ndim else 0
         raise UserError(f"the data of the experiment in {path.name} has {int(bad.sum())} NaN or Inf values "
                         f"(the first in row {row}); clean it (np.nan_to_num, or drop those rows)")
+
+
+def check_batch_size(batch_size: int, exp: Experiment, path: Path) -> None:
+    """The batch size a run asks for (`--batch-size`, or the `batch_size` of a `config.toml`) is at most the
+    rows of the data: each step draws its batch from the rows at random, with replacement, so a larger one
+    repeats rows instead of taking the whole data (which `batch_size=None` in the experiment does), and it
+    passed without a word. The experiment's own batch size, which a run records and a resume or replay asks
+    for again, is the experiment's to choose (it is not refused: files that worked keep working)."""
+    rows = None if exp.data is None else int(np.shape(exp.data)[0]) if np.ndim(exp.data) else None
+    if rows is not None and batch_size > rows and batch_size != exp.batch_size:
+        raise UserError(f"batch size {batch_size} is larger than the data of the experiment in {path.name} "
+                        f"({rows} rows); give --batch-size {rows} or less")
 
 
 def _float_loss(loss: Callable[[Any], Any], phase: str) -> Callable[[Any], Any]:

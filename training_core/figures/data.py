@@ -22,6 +22,7 @@ from training_core.base.scopes import in_scope
 from training_core.base.smoothing import ema_smooth
 from training_core.figures.spec import FigureSpec
 from training_core.figures.styles import leaves_of, split_path, variable_styles
+from training_core.runs.heat import scope_order
 
 if TYPE_CHECKING:
     from training_core.runs import RunData
@@ -211,8 +212,11 @@ FROZEN_LEAKING = "frozen (gate: ΔW ≠ 0, the leak)"
 
 def _updates(runs: list, spec: FigureSpec, clock: _Clock) -> PlotData:
     kind = spec.update_kind
-    chosen = [[p for p in s.var_paths if not spec.variables or any(in_scope(p, v) for v in spec.variables)]
+    chosen = [[p for p in s.var_paths if not spec.variables or any(in_variables(s, p, v) for v in spec.variables)]
               for _, s in runs]
+    # a variable several phases train: its phases' series side by side (one legend head per model), not each
+    # in its phase's place; a run whose variables one phase each trains keeps their order as it was
+    chosen = [scope_order(ps) if any(s.var_path(p) != p for p in ps) else ps for ps, (_, s) in zip(chosen, runs)]
     if len(runs) == 1:
         plot = _updates_one(runs[0], chosen[0], spec, clock)
     else:
@@ -240,6 +244,12 @@ def _updates(runs: list, spec: FigureSpec, clock: _Clock) -> PlotData:
     if plot.reference is not None:
         plot.legend.append(LegendEntry("10⁻³ reference", "muted", [3.0, 2.0]))
     return plot
+
+
+def in_variables(store: "RunData", key: str, scope: str) -> bool:
+    """Whether the series `key` (a variable's path, or path@phase: RunData.var_paths) is under `scope`, which
+    may name the variable itself (both phases of a shared variable) or one phase's series of it."""
+    return in_scope(key, scope) or in_scope(store.var_path(key), scope)
 
 
 def frozen_entry(curves: list[Curve]) -> LegendEntry:

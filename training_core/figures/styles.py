@@ -11,11 +11,19 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from training_core.rundir.varstore import PHASE_MARK
+
 
 def split_path(path: str) -> tuple[str, str]:
-    """(parent scope, leaf name): generator/dense_1/kernel -> (generator/dense_1, kernel)."""
+    """(parent scope, leaf name): generator/dense_1/kernel -> (generator/dense_1, kernel). A variable several
+    phases train is named path@phase (rundir/varstore.py): each phase's series is a layer of its own, its
+    leaves the same, encoder/dense/kernel@rec -> (encoder/dense@rec, kernel), so kernel and bias keep one
+    line style each and the phases get colours of their own."""
     parent, sep, leaf = path.rpartition("/")
-    return (parent, leaf) if sep else (path, "")
+    if not sep:
+        return (path, "")
+    leaf, mark, phase = leaf.partition(PHASE_MARK)
+    return (parent + mark + phase, leaf) if mark and leaf and phase else (parent, leaf + mark + phase)
 
 
 def variable_styles(paths: Sequence[str], n_colours: int, n_dashes: int) -> dict[str, tuple[int, int]]:

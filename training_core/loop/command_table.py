@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from training_core.base import commands as C
 from training_core.base import events as E
 from training_core.base.alternation import policy_from_dict
+from training_core.base.config import check_learning_rate
 from training_core.base.errors import UserError
 from training_core.base.scopes import resolve_scopes
 from training_core.engine.prepare import set_learning_rate
@@ -74,6 +75,7 @@ def set_lr(tr: "Trainer", cmd: C.SetLearningRate, cid: str | None) -> None:
     names = tr.prepared.phase_names
     if cmd.phase not in names:
         raise UserError(f"unknown phase {cmd.phase!r}; phases are {', '.join(names)}")
+    check_learning_rate(cmd.value, f"learning rate for {cmd.phase}")  # as --lr is checked (a rate float32 holds)
     set_learning_rate(tr.prepared.optimizers[names.index(cmd.phase)], cmd.phase, cmd.value)
     tr.config.lr[cmd.phase] = float(cmd.value)
     tr.emit(E.LearningRate(phase=cmd.phase, value=float(cmd.value), command=cmd.to_dict(), id=cid))

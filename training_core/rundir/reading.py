@@ -28,7 +28,7 @@ from training_core.base.events import Event, event_from_dict
 from training_core.rundir.layout import CONFIG_FILE, EVENTS_FILE, SCALARS_FILE
 from training_core.rundir.readmark import ReadMark
 from training_core.rundir.varstore import KINDS as VAR_KINDS
-from training_core.rundir.varstore import read_variables
+from training_core.rundir.varstore import read_variables, var_keys
 
 SCALARS_HEADER = "step,wall_time,tag,value"
 
@@ -100,20 +100,44 @@ def to_series(cols: dict[str, tuple[list, list, list]]) -> dict[str, Series]:
 
 def read_scalars(run_dir: str | Path, tags: set[str] | None = None) -> dict[str, Series]:
     """All scalars of a run by tag, as `scalars.csv` tags them: `loss/<phase>`, `metric/<name>`, and from
-    `variables/` `update_norm/<path>`, `update_ratio/<path>`, `grad_norm/<path>`. `tags` limits what is kept."""
+    `variables/` `update_norm/<name>`, `update_ratio/<name>`, `grad_norm/<name>`, a variable's name being its
+    path, or `path@phase` for each phase of a variable several phases train (rundir/varstore.py `var_keys`).
+    `tags` limits what is kept.
+
+    A complete first line that is not the header is refused (ValueError, `scalars_header_problem`'s line), and
+    `--export` refuses it with the same line (it drew such a run without a word). Why refuse rather than skip
+    it like a damaged row: a run that was cut never leaves one (a kill leaves a torn line, which is not read
+    yet; a resume cuts a torn header away and writes it anew), so the file was damaged or is not a record of
+    this format, whose rows would be guessed at; putting the header line back makes every row readable."""
     run_dir = Path(run_dir)
     lines = LineTail(run_dir / SCALARS_FILE).read_lines()
     if lines and lines[0].strip() != SCALARS_HEADER:  # a complete first line that is not the header
-        raise ValueError(f"{run_dir / SCALARS_FILE} does not start with the header {SCALARS_HEADER!r}")
+        raise ValueError(scalars_header_problem(run_dir))
     out = to_series(parse_scalar_lines(lines, tags))
-    for rows in read_variables(run_dir):
+    phases = read_variables(run_dir)
+    for rows, keys in zip(phases, var_keys([(r.phase, r.paths) for r in phases])):
         for kind in VAR_KINDS:
             values = getattr(rows, kind)
-            for j, path in enumerate(rows.paths):
-                tag = f"{kind}/{path}"
+            for j, key in enumerate(keys):
+                tag = f"{kind}/{key}"
                 if tags is None or tag in tags:
                     out[tag] = Series(rows.steps, rows.wall, values[:, j].astype(np.float64))
     return out
+
+
+def scalars_header_problem(run_dir: str | Path) -> str | None:
+    """The one line that refuses `scalars.csv` when its first complete line is not its header (see
+    `read_scalars`), else None (a missing file, or a header not yet complete, is no problem here)."""
+    path = Path(run_dir) / SCALARS_FILE
+    try:
+        with open(path, "rb") as f:
+            first = f.readline()
+    except OSError:
+        return None
+    if not first.endswith(b"\n") or first.strip() == SCALARS_HEADER.encode():
+        return None
+    return (f"{path} does not start with its header line {SCALARS_HEADER} (the file is damaged, or not a "
+            f"Freezeframe record); make that its first line again and every complete row after it is read")
 
 
 def parse_event_lines(lines: list[str]) -> list[Event]:

@@ -10,6 +10,11 @@ magic line and one JSON line; after it, every complete row is a record and a tor
 not there yet. A reader that remembers its offset reads only the new bytes (attach, review of a
 growing run), and a resumed run truncates the rows after its checkpoint by binary search (the reader
 notices, by what precedes its offset, and reads the file again: rundir/readmark.py).
+
+A variable several phases train (an autoencoder's encoder, trained by a reconstruction phase and by a
+regularisation phase) is in each of their files, with each phase's rows. Readers name its series
+`path@phase` (`encoder/dense/kernel@rec`, `encoder/dense/kernel@reg`), so that no phase's rows hide
+another's; a variable one phase trains keeps its path as its name (`var_keys`).
 """
 from __future__ import annotations
 
@@ -26,6 +31,19 @@ from training_core.rundir.readmark import ReadMark
 
 MAGIC = b"FREEZEFRAME-VARIABLES 1\n"
 KINDS = ("update_norm", "update_ratio", "grad_norm")
+#: between a shared variable's path and the phase in its series' name: `encoder/dense/kernel@rec`
+PHASE_MARK = "@"
+
+
+def var_keys(phases: Sequence[tuple[str, Sequence[str]]]) -> list[tuple[str, ...]]:
+    """The name of each variable's series, for each of `phases` ((phase, paths), in phase order): its path
+    when one phase trains it, `path@phase` when several do (each phase's rows are a series of their own).
+    The tags of `read_scalars` are `<kind>/<name>`; the window and the figures name curves so too."""
+    trained_by: dict[str, int] = {}
+    for _, paths in phases:
+        for p in set(paths):
+            trained_by[p] = trained_by.get(p, 0) + 1
+    return [tuple(f"{p}{PHASE_MARK}{phase}" if trained_by[p] > 1 else p for p in paths) for phase, paths in phases]
 
 
 def row_dtype(n: int) -> np.dtype:

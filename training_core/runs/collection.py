@@ -154,9 +154,11 @@ class RunSet:
         """(label, data) of the visible runs, as the figure export takes them."""
         return [(e.label, e.data) for e in self.visible()]
 
-    def shows(self, path: str) -> bool:
-        """Whether the update plot shows variable `path` under the scope filter."""
-        return not self.scopes or any(in_scope(path, s) for s in self.scopes)
+    def shows(self, path: str, variable: str | None = None) -> bool:
+        """Whether the update plot shows series `path` under the scope filter; `variable`: the path of the
+        variable it is a series of, when that differs (path@phase: a variable several phases train)."""
+        return not self.scopes or any(in_scope(path, s) or (variable is not None and in_scope(variable, s))
+                                      for s in self.scopes)
 
     def poll(self, stopped_too: bool = False) -> bool:
         """Follow the runs still being written; True if any of them gained records. With `stopped_too`,

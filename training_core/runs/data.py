@@ -2,7 +2,9 @@
 
 Plain Python and numpy. Losses (and other per-step scalars such as `metric/<name>`) are kept for
 every step; per-variable series for the steps the trainer records (every `var_every`-th step of each
-phase, as on disk), so memory stays flat over long runs. `version` bumps on every change: a view
+phase, as on disk), so memory stays flat over long runs. A variable's series is named by its path, or by
+`path@phase` for each phase of a variable several phases train (rundir/varstore.py `var_keys`): every
+phase's rows are kept. `version` bumps on every change: a view
 redraws only when it moved. The same object is filled live (`add_batch`, `add_event`) or from a run
 directory (`RunFollower`), so what the window shows while training and what a review shows later
 are the same numbers.
@@ -19,7 +21,7 @@ from training_core.base import events as E
 from training_core.base.metrics import MetricsBatch
 from training_core.rundir.trim import checkpoint_cut
 from training_core.rundir.varstore import KINDS as VAR_KINDS
-from training_core.rundir.varstore import VarRows
+from training_core.rundir.varstore import VarRows, var_keys
 
 
 class GrowArray:
@@ -118,6 +120,7 @@ class _PhaseVars:
 
     def __init__(self, var_paths: tuple[str, ...]) -> None:
         self.var_paths = var_paths
+        self.keys = var_paths  # the series' names (`RunData._index`): path, or path@phase if shared
         self.steps = GrowArray(np.int64)
         self.wall = GrowArray(np.float64)
         w = len(var_paths)
@@ -152,7 +155,7 @@ class RunData:
         the one it saw (a rebuilt record may well reach the same count of changes or events)."""
         self._scalars: dict[str, _Series] = {}  # "loss/D", "metric/modes_covered", ...
         self._phases: dict[str, _PhaseVars] = {}
-        self._var_index: dict[str, tuple[str, int]] = {}
+        self._var_index: dict[str, tuple[str, int]] = {}  # a series' name (path, path@phase) -> (phase, column)
         self.events: list[E.Event] = []
         self.markers: list[Marker] = []
         self.samples: dict[str, Any] | None = None
@@ -241,9 +244,18 @@ class RunData:
         pv = self._phases.get(phase)
         if pv is None:
             pv = self._phases[phase] = _PhaseVars(tuple(paths))
-            for j, path in enumerate(pv.var_paths):
-                self._var_index.setdefault(path, (phase, j))
+            self._index()
         return pv
+
+    def _index(self) -> None:
+        """Name every phase's variables again: a phase that trains a variable another phase trains too makes
+        both `path@phase` (as `read_scalars` names them, the phases known so far)."""
+        phases = list(self._phases.items())
+        self._var_index = {}
+        for (phase, pv), keys in zip(phases, var_keys([(ph, pv.var_paths) for ph, pv in phases])):
+            pv.keys = keys
+            for j, key in enumerate(keys):
+                self._var_index.setdefault(key, (phase, j))
 
     # -- reading ---------------------------------------------------------------------------------------------
     @property
@@ -255,7 +267,14 @@ class RunData:
 
     @property
     def var_paths(self) -> list[str]:
+        """The names of the per-variable series, in phase order: a variable's path, or `path@phase` for each
+        phase of a variable several phases train. The methods below that take a `path` take these names."""
         return list(self._var_index)
+
+    def var_path(self, key: str) -> str:
+        """The variable a series name stands for: `encoder/dense/kernel` for `encoder/dense/kernel@rec`."""
+        phase, j = self._var_index[key]
+        return self._phases[phase].var_paths[j]
 
     @property
     def scalar_tags(self) -> list[str]:
@@ -279,10 +298,11 @@ class RunData:
 
     def var_block(self, phase: str, kind: str = "update_ratio") -> tuple[tuple[str, ...], np.ndarray, np.ndarray,
                                                                       np.ndarray, np.ndarray]:
-        """(paths, steps, wall_time, values, frozen) of one phase's per-variable records at once (values and
-        frozen: records × paths), for views of hundreds of variables (a column each would be a call each)."""
+        """(names, steps, wall_time, values, frozen) of one phase's per-variable records at once (values and
+        frozen: records × variables; names as `var_paths` gives them), for views of hundreds of variables (a
+        column each would be a call each)."""
         pv = self._phases[phase]
-        return pv.var_paths, pv.steps.view(), pv.wall.view(), pv.vars[kind].view(), pv.frozen.view()
+        return pv.keys, pv.steps.view(), pv.wall.view(), pv.vars[kind].view(), pv.frozen.view()
 
     @property
     def var_phases(self) -> list[str]:
