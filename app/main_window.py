@@ -22,7 +22,7 @@ from PySide6.QtCore import QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QShowEvent
 from PySide6.QtWidgets import QMainWindow, QMessageBox, QWidget
 
-from training_core import Pause, Resume, Rollback, RunConfig, Status, Step, Stop, UserError, builtin_examples
+from training_core import Continue, Pause, Rollback, RunConfig, Status, Step, Stop, UserError, builtin_examples
 from training_core.base.protocol import PreparedInfo
 from training_core.runs import RunData, Session, Source
 from training_core.rundir.writer import default_run_dir
@@ -261,7 +261,7 @@ class MainWindow(QMainWindow):
         self.controller.start(cfg, resume=True)
 
     def toggle_pause(self) -> None:
-        self.controller.send(Resume() if self.session.paused else Pause())
+        self.controller.send(Continue() if self.session.paused else Pause())
 
     def step_once(self) -> None:
         """Run exactly one step, then pause; from an idle window this starts a run that pauses after one step."""

@@ -351,7 +351,7 @@ class PlotsPanel(QtWidgets.QWidget):
 
     @property
     def following(self) -> bool:
-        """True while the x axis follows the runs (until the user zooms or pans; "A" resumes)."""
+        """True while the x axis follows the runs (until the user zooms or pans; "A" follows again)."""
         return self._follow
 
     def follow(self) -> None:

@@ -77,7 +77,7 @@ class Controls:
             self.method = e.method
         elif isinstance(e, E.Pause):
             self.paused, self.pause_reason = True, e.reason
-        elif isinstance(e, (E.Resume, E.Step)):
+        elif isinstance(e, (E.Continue, E.Step)):
             self.paused, self.pause_reason = False, ""
 
 
