@@ -40,7 +40,7 @@ from .run_config import resume_run_config, run_config
 from .settings import Settings
 from .status import StatusPanel
 from .window_size import DEFAULT_SIZE, fitting_size
-from .worker import TrainingProcess, TrainingService
+from .training_process import TrainingProcess, TrainingService
 
 REFRESH_MS = 40  # 25 Hz: plots, tree values, status bar
 SHUTDOWN_S = 2.0

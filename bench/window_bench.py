@@ -108,9 +108,9 @@ class Window:
         from training_core import Step
         start = self.w.store.last_step
         self.w.core.send(Step(n))
-        worker = self.w.core.worker
+        reports = self.w.core.reports
         wait_for(lambda: self.w.paused and self.w.store.last_step >= start + n, 600,
-                 signals=(worker.metrics, worker.event))
+                 signals=(reports.metrics, reports.event))
         self.clock_rate = step_clock_rate(self.w.store, start, start + n)
 
     def close(self) -> None:

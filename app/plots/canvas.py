@@ -10,7 +10,7 @@ So the window's plot views are painted by Qt: `Canvas` keeps QGraphicsView's C++
 Python step pyqtgraph needs before a paint, `prepareForPaint`, runs from an event filter, which
 returns before Qt paints), and the curves, grid and marker lines are `Stroke`s, plain
 QGraphicsPathItems that Qt draws in C++. Only small items (axes, legend samples) still paint from
-Python. Training has since moved to a process of its own (app/worker.py); painting in C++ still keeps
+Python. Training has since moved to a process of its own (app/training_process.py); painting in C++ still keeps
 the window's GUI thread from holding the GIL against its report reader, and keeps paints short.
 """
 from __future__ import annotations

@@ -93,7 +93,7 @@ _SIGNALS = {
 class TrainingService(Protocol):
     """What the window uses of a training service (`TrainingProcess`, or a stand-in in widget tests)."""
 
-    worker: Reports
+    reports: Reports
 
     def load(self) -> None: ...
     def prepare(self, config: RunConfig) -> None: ...
@@ -108,7 +108,7 @@ class TrainingProcess(QObject):
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
-        self.worker = Reports(self)
+        self.reports = Reports(self)
         # A fresh interpreter running `python -m training_core.service`, which connects back over an
         # authenticated local socket: not multiprocessing's spawn, which re-imports the parent's __main__
         # (a script that opens a window would open another one in the child).
@@ -166,7 +166,7 @@ class TrainingProcess(QObject):
 
     # -- reports -----------------------------------------------------------------------------------------
     def _read(self) -> None:
-        reports = self.worker
+        reports = self.reports
         try:
             conn = self._listener.accept()
         except Exception:  # noqa: BLE001 - shutdown's wake-up call fails authentication: no service
