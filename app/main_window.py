@@ -105,14 +105,14 @@ class MainWindow(QMainWindow):
         self._timer.setInterval(REFRESH_MS)
         self._timer.timeout.connect(lambda: self.refresh(part=True))
         self._timer.start()
-        self._update_controls()
+        self._show_state()
         if open_runs:
             self.open_runs(open_runs)
 
     # -- construction ----------------------------------------------------------------------------------
     def _build_ui(self, actions: dict[str, QAction]) -> None:
         self.experiment_panel = ExperimentPanel()
-        self.experiment_panel.add_controls(actions)
+        self.experiment_panel.add_run_buttons(actions)
         self.experiment_panel.sourceChosen.connect(self.choose_source)
         self.experiment_panel.openRequested.connect(lambda: open_dialog(self, self.open_experiment))
         self.schedule_panel = SchedulePanel()
@@ -141,7 +141,7 @@ class MainWindow(QMainWindow):
 
     def _connect_session(self) -> None:
         s = self.session
-        s.state_changed.connect(self._update_controls)
+        s.state_changed.connect(self._show_state)
         s.devices_loaded.connect(self._on_loaded)
         s.experiment_prepared.connect(self._on_prepared)
         s.problem.connect(self._on_problem)
@@ -207,7 +207,7 @@ class MainWindow(QMainWindow):
         if len(problems) < len(paths):
             self.tabs.setCurrentIndex(1)
             self.plots.follow()
-        self._update_controls()
+        self._show_state()
         return not problems
 
     def export_runs(self) -> list:
@@ -274,7 +274,7 @@ class MainWindow(QMainWindow):
     def start_when_ready(self) -> None:
         """Start as soon as the experiment is prepared (command line `--start`, `--screenshot`)."""
         self._start_when_ready = True
-        self._update_controls()
+        self._show_state()
 
     # -- runs other processes write ----------------------------------------------------------------------
     def attach_run(self, run_dir: str | Path) -> bool:
@@ -355,7 +355,9 @@ class MainWindow(QMainWindow):
             self._shown_status = (status, self.session.paused)
             self.status_panel.show_status(status or Status(), paused=self.session.paused)
 
-    def _update_controls(self) -> None:
+    def _show_state(self) -> None:
+        """The session's state on the run buttons and actions, the experiment panel and the status bar (and a
+        Start that waited for the experiment to be prepared goes now)."""
         s = self.session
         if self._start_when_ready and s.prepared is not None and not s.busy and s.can_start:
             self._start_when_ready = False

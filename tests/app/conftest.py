@@ -46,8 +46,8 @@ def no_training_process_left(request: pytest.FixtureRequest):
     if training_process is None:
         return
     left = training_process.still_running()
-    for handle in list(training_process._HANDLES):  # clean up so the next test starts clean, then fail this one
-        handle.shutdown(60)
+    for training in list(training_process._PROCESSES):  # clean up so the next test starts clean, then fail this one
+        training.shutdown(60)
     gc.collect()  # this test's windows die here, on the GUI thread
     if left:
         pytest.fail(f"{len(left)} training process(es) or reader thread(s) still running after {request.node.nodeid}")

@@ -212,7 +212,7 @@ def test_an_attached_window_reads_an_old_records_resume_as_continue(ui, qtbot, t
     events.write_text("".join(json.dumps(d) + "\n" for d in (start, pause)), encoding="utf-8")
     w = ui.make(fake=True)
     assert w.attach_run(run_dir)
-    button = w.experiment_panel.control_buttons["pause"]
+    button = w.experiment_panel.run_buttons["pause"]
     qtbot.waitUntil(lambda: w.session.paused and w.status_panel.state_label.text().startswith("Paused"),
                     timeout=TIMEOUT)
     assert button.text() == "Continue"

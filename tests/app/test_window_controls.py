@@ -13,7 +13,7 @@ from training_core import Continue, Pause, SetFreeze, Step, Stop
 
 
 def click(qtbot, w, name: str) -> None:
-    button = w.experiment_panel.control_buttons[name]
+    button = w.experiment_panel.run_buttons[name]
     assert button.isEnabled(), f"{name} button is disabled"
     qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
 
@@ -26,7 +26,7 @@ def train(ui, w, n: int) -> None:
 
 def test_controls_and_status_bar_through_a_run(ui, qtbot, tmp_path):
     w = ui.make(fake=True)
-    sp, buttons = w.status_panel, w.experiment_panel.control_buttons
+    sp, buttons = w.status_panel, w.experiment_panel.run_buttons
     assert sp.state_label.text() == "Ready"
     assert not buttons["pause"].isEnabled() and not buttons["stop"].isEnabled()
     click(qtbot, w, "start")
@@ -69,7 +69,7 @@ def test_controls_and_status_bar_through_a_run(ui, qtbot, tmp_path):
 
 def test_keyboard_shortcuts_and_tooltips(ui, qtbot):
     w = ui.make(fake=True)
-    tips = {n: b.toolTip() for n, b in w.experiment_panel.control_buttons.items()}
+    tips = {n: b.toolTip() for n, b in w.experiment_panel.run_buttons.items()}
     assert "Ctrl+R" in tips["start"] and "Ctrl+P" in tips["pause"]
     assert "Ctrl+." in tips["step"] and "Ctrl+Shift+R" in tips["stop"]
     w.activateWindow()

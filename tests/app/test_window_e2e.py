@@ -19,7 +19,7 @@ from training_core import example_path, read_events, read_scalars
 
 
 def click(qtbot, w, name: str) -> None:
-    button = w.experiment_panel.control_buttons[name]
+    button = w.experiment_panel.run_buttons[name]
     assert button.isEnabled(), f"{name} button is disabled"
     qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
 
@@ -83,10 +83,10 @@ def test_start_pause_step_continue_stop(ui, qtbot, tmp_path):
     devices = [w.experiment_panel.device_combo.itemData(i) for i in range(w.experiment_panel.device_combo.count())]
     assert devices[:2] == ["auto", "cpu"]  # listed by the training process once TensorFlow loaded
     assert sp.device_label.text() == "CPU"
-    assert not w.experiment_panel.control_buttons["pause"].isEnabled()
+    assert not w.experiment_panel.run_buttons["pause"].isEnabled()
     click(qtbot, w, "start")
     ui.wait_steps(w, 100)
-    assert not w.experiment_panel.control_buttons["start"].isEnabled()
+    assert not w.experiment_panel.run_buttons["start"].isEnabled()
     assert not w.experiment_panel.source_combo.isEnabled()  # no switching experiment mid-run
     qtbot.waitUntil(lambda: sp.step_label.text() != "Step 0", timeout=60_000)
     assert sp.state_label.text() == "Training"
@@ -97,7 +97,7 @@ def test_start_pause_step_continue_stop(ui, qtbot, tmp_path):
     pause = ui.wait_event(w, "pause", reason="user")
     held = pause.step
     qtbot.waitUntil(lambda: w.store.last_step == held and sp.step_label.text() == f"Step {held:,}", timeout=60_000)
-    assert w.experiment_panel.control_buttons["pause"].text() == "Continue"
+    assert w.experiment_panel.run_buttons["pause"].text() == "Continue"
     assert sp.state_label.text() == "Paused"
     w.refresh()
     assert sp.rate_label.text() == "– steps/s"

@@ -85,7 +85,7 @@ class SetFreeze(Command):
 
 @dataclass(frozen=True)
 class SetRatio(Command):
-    """A new alternation policy, as `schedule.policy_from_dict` reads it."""
+    """A new alternation policy, as `base/alternation.py`'s `policy_from_dict` reads it."""
 
     kind: ClassVar[str] = "ratio"
     policy: dict[str, Any] = field(default_factory=dict)
