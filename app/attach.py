@@ -25,7 +25,7 @@ from training_core.base import events as E
 from training_core.runs import Session
 from training_core.runs.attach import AttachedRun
 
-from . import worker
+from . import training_process
 
 POLL_MS = 250
 SAMPLE_EVERY_S = 2.0
@@ -78,10 +78,10 @@ class AttachController(QObject):
         check_run_dir_free(run_dir)
         self.detach()
         self._stderr = tempfile.TemporaryFile(mode="w+")  # a file, not a pipe: nobody drains it while it runs
-        # how the window starts a training interpreter (worker.py), with the project on its path, so that
+        # how the window starts a training interpreter (training_process.py), with the project on its path, so that
         # `-m app.entry` finds it from any working directory, installed or run from a clone
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(worker.ROOT), os.environ.get("PYTHONPATH")])))
-        self.replay_process = worker.popen(
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(training_process.ROOT), os.environ.get("PYTHONPATH")])))
+        self.replay_process = training_process.popen(
             [sys.executable, "-m", "app.entry", "--headless", "--replay", str(source), "--run-dir", str(run_dir),
              "--quiet"], stdout=subprocess.DEVNULL, stderr=self._stderr, text=True, env=env)
         self._pending_dir = Path(run_dir)

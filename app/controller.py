@@ -14,7 +14,7 @@ from PySide6.QtCore import QObject, Signal, Slot
 from training_core import Command, RunConfig, SetFreeze, SetFreezeMethod, SetLearningRate, SetRatio
 from training_core.runs import Session
 
-from .worker import TrainingProcess, TrainingService
+from .training_process import TrainingProcess, TrainingService
 
 ServiceFactory = Callable[[QObject], TrainingService]
 
@@ -33,8 +33,8 @@ class TrainingController(QObject):
         self.service = self._connect(factory(self))
 
     def _connect(self, service: TrainingService) -> TrainingService:
-        service.worker.report.connect(self._on_report)
-        service.worker.died.connect(self._on_died)
+        service.reports.report.connect(self._on_report)
+        service.reports.died.connect(self._on_died)
         return service
 
     # -- requests ------------------------------------------------------------------------------------------

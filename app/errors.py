@@ -23,7 +23,7 @@ def show_error(parent: QWidget | None, summary: str, detail: str = "", title: st
 
 def offer_rollback(box: QMessageBox, step: int, roll_back: Callable[[], None]) -> None:
     """A "Roll back to step N" button on the NaN dialog: the run goes back to its last good checkpoint, and
-    stays paused so the learning rate can be lowered before Resume."""
+    stays paused so the learning rate can be lowered before Continue."""
     button = box.addButton(f"Roll back to step {step}", QMessageBox.ButtonRole.ActionRole)
     button.setObjectName("rollbackButton")
     button.clicked.connect(roll_back)

@@ -1,7 +1,7 @@
 """Garbage collection on the GUI thread only, while a window is open.
 
 Python's cyclic collector runs on whichever thread happens to allocate when a threshold is crossed.
-The report reader thread (app/worker.py) unpickles every batch, so that is often the reader, and when
+The report reader thread (app/training_process.py) unpickles every batch, so that is often the reader, and when
 the garbage holds Qt objects (a closed window, plot items dropped by a reset) PySide destroys them
 there: off the GUI thread, against Qt's rules. We saw it deadlock (the collector on another thread
 waiting for the GIL inside ~QObject while the GUI thread held the GIL and waited for the same

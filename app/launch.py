@@ -146,7 +146,7 @@ def _open_window(args: argparse.Namespace) -> int:
                 print(f"error: {win.last_error[0]}", file=sys.stderr)
             win.close()
         win.runFinished.connect(lambda status: QTimer.singleShot(300, lambda: grab(status)))
-        win.core.worker.failed.connect(lambda *_: None if win.running else QTimer.singleShot(300, lambda: grab(None)))
+        win.core.reports.failed.connect(lambda *_: None if win.running else QTimer.singleShot(300, lambda: grab(None)))
     if args.close_after is not None:
         closer = (lambda: QTimer.singleShot(int(args.close_after * 1000), win.close))
         (win.runStarted if auto_start else win.ready).connect(closer)

@@ -22,7 +22,7 @@ from PySide6.QtCore import QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QShowEvent
 from PySide6.QtWidgets import QMainWindow, QMessageBox, QWidget
 
-from training_core import Pause, Resume, Rollback, RunConfig, Status, Step, Stop, UserError, builtin_examples
+from training_core import Continue, Pause, Rollback, RunConfig, Status, Step, Stop, UserError, builtin_examples
 from training_core.base.protocol import PreparedInfo
 from training_core.runs import RunData, Session, Source
 from training_core.rundir.writer import default_run_dir
@@ -40,7 +40,7 @@ from .run_config import resume_run_config, run_config
 from .settings import Settings
 from .status import StatusPanel
 from .window_size import DEFAULT_SIZE, fitting_size
-from .worker import TrainingProcess, TrainingService
+from .training_process import TrainingProcess, TrainingService
 
 REFRESH_MS = 40  # 25 Hz: plots, tree values, status bar
 SHUTDOWN_S = 2.0
@@ -105,14 +105,14 @@ class MainWindow(QMainWindow):
         self._timer.setInterval(REFRESH_MS)
         self._timer.timeout.connect(lambda: self.refresh(part=True))
         self._timer.start()
-        self._update_controls()
+        self._show_state()
         if open_runs:
             self.open_runs(open_runs)
 
     # -- construction ----------------------------------------------------------------------------------
     def _build_ui(self, actions: dict[str, QAction]) -> None:
         self.experiment_panel = ExperimentPanel()
-        self.experiment_panel.add_controls(actions)
+        self.experiment_panel.add_run_buttons(actions)
         self.experiment_panel.sourceChosen.connect(self.choose_source)
         self.experiment_panel.openRequested.connect(lambda: open_dialog(self, self.open_experiment))
         self.schedule_panel = SchedulePanel()
@@ -141,7 +141,7 @@ class MainWindow(QMainWindow):
 
     def _connect_session(self) -> None:
         s = self.session
-        s.state_changed.connect(self._update_controls)
+        s.state_changed.connect(self._show_state)
         s.devices_loaded.connect(self._on_loaded)
         s.experiment_prepared.connect(self._on_prepared)
         s.problem.connect(self._on_problem)
@@ -207,7 +207,7 @@ class MainWindow(QMainWindow):
         if len(problems) < len(paths):
             self.tabs.setCurrentIndex(1)
             self.plots.follow()
-        self._update_controls()
+        self._show_state()
         return not problems
 
     def export_runs(self) -> list:
@@ -261,7 +261,7 @@ class MainWindow(QMainWindow):
         self.controller.start(cfg, resume=True)
 
     def toggle_pause(self) -> None:
-        self.controller.send(Resume() if self.session.paused else Pause())
+        self.controller.send(Continue() if self.session.paused else Pause())
 
     def step_once(self) -> None:
         """Run exactly one step, then pause; from an idle window this starts a run that pauses after one step."""
@@ -274,7 +274,7 @@ class MainWindow(QMainWindow):
     def start_when_ready(self) -> None:
         """Start as soon as the experiment is prepared (command line `--start`, `--screenshot`)."""
         self._start_when_ready = True
-        self._update_controls()
+        self._show_state()
 
     # -- runs other processes write ----------------------------------------------------------------------
     def attach_run(self, run_dir: str | Path) -> bool:
@@ -354,7 +354,9 @@ class MainWindow(QMainWindow):
             self._shown_status = (status, self.session.paused)
             self.status_panel.show_status(status or Status(), paused=self.session.paused)
 
-    def _update_controls(self) -> None:
+    def _show_state(self) -> None:
+        """The session's state on the run buttons and actions, the experiment panel and the status bar (and a
+        Start that waited for the experiment to be prepared goes now)."""
         s = self.session
         if self._start_when_ready and s.prepared is not None and not s.busy and s.can_start:
             self._start_when_ready = False

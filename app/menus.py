@@ -21,7 +21,7 @@ from .settings import Settings
 #: name -> (text, tooltip, shortcuts (the first is shown), icon)
 RUN_ACTIONS = {
     "start": ("Start", "Start a new run", ["Ctrl+R", "F5"], QStyle.StandardPixmap.SP_MediaPlay),
-    "pause": ("Pause", "Pause or resume training", ["Ctrl+P", "F6"], QStyle.StandardPixmap.SP_MediaPause),
+    "pause": ("Pause", "Pause or continue training", ["Ctrl+P", "F6"], QStyle.StandardPixmap.SP_MediaPause),
     "step": ("Step", "Run one step, then pause", ["Ctrl+.", "F10"], QStyle.StandardPixmap.SP_MediaSkipForward),
     "stop": ("Stop", "Stop the run (the record is kept)", ["Ctrl+Shift+R", "Shift+F5"],
              QStyle.StandardPixmap.SP_MediaStop),
@@ -47,17 +47,17 @@ def run_actions(window: QWidget, slots: dict[str, Any]) -> dict[str, QAction]:
 
 
 def show_run_state(actions: dict[str, QAction], can_start: bool, tf_ready: bool, running: bool, paused: bool) -> None:
-    """Enable the run controls the state allows; Pause reads Resume (with its icon) while paused."""
-    resume = running and paused
+    """Enable the run controls the state allows; Pause reads Continue (with its icon) while paused."""
+    go_on = running and paused
     actions["start"].setEnabled(can_start)
     actions["step"].setEnabled(tf_ready)
     actions["pause"].setEnabled(running)
     actions["stop"].setEnabled(running)
     pause = actions["pause"]
-    pause.setText("Resume" if resume else "Pause")
+    pause.setText("Continue" if go_on else "Pause")
     pause.setIcon(pause.parent().style().standardIcon(
-        QStyle.StandardPixmap.SP_MediaPlay if resume else QStyle.StandardPixmap.SP_MediaPause))
-    pause.setToolTip(f"{'Resume' if resume else 'Pause'} training ({shortcut_text(pause)})")
+        QStyle.StandardPixmap.SP_MediaPlay if go_on else QStyle.StandardPixmap.SP_MediaPause))
+    pause.setToolTip(f"{'Continue' if go_on else 'Pause'} training ({shortcut_text(pause)})")
 
 
 @dataclass

@@ -108,9 +108,9 @@ class Window:
         from training_core import Step
         start = self.w.store.last_step
         self.w.core.send(Step(n))
-        worker = self.w.core.worker
+        reports = self.w.core.reports
         wait_for(lambda: self.w.paused and self.w.store.last_step >= start + n, 600,
-                 signals=(worker.metrics, worker.event))
+                 signals=(reports.metrics, reports.event))
         self.clock_rate = step_clock_rate(self.w.store, start, start + n)
 
     def close(self) -> None:
@@ -157,7 +157,7 @@ def measure_responsiveness(points: int, seconds: float) -> dict:
     """Lateness of a 10 ms QTimer while training runs at full speed in the window, with `points` points
     already in each loss curve."""
     from PySide6.QtCore import Qt, QTimer
-    from training_core import Resume, Stop
+    from training_core import Continue, Stop
     w = open_window(step_offset=2 * points + 10)
     for batch in synthetic_batches(2 * points, per_batch=100_000):
         w.store.add_batch(batch)
@@ -174,7 +174,7 @@ def measure_responsiveness(points: int, seconds: float) -> dict:
     timer.setTimerType(Qt.TimerType.PreciseTimer)
     timer.setInterval(10)
     timer.timeout.connect(tick)
-    w.core.send(Resume())
+    w.core.send(Continue())
     wait_for(lambda: not w.paused)
     timer.start()
     last[0] = time.perf_counter()

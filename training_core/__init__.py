@@ -17,7 +17,7 @@ The public names:
   Trainer, Observer, RunHandle         run training, receive reports (observers/: the built-in ones)
   events                               what a run reports: typed events (`events.Freeze`, ...)
   RunConfig                            what to run (and what `config.toml` holds)
-  commands: Pause, Resume, Step, Stop, SetFreeze, SetRatio, SetLearningRate, SetFreezeMethod,
+  commands: Pause, Continue, Step, Stop, SetFreeze, SetRatio, SetLearningRate, SetFreezeMethod,
             SampleNow, SaveCheckpoint, Rollback, command_from_dict
   Experiment, Phase, StepContext, SampleContext, Models   the experiment-file API
   builtin_examples, example_path       the built-in examples (experiment/loading.py loads any file)
@@ -29,15 +29,19 @@ The public names:
   UserError                            bad input, with a one-line message
   append_command, COMMANDS_FILE        steer a run through RUN_DIR/commands.jsonl
   plan_replay, Replayer                replay a recorded run
+
+`Resume` still imports, as a deprecated alias of `Continue` (the un-pause; "resume" now means only
+continuing a run from disk): see base/commands.py. It warns, and is not in `__all__`.
 """
 from __future__ import annotations
 
 import importlib
+import warnings
 from typing import Any
 
 _NAMES = {
     "training_core.base": ["events"],
-    "training_core.base.commands": ["Command", "Pause", "Resume", "Rollback", "SampleNow", "SaveCheckpoint",
+    "training_core.base.commands": ["Command", "Continue", "Pause", "Rollback", "SampleNow", "SaveCheckpoint",
                                     "SetFreeze", "SetFreezeMethod", "SetLearningRate", "SetRatio", "Step", "Stop",
                                     "command_from_dict", "FREEZE_METHODS"],
     "training_core.base.config": ["RunConfig"],
@@ -59,11 +63,18 @@ _NAMES = {
     "training_core.loop.trainer": ["Trainer"],
 }
 _WHERE = {name: module for module, names in _NAMES.items() for name in names}
+#: old name -> (module, new name, why), resolved with a DeprecationWarning and kept out of `__all__`
+_DEPRECATED = {"Resume": ("training_core.base.commands", "Continue",
+                          "'resume' now means only continuing a run from disk")}
 
 __all__ = sorted(_WHERE)
 
 
 def __getattr__(name: str) -> Any:
+    if name in _DEPRECATED:  # not cached: it warns at each new place that uses it
+        module, new, why = _DEPRECATED[name]
+        warnings.warn(f"training_core.{name} is now {new}: {why}", DeprecationWarning, stacklevel=2)
+        return getattr(importlib.import_module(module), new)
     module = _WHERE.get(name)
     if module is None:
         raise AttributeError(f"module 'training_core' has no attribute {name!r}")

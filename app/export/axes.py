@@ -34,7 +34,8 @@ def step_range(first: int, last: int) -> tuple[float, float]:
     return (lo, float(last)) if last > lo else (lo, lo + 1.0)
 
 
-def nice_step(span: float, max_ticks: int) -> float:
+def tick_spacing(span: float, max_ticks: int) -> float:
+    """The distance between ticks: 1, 2, 2.5 or 5 times a power of ten, so that `span` holds about `max_ticks` or fewer."""
     raw = span / max(max_ticks, 1)
     mag = 10.0 ** math.floor(math.log10(raw))
     for m in (1.0, 2.0, 2.5, 5.0, 10.0):
@@ -43,22 +44,22 @@ def nice_step(span: float, max_ticks: int) -> float:
     return 10.0 * mag
 
 
-def _decimals(step: float) -> int:
+def _decimals(spacing: float) -> int:
     for d in range(0, 12):
-        if abs(round(step, d) - step) <= 1e-9 * max(step, 1e-300):
+        if abs(round(spacing, d) - spacing) <= 1e-9 * max(spacing, 1e-300):
             return d
     return 12
 
 
 def linear_ticks(lo: float, hi: float, max_ticks: int, steps_axis: bool = False, compact: bool = False,
                  scientific: bool = False) -> list[Tick]:
-    """Ticks at a nice step; on a step axis 20000 reads 20k (from 1e4, or from 1e3 when `compact`), and
+    """Ticks at a nice spacing; on a step axis 20000 reads 20k (from 1e4, or from 1e3 when `compact`), and
     steps are whole (a 2-step run had ticks at 1.2, 1.4, ...); with `scientific` (a y axis, which draws
     `Tick.exponent`), values from 1e6 or below 1e-3 read as multiples of one power of ten (a diverged
     loss's 1e24 was written out in 25 digits)."""
-    step = nice_step(hi - lo, max_ticks)
+    spacing = tick_spacing(hi - lo, max_ticks)
     if steps_axis:
-        step = max(step, 1.0)
+        spacing = max(spacing, 1.0)
     scale, suffix, exponent = 1.0, "", ""
     big = max(abs(lo), abs(hi))
     if steps_axis and big >= (1e3 if compact else 1e4):
@@ -66,12 +67,12 @@ def linear_ticks(lo: float, hi: float, max_ticks: int, steps_axis: bool = False,
     elif scientific and big > 0 and (big >= 1e6 or big < 1e-3):
         e = math.floor(math.log10(big))
         scale, suffix, exponent = 10.0 ** e, "×10", str(e).replace("-", MINUS)
-    d = _decimals(step / scale)
-    first = math.ceil(lo / step - 1e-9)
+    d = _decimals(spacing / scale)
+    first = math.ceil(lo / spacing - 1e-9)
     ticks = []
     for i in range(first, first + 1000):
-        v = i * step
-        if v > hi + 1e-9 * step:
+        v = i * spacing
+        if v > hi + 1e-9 * spacing:
             break
         text = f"{v / scale:.{d}f}"
         if float(text) == 0:

@@ -52,7 +52,20 @@ class ExportDialog(QDialog):
 
     # -- widgets ---------------------------------------------------------------------------------
     def _build(self, spec: FigureSpec) -> None:
+        """The options on the left (what is drawn, the page, the looks, the axis labels), the preview on the
+        right, the buttons below; then every option redraws the preview."""
         form = QFormLayout()
+        self._build_content(form, spec)
+        self._build_page(form, spec)
+        self._build_looks(form, spec)
+        labels = self._build_axis_labels(spec)
+        self._build_preview()
+        buttons = self._build_buttons()
+        self._lay_out(form, labels, buttons)
+        self._connect(spec)
+
+    def _build_content(self, form: QFormLayout, spec: FigureSpec) -> None:
+        """What is drawn: which plots, which update norm, the loss axis, colours, x, the variables."""
         self.plot_boxes = {name: QCheckBox(name) for name in PLOT_NAMES}
         plots_row = QHBoxLayout()
         for name, box in self.plot_boxes.items():
@@ -82,6 +95,9 @@ class ExportDialog(QDialog):
         self.variables = QLineEdit(", ".join(spec.variables or []))
         self.variables.setPlaceholderText("all variables (or scopes, comma-separated)")
         form.addRow("Variables", self.variables)
+
+    def _build_page(self, form: QFormLayout, spec: FigureSpec) -> None:
+        """The page: layout, file format, size (a preset or width and height, in inches or mm), DPI."""
         self.layout_box = _combo(["auto", "row", "column"], spec.layout)
         form.addRow("Layout", self.layout_box)
         self.format_box = _combo([f.upper() for f in FORMATS], spec.format.upper())
@@ -101,6 +117,9 @@ class ExportDialog(QDialog):
         form.addRow("", row)
         self.dpi = QSpinBox(minimum=10, maximum=2400, value=spec.dpi, singleStep=50)
         form.addRow("DPI (PNG)", self.dpi)
+
+    def _build_looks(self, form: QFormLayout, spec: FigureSpec) -> None:
+        """The looks: theme, font size, smoothing, and what is shown besides the curves."""
         self.theme = QComboBox()
         self.theme.addItem("paper (white, colour-blind safe)", "paper")
         self.theme.addItem("as on screen (dark)", "screen")
@@ -119,6 +138,9 @@ class ExportDialog(QDialog):
         for box in (self.raw, self.markers, self.legend, self.panel_labels):
             row.addWidget(box)
         form.addRow("Show", row)
+
+    def _build_axis_labels(self, spec: FigureSpec) -> QGroupBox:
+        """The "Axis labels" group: an x and a y label per plot, the defaults as placeholders."""
         labels = QGroupBox("Axis labels")
         lform = QFormLayout(labels)
         self.label_edits: dict[str, tuple[QLineEdit, QLineEdit]] = {}
@@ -131,7 +153,10 @@ class ExportDialog(QDialog):
             row.addWidget(ey, 2)
             lform.addRow(name, row)
         self._update_label_placeholders()
+        return labels
 
+    def _build_preview(self) -> None:
+        """The preview, the line under it, the error, and the height warning with its fix."""
         self.preview = QLabel(alignment=Qt.AlignmentFlag.AlignCenter)
         self.preview.setObjectName("exportPreview")
         self.preview.setMinimumSize(520, 320)
@@ -150,6 +175,8 @@ class ExportDialog(QDialog):
         self.fix_height.hide()
         self._recommended: float | None = None
 
+    def _build_buttons(self) -> QDialogButtonBox:
+        """Export…, Copy, Export CSV… and Close."""
         buttons = QDialogButtonBox()
         self.export_button = buttons.addButton("Export…", QDialogButtonBox.ButtonRole.AcceptRole)
         self.copy_button = QPushButton("Copy")
@@ -162,7 +189,10 @@ class ExportDialog(QDialog):
         self.copy_button.clicked.connect(self._copy)
         self.csv_button.clicked.connect(self._ask_csv)
         self.export_button.setDefault(True)
+        return buttons
 
+    def _lay_out(self, form: QFormLayout, labels: QGroupBox, buttons: QDialogButtonBox) -> None:
+        """Options left, preview right, buttons below."""
         left = QVBoxLayout()
         left.addLayout(form)
         left.addWidget(labels)
@@ -182,6 +212,8 @@ class ExportDialog(QDialog):
         outer.addLayout(top, 1)
         outer.addWidget(buttons)
 
+    def _connect(self, spec: FigureSpec) -> None:
+        """Every option redraws the preview; the size's preset, units, width and height keep each other in step."""
         for w in [*self.plot_boxes.values(), self.raw, self.markers, self.legend, self.panel_labels, self.log_losses]:
             w.toggled.connect(self.schedule_preview)
         for w in (self.update_kind, self.layout_box, self.format_box, self.theme, self.colour_by, self.x_axis):

@@ -79,9 +79,9 @@ class ExperimentPanel(QWidget):
         layout.addLayout(form)
         layout.addLayout(self.buttons)
         self._sources: list[Source] = []
-        self.control_buttons: dict[str, QToolButton] = {}
+        self.run_buttons: dict[str, QToolButton] = {}
 
-    def add_controls(self, actions: dict[str, QAction]) -> None:
+    def add_run_buttons(self, actions: dict[str, QAction]) -> None:
         """One button per run action (Start, Pause, Step, Stop), sharing the action's state and tooltip."""
         for name, action in actions.items():
             b = QToolButton()
@@ -90,7 +90,7 @@ class ExperimentPanel(QWidget):
             b.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
             b.setMinimumHeight(28)
             self.buttons.addWidget(b)
-            self.control_buttons[name] = b
+            self.run_buttons[name] = b
 
     # -- sources ---------------------------------------------------------------------------------------
     def set_sources(self, examples: Sequence[str], recent_files: Sequence[str]) -> None:

@@ -10,7 +10,7 @@ So the window's plot views are painted by Qt: `Canvas` keeps QGraphicsView's C++
 Python step pyqtgraph needs before a paint, `prepareForPaint`, runs from an event filter, which
 returns before Qt paints), and the curves, grid and marker lines are `Stroke`s, plain
 QGraphicsPathItems that Qt draws in C++. Only small items (axes, legend samples) still paint from
-Python. Training has since moved to a process of its own (app/worker.py); painting in C++ still keeps
+Python. Training has since moved to a process of its own (app/training_process.py); painting in C++ still keeps
 the window's GUI thread from holding the GIL against its report reader, and keeps paints short.
 """
 from __future__ import annotations
@@ -99,7 +99,7 @@ class SplitStroke:
     Why: `setPath` marks an item's whole bounding rect for repaint, so a live curve that gained a few points
     at its right end had its whole plot repainted (every curve, grid line and marker under it) at each
     25 Hz refresh: 8-20 ms of the GUI thread a frame on a slow machine, with 10^6 points per curve. While
-    the view range stays put (following a run keeps 5% of room, view.py, and the peak decimation's chunks
+    the view range stays put (following a run keeps 5% of room, plot_view.py, and the peak decimation's chunks
     are aligned to the data, decimate.py), only the last piece of each curve changes, so Qt repaints a
     strip at the right end. Each piece starts at the last point of the one before, so the line stays
     connected. A piece costs a path of its own (~40 us of Python each time the view moves), so while the

@@ -1,6 +1,6 @@
 """GAN health beside the losses: one small plot per `metric/<name>` the shown runs recorded.
 
-The experiment's `metrics(ctx)` (training_core/health.py) is measured every 2 s (faster at first), so
+The experiment's `metrics(ctx)` (training_core/observers/health.py) is measured every 2 s (faster at first), so
 these curves have few points, drawn as measured (no smoothing) with a dot at each: the dots say where
 the line is a measurement and where it only joins two.
 Each metric gets its own plot because their scales differ (modes covered 0-8, a fraction 0-1); the
@@ -15,7 +15,7 @@ import pyqtgraph as pg
 from . import palette
 from .axes import TidyAxis
 from .curves import dashed_pen, style_plot
-from .view import PlotView
+from .plot_view import PlotView
 
 
 class MetricPlots:

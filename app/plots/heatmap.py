@@ -25,8 +25,8 @@ from training_core.runs.heat import (ZERO_FREE, ZERO_FROZEN, HeatGrid, cell_reco
                                      scope_order)
 
 from . import palette
-from .updates import AXIS_LABEL, zero_reading
-from .view import Layer, PlotView
+from .update_curves import AXIS_LABEL, zero_reading
+from .plot_view import Layer, PlotView
 
 COLORMAP = "viridis"
 FROZEN_RGBA = (200, 200, 200, 255)   # light grey: frozen (the curves draw frozen variables grey too)

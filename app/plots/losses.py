@@ -18,7 +18,7 @@ from training_core.runs import GrowArray
 
 from . import palette
 from .curves import LiveCurve, dashed_pen, legend_pen, nearest_index
-from .view import Layer, PlotView
+from .plot_view import Layer, PlotView
 
 
 def log10_or_nan(v: np.ndarray) -> np.ndarray:

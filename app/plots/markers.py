@@ -28,7 +28,7 @@ from training_core.runs import Marker
 
 from . import palette
 from .canvas import Stroke, view_offsets
-from .view import PlotView
+from .plot_view import PlotView
 
 LABEL_ROWS = 3  # at most; the band above a plot is as tall as its labels need (0 without markers)
 ROW_PX = 17  # height of a label row (a line of the default font, without the text item's margin)

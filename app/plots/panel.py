@@ -30,9 +30,9 @@ from .losses import LossCurves, warm_up
 from .markers import MarkerLine, MarkerLines
 from .readout import HoverReadout, readout_label
 from .samples import SampleBrowser
-from .update_view import UpdateViews
-from .updates import KIND
-from .view import PlotView, follow_range
+from .update_plot import UpdateViews
+from .update_curves import KIND
+from .plot_view import PlotView, follow_range
 from .wrap import WrapRow
 
 DEFAULT_SMOOTHING = 0.6
@@ -74,7 +74,7 @@ class PlotsPanel(QtWidgets.QWidget):
             "left": self.loss_axis, "bottom": TidyAxis("bottom")})
         self.metrics_layout = self.graphics.addLayout(row=2, col=0)
         self.metrics_layout.setContentsMargins(0, 0, 0, 0)
-        # rows 3-5: update curves, update heat map, update legend (update_view.py)
+        # rows 3-5: update curves, update heat map, update legend (update_plot.py)
         self.update_views = UpdateViews(self.graphics, 3, legend_style)
         self.update_views.bind(lambda: PlotView(self.runs))
         self.update_axis, self.update_plot = self.update_views.axis, self.update_views.plot
@@ -351,7 +351,7 @@ class PlotsPanel(QtWidgets.QWidget):
 
     @property
     def following(self) -> bool:
-        """True while the x axis follows the runs (until the user zooms or pans; "A" resumes)."""
+        """True while the x axis follows the runs (until the user zooms or pans; "A" follows again)."""
         return self._follow
 
     def follow(self) -> None:

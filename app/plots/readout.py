@@ -13,7 +13,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 from . import palette
 from .losses import LossCurves
-from .updates import AXIS_LABEL, UpdateCurves
+from .update_curves import AXIS_LABEL, UpdateCurves
 
 HINT = "hover a plot for values · drag to pan · wheel to zoom the steps · A to follow the run again"
 

@@ -25,9 +25,9 @@ PREPARE_TIMEOUT_MS = 90_000  # the first window of a session imports TensorFlow 
 def services_forked_from_one_import():
     """Windows start their training process by a fork from an interpreter that has imported TensorFlow
     (tests/zygote.py): each is still a process of its own, without a 3-5 s import per window."""
-    from app import worker
+    from app import training_process
     from tests import zygote
-    worker.popen = zygote.Popen
+    training_process.popen = zygote.Popen
 
 
 @pytest.fixture(autouse=True)
@@ -42,12 +42,12 @@ def isolated_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture(autouse=True)
 def no_training_process_left(request: pytest.FixtureRequest):
     yield
-    worker = sys.modules.get("app.worker")
-    if worker is None:
+    training_process = sys.modules.get("app.training_process")
+    if training_process is None:
         return
-    left = worker.still_running()
-    for handle in list(worker._HANDLES):  # clean up so the next test starts clean, then fail this one
-        handle.shutdown(60)
+    left = training_process.still_running()
+    for training in list(training_process._PROCESSES):  # clean up so the next test starts clean, then fail this one
+        training.shutdown(60)
     gc.collect()  # this test's windows die here, on the GUI thread
     if left:
         pytest.fail(f"{len(left)} training process(es) or reader thread(s) still running after {request.node.nodeid}")

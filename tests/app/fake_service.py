@@ -1,5 +1,5 @@
-"""A stand-in for app.worker.TrainingProcess in tests of the window's own widgets: the same methods
-(load, prepare, start, send, shutdown) and the same `worker` signals (app.worker.Reports), fed by
+"""A stand-in for app.training_process.TrainingProcess in tests of the window's own widgets: the same methods
+(load, prepare, start, send, shutdown) and the same `reports` signals (app.training_process.Reports), fed by
 tests/core/synthetic.py's `SimulatedTrainer` instead of a training process. No process, no TensorFlow.
 
 Reports are delivered as the real ones are: later, from the event loop (a zero timer stands in for the
@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from PySide6.QtCore import QObject, QTimer
 
-from app.worker import Reports
+from app.training_process import Reports
 from tests.core.synthetic import SimulatedTrainer
 from training_core import Command, RunConfig
 from training_core.base import events as E
@@ -27,7 +27,7 @@ _DIED = object()  # queued marker: emit `died` here
 class FakeTrainingService(QObject):
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
-        self.worker = Reports(self)
+        self.reports = Reports(self)
         self.sim = SimulatedTrainer()
         self.requests: list[tuple] = []  # ("load",), ("prepare", config), ("start", config), in order
         self.sent: list[Command] = []  # every command the window handed to a run
@@ -115,8 +115,8 @@ class FakeTrainingService(QObject):
             r = self._queue.popleft()
             if isinstance(r, tuple) and r[0] is _DIED:
                 self._accepting = False
-                self.worker.died.emit(r[1])
+                self.reports.died.emit(r[1])
                 continue
             if isinstance(r, P.RunFinished):
                 self._accepting = False
-            self.worker.emit_report(r)
+            self.reports.emit_report(r)

@@ -175,10 +175,10 @@ def test_export_while_training_runs(tmp_path, qapp):
     trainer = Trainer(RunConfig(example="ring", steps=1000, run_dir=str(tmp_path / "live"), tensorboard=False),
                       Relay())
     trainer.prepare()
-    worker = threading.Thread(target=trainer.run)
-    worker.start()
+    training = threading.Thread(target=trainer.run)
+    training.start()
     store, during, last = RunData(), 0, -1
-    while worker.is_alive():
+    while training.is_alive():
         try:  # wait for the next batch (not a sleep: it returns as soon as one arrives)
             store.add_batch(batches.get(timeout=0.5))
         except queue.Empty:
@@ -189,7 +189,7 @@ def test_export_while_training_runs(tmp_path, qapp):
             last = store.last_step
             write_svg(Figure(store, FigureSpec()), tmp_path / "live.svg")
             during += 1
-    worker.join()
+    training.join()
     while not batches.empty():
         store.add_batch(batches.get())
     assert during >= 2  # several exports while the trainer was running

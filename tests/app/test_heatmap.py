@@ -11,7 +11,7 @@ from PySide6 import QtCore, QtGui
 from app.panels.scope_tree import EAGER_ROWS
 from app.plots import PlotsPanel
 from app.plots.heatmap import FROZEN_RGBA, NO_UPDATE_RGBA
-from app.plots.update_view import AUTO_LIMIT, TOP_K
+from app.plots.update_plot import AUTO_LIMIT, TOP_K
 from tests.app.fake_service import FakeTrainingService
 from tests.core.synthetic import SimulatedTrainer
 from training_core import MetricsBatch, PhaseBlock, SetFreeze, VarInfo

@@ -16,7 +16,7 @@ import pytest  # noqa: E402
 from PySide6 import QtCore, QtGui  # noqa: E402
 
 from app.plots import palette  # noqa: E402
-from app.plots.view import FOLLOW_HEADROOM  # noqa: E402
+from app.plots.plot_view import FOLLOW_HEADROOM  # noqa: E402
 from tests import zygote
 from tests.app.blocks import block
 from training_core.runs import RunData, read_run  # noqa: E402

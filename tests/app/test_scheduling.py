@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from app import scheduling
-from app.worker import TrainingProcess
+from app.training_process import TrainingProcess
 from training_core import RunConfig
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice is Linux's")
@@ -47,8 +47,8 @@ def test_training_process_runs_nicer_than_the_window(qtbot, monkeypatch):
     proc = TrainingProcess()
     try:
         prepared, failed = [], []
-        proc.worker.prepared.connect(prepared.append)
-        proc.worker.failed.connect(lambda *a: failed.append(a))
+        proc.reports.prepared.connect(prepared.append)
+        proc.reports.failed.connect(lambda *a: failed.append(a))
         proc.load()
         proc.prepare(RunConfig(example="ring", seed=0))  # builds and calls the models: TF's pools start
         qtbot.waitUntil(lambda: bool(prepared or failed), timeout=120_000)

@@ -194,3 +194,31 @@ def test_attaching_to_something_that_is_not_a_run_says_so(ui, tmp_path):
     w = ui.make(fake=True)
     assert not w.attach_run(tmp_path)
     assert "has no events.jsonl" in w.last_error[0] and not w.session.attached
+
+
+def test_an_attached_window_reads_an_old_records_resume_as_continue(ui, qtbot, tmp_path):
+    """A record written before issue 23 ends a pause with kind `resume` (the un-pause, now `continue`): a
+    window attached to it shows the run paused at its `pause` and training again after the old `resume`
+    line (status bar, the Pause/Continue button, the session), as after a `continue`."""
+    import json
+    run_dir = tmp_path / "old-run"
+    run_dir.mkdir()
+    start = {"step": 0, "kind": "start", "time": 1.0, "phases": ["D", "G"], "experiment": "ring",
+             "phase_variables": {"D": ["discriminator/dense/kernel"], "G": ["generator/dense/kernel"]},
+             "variables": [{"path": p, "shape": [2, 2], "dtype": "float32", "trainable": True}
+                           for p in ("discriminator/dense/kernel", "generator/dense/kernel")]}
+    pause = {"step": 5, "kind": "pause", "time": 2.0, "reason": "user", "command": {"kind": "pause"}}
+    events = run_dir / "events.jsonl"
+    events.write_text("".join(json.dumps(d) + "\n" for d in (start, pause)), encoding="utf-8")
+    w = ui.make(fake=True)
+    assert w.attach_run(run_dir)
+    button = w.experiment_panel.run_buttons["pause"]
+    qtbot.waitUntil(lambda: w.session.paused and w.status_panel.state_label.text().startswith("Paused"),
+                    timeout=TIMEOUT)
+    assert button.text() == "Continue"
+    with open(events, "a", encoding="utf-8") as f:  # as an earlier Freezeframe wrote the un-pause
+        f.write(json.dumps({"step": 5, "kind": "resume", "time": 3.0, "command": {"kind": "resume"}}) + "\n")
+    qtbot.waitUntil(lambda: not w.session.paused and button.text() == "Pause", timeout=TIMEOUT)
+    assert isinstance(w.session.data.events[-1], E.Continue)
+    assert w.status_panel.state_label.text().startswith("Training")
+    assert not w.attachment.run.controls.paused

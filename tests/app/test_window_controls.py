@@ -9,11 +9,11 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox
 
 from app.panels.scope_tree import STATE, UPDATE
-from training_core import Pause, Resume, SetFreeze, Step, Stop
+from training_core import Continue, Pause, SetFreeze, Step, Stop
 
 
 def click(qtbot, w, name: str) -> None:
-    button = w.experiment_panel.control_buttons[name]
+    button = w.experiment_panel.run_buttons[name]
     assert button.isEnabled(), f"{name} button is disabled"
     qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
 
@@ -26,7 +26,7 @@ def train(ui, w, n: int) -> None:
 
 def test_controls_and_status_bar_through_a_run(ui, qtbot, tmp_path):
     w = ui.make(fake=True)
-    sp, buttons = w.status_panel, w.experiment_panel.control_buttons
+    sp, buttons = w.status_panel, w.experiment_panel.run_buttons
     assert sp.state_label.text() == "Ready"
     assert not buttons["pause"].isEnabled() and not buttons["stop"].isEnabled()
     click(qtbot, w, "start")
@@ -43,17 +43,17 @@ def test_controls_and_status_bar_through_a_run(ui, qtbot, tmp_path):
     ui.flush(w)
     w.refresh()
     assert w.core.sent == [Pause()] and w.paused
-    assert buttons["pause"].text() == "Resume" and "Resume training (Ctrl+P)" == buttons["pause"].toolTip()
+    assert buttons["pause"].text() == "Continue" and "Continue training (Ctrl+P)" == buttons["pause"].toolTip()
     assert sp.state_label.text() == "Paused" and sp.rate_label.text() == "– steps/s"
     sp.show_status(w.session.status.__class__(step=100, steps_per_s=900.0), paused=w.paused)  # a stale speed
     assert sp.rate_label.text() == "– steps/s"  # blank while paused, whatever the last numbers said
     click(qtbot, w, "step")
     assert w.core.sent[-1] == Step(1)
     train(ui, w, 10)  # the trainer runs the one step, then pauses again
-    assert w.store.last_step == 101 and sp.state_label.text() == "Paused (step)" and buttons["pause"].text() == "Resume"
-    click(qtbot, w, "pause")  # labelled Resume
+    assert w.store.last_step == 101 and sp.state_label.text() == "Paused (step)" and buttons["pause"].text() == "Continue"
+    click(qtbot, w, "pause")  # labelled Continue
     ui.flush(w)
-    assert w.core.sent[-1] == Resume() and buttons["pause"].text() == "Pause" and sp.state_label.text() == "Training"
+    assert w.core.sent[-1] == Continue() and buttons["pause"].text() == "Pause" and sp.state_label.text() == "Training"
     train(ui, w, 100)
     click(qtbot, w, "stop")
     ui.flush(w)
@@ -69,7 +69,7 @@ def test_controls_and_status_bar_through_a_run(ui, qtbot, tmp_path):
 
 def test_keyboard_shortcuts_and_tooltips(ui, qtbot):
     w = ui.make(fake=True)
-    tips = {n: b.toolTip() for n, b in w.experiment_panel.control_buttons.items()}
+    tips = {n: b.toolTip() for n, b in w.experiment_panel.run_buttons.items()}
     assert "Ctrl+R" in tips["start"] and "Ctrl+P" in tips["pause"]
     assert "Ctrl+." in tips["step"] and "Ctrl+Shift+R" in tips["stop"]
     w.activateWindow()
@@ -78,9 +78,9 @@ def test_keyboard_shortcuts_and_tooltips(ui, qtbot):
     assert [r[0] for r in w.core.requests][-1] == "start" and w.core.sent == [Step(1)]
     train(ui, w, 10)
     assert w.store.last_step == 1 and w.paused and w.status_panel.state_label.text() == "Paused (step)"
-    qtbot.keyClick(w, Qt.Key.Key_P, Qt.KeyboardModifier.ControlModifier)  # Resume
+    qtbot.keyClick(w, Qt.Key.Key_P, Qt.KeyboardModifier.ControlModifier)  # Continue
     train(ui, w, 50)
-    assert w.core.sent[-1] == Resume() and w.store.last_step == 51
+    assert w.core.sent[-1] == Continue() and w.store.last_step == 51
     qtbot.keyClick(w, Qt.Key.Key_R, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
     ui.flush(w)
     assert w.core.sent[-1] == Stop() and not w.running

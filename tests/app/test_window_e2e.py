@@ -1,5 +1,5 @@
 """End to end: the real window on real training in its real training process, one test per path a user
-takes (start, pause, step, resume, stop; freezing live; ratio, learning rate and method live; settings
+takes (start, pause, step, continue, stop; freezing live; ratio, learning rate and method live; settings
 made before Start; a NaN; a broken experiment file; an unwritable run directory; a killed training
 process). What is checked is what training did: the run record on disk and what came back to the
 window. The widgets' own behaviour is tested fast on the stand-in service (test_window_controls.py,
@@ -19,7 +19,7 @@ from training_core import example_path, read_events, read_scalars
 
 
 def click(qtbot, w, name: str) -> None:
-    button = w.experiment_panel.control_buttons[name]
+    button = w.experiment_panel.run_buttons[name]
     assert button.isEnabled(), f"{name} button is disabled"
     qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
 
@@ -76,17 +76,17 @@ def build():
 '''
 
 
-def test_start_pause_step_resume_stop(ui, qtbot, tmp_path):
+def test_start_pause_step_continue_stop(ui, qtbot, tmp_path):
     w = ui.make()
     sp = w.status_panel
     assert sp.state_label.text() == "Ready"
     devices = [w.experiment_panel.device_combo.itemData(i) for i in range(w.experiment_panel.device_combo.count())]
     assert devices[:2] == ["auto", "cpu"]  # listed by the training process once TensorFlow loaded
     assert sp.device_label.text() == "CPU"
-    assert not w.experiment_panel.control_buttons["pause"].isEnabled()
+    assert not w.experiment_panel.run_buttons["pause"].isEnabled()
     click(qtbot, w, "start")
     ui.wait_steps(w, 100)
-    assert not w.experiment_panel.control_buttons["start"].isEnabled()
+    assert not w.experiment_panel.run_buttons["start"].isEnabled()
     assert not w.experiment_panel.source_combo.isEnabled()  # no switching experiment mid-run
     qtbot.waitUntil(lambda: sp.step_label.text() != "Step 0", timeout=60_000)
     assert sp.state_label.text() == "Training"
@@ -97,7 +97,7 @@ def test_start_pause_step_resume_stop(ui, qtbot, tmp_path):
     pause = ui.wait_event(w, "pause", reason="user")
     held = pause.step
     qtbot.waitUntil(lambda: w.store.last_step == held and sp.step_label.text() == f"Step {held:,}", timeout=60_000)
-    assert w.experiment_panel.control_buttons["pause"].text() == "Resume"
+    assert w.experiment_panel.run_buttons["pause"].text() == "Continue"
     assert sp.state_label.text() == "Paused"
     w.refresh()
     assert sp.rate_label.text() == "– steps/s"
@@ -108,8 +108,8 @@ def test_start_pause_step_resume_stop(ui, qtbot, tmp_path):
     qtbot.waitUntil(lambda: w.store.last_step == held + 1, timeout=60_000)
     assert ui.flush(w) == held + 1 and w.store.last_step == held + 1, "Step ran more than one step"
 
-    click(qtbot, w, "pause")  # now labelled Resume
-    ui.wait_event(w, "resume")
+    click(qtbot, w, "pause")  # now labelled Continue
+    ui.wait_event(w, "continue")
     ui.wait_steps(w, held + 100)
     click(qtbot, w, "stop")
     ui.wait_finished(w)
@@ -122,7 +122,7 @@ def test_start_pause_step_resume_stop(ui, qtbot, tmp_path):
     assert w.experiment_panel.source_combo.isEnabled()
 
 
-def test_ticking_a_scope_freezes_it_live_and_unticking_resumes(ui, qtbot, tmp_path):
+def test_ticking_a_scope_freezes_it_live_and_unticking_unfreezes(ui, qtbot, tmp_path):
     w = ui.make()
     w.start()
     ui.wait_steps(w, 150)

@@ -43,7 +43,7 @@ def test_nan_shows_a_dialog_and_leaves_the_run_paused(ui, qtbot):
     assert w.paused and "The loss of phase D became nan at step 2; training is paused" in w.last_error[0]
     assert "kind: nan" in w.last_error[1] and w.error_dialog.isVisible()
     assert w.status_panel.state_label.text() == "Paused (nan)"
-    assert w.running and w.stop_action.isEnabled() and w.pause_action.text() == "Resume"
+    assert w.running and w.stop_action.isEnabled() and w.pause_action.text() == "Continue"
     w.error_dialog.close()
     w.stop()
     ui.flush(w)

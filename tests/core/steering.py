@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from tests import zygote
-from training_core import Pause, Resume, SaveCheckpoint, SetFreeze, SetFreezeMethod, SetRatio, Stop, append_command
+from training_core import Continue, Pause, SaveCheckpoint, SetFreeze, SetFreezeMethod, SetRatio, Stop, append_command
 from training_core.base import events as E
 from training_core.rundir.lock import Holder, read_holder
 from training_core.runs import RunData, RunFollower
@@ -104,7 +104,7 @@ def steer_a_run(tmp: Path) -> SteeredRun:
         s.advance(60)
         s.send(Pause(), "p1")
         s.send(SaveCheckpoint(), "c1")  # acknowledged at the pause's step: nothing trained in between
-        s.send(Resume(), "q1")
+        s.send(Continue(), "q1")
         s.advance(60)
         append_command(run_dir, Stop(), "s1")
         proc.communicate(timeout=TIMEOUT)

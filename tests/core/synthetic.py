@@ -94,12 +94,12 @@ class SimulatedTrainer:
         d = cmd.to_dict()
         if isinstance(cmd, C.Pause):
             return self._pause("user", d)
-        if isinstance(cmd, C.Resume):
+        if isinstance(cmd, C.Continue):
             self._steps_left = None
             if not self.paused:
                 return []
             self.paused = False
-            return [self._event(E.Resume(command=d)), P.StatusChanged(self.status())]
+            return [self._event(E.Continue(command=d)), P.StatusChanged(self.status())]
         if isinstance(cmd, C.Step):
             if cmd.n < 1:
                 return [self._event(E.Rejected(message=f"step count must be >= 1, got {cmd.n!r}", command=d))]

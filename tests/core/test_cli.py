@@ -1,6 +1,6 @@
 """`python main.py --headless` as a user runs it: bad input is one line on stderr, exit code 2 and
 nothing written; --list-scopes prints the tree; --config reruns a run; a headless run that can no
-longer train stops instead of waiting forever for a Resume nobody can send.
+longer train stops instead of waiting forever for a Continue nobody can send.
 
 Every subprocess pays TensorFlow's import, so they all start at once (module fixture) and the
 tests only read their results.

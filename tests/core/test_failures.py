@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from tests import zygote
-from training_core import Observer, Resume, RunConfig, Trainer, read_events, read_scalars
+from training_core import Continue, Observer, RunConfig, Trainer, read_events, read_scalars
 from training_core.runs import RunData, read_run, reload_resumed
 from training_core.rundir.layout import checkpoint_steps
 from training_core.cli.headless import HeadlessObserver
@@ -322,7 +322,7 @@ def test_on_nan_rollback_gives_up_after_three(tmp_path):
 
 class _RollBackOnNan(Observer):
     """What the window does: the NaN pauses training; "Roll back to step N" sends Rollback (here with the
-    learning rate halved), then Resume."""
+    learning rate halved), then Continue."""
 
     def __init__(self) -> None:
         self.trainer = None
@@ -334,7 +334,7 @@ class _RollBackOnNan(Observer):
         if e.kind == "nan":
             good = max(s for s in checkpoint_steps(self.trainer.run_dir) if s < e.at_step)
             self.trainer.send(Rollback(step=good, phase=e.phase, lr_factor=0.5))
-            self.trainer.send(Resume())
+            self.trainer.send(Continue())
 
 
 def test_paused_on_nan_the_user_rolls_back_and_continues(tmp_path):

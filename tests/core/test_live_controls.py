@@ -7,7 +7,7 @@ import threading
 import numpy as np
 import pytest
 
-from training_core import (Observer, Pause, Resume, SetFreeze, SetFreezeMethod, SetLearningRate, SetRatio, Step,
+from training_core import (Continue, Observer, Pause, SetFreeze, SetFreezeMethod, SetLearningRate, SetRatio, Step,
                            Stop, Trainer, UserError, read_events, read_scalars)
 
 from .helpers import Script, config, phase_of_step, run, runs_of, tiny_gan, wait_for, write_file
@@ -130,7 +130,7 @@ def test_returning_to_an_earlier_configuration_does_not_retrace(tmp_path, run_di
     assert all(e.step <= first_freeze for e in traces)
 
 
-def test_pause_step_resume_from_another_thread(tmp_path, run_dir):
+def test_pause_step_continue_from_another_thread(tmp_path, run_dir):
     bg = Background(config(tiny_gan(tmp_path), run_dir, fetch_every=20))
     bg.after(20)
     paused_at = bg.send(Pause(), "pause", reason="user")
@@ -139,7 +139,7 @@ def test_pause_step_resume_from_another_thread(tmp_path, run_dir):
     assert bg.send(Step(3), "step") == paused_at
     assert bg.obs.wait("pause", reason="step").step == paused_at + 3
     assert bg.trainer.step == paused_at + 3
-    bg.send(Resume(), "resume")
+    bg.send(Continue(), "continue")
     bg.after(10)
     rejected = bg.send(SetFreeze(["nosuch"]), "rejected")
     bg.stop()

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tests import zygote
-from training_core import (Pause, Resume, SetFreeze, SetFreezeMethod, SetLearningRate, SetRatio, Step, Trainer,
+from training_core import (Continue, Pause, SetFreeze, SetFreezeMethod, SetLearningRate, SetRatio, Step, Trainer,
                            UserError, read_events, read_scalars)
 
 from .helpers import Script, config, optimizer_of, phase_of_step, run, runs_of, tiny_gan, variables, write_file
@@ -133,7 +133,7 @@ def test_live_controls_apply_at_the_next_step_with_replicas(tmp_path, run_dir):
     paused_at = bg.send(Pause(), "pause", reason="user")
     assert bg.send(Step(3), "step") == paused_at
     assert bg.obs.wait("pause", reason="step").step == paused_at + 3
-    bg.send(Resume(), "resume")
+    bg.send(Continue(), "continue")
     bg.after(10)
     bg.stop()
 

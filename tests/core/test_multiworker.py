@@ -25,7 +25,7 @@ from .helpers import REPO, env, main_cmd, tiny_gan, wait_for, write_file
 DRIVER = '''
 import hashlib, json, sys
 sys.path.insert(0, {repo!r})
-from training_core import Observer, Pause, Resume, RunConfig, SetFreeze, SetLearningRate, Trainer
+from training_core import Continue, Observer, Pause, RunConfig, SetFreeze, SetLearningRate, Trainer
 from training_core.engine.distribute import is_chief
 
 class Drive(Observer):
@@ -46,11 +46,11 @@ class Drive(Observer):
             self.sent.add("pause")
             self.trainer.send(Pause())
     def on_idle(self, trainer):
-        if "resume" not in self.sent:
-            self.sent.add("resume")
-            trainer.send(Resume())
+        if "continue" not in self.sent:
+            self.sent.add("continue")
+            trainer.send(Continue())
     def on_event(self, e):
-        if e.kind in ("freeze", "lr", "pause", "resume", "stop"):
+        if e.kind in ("freeze", "lr", "pause", "continue", "stop"):
             self.applied.append([e.kind, e.step])
 
 drive = Drive()
@@ -97,7 +97,7 @@ def test_commands_sent_to_the_chief_apply_on_every_worker_at_the_same_step(tmp_p
 
     assert chief["applied"] == worker["applied"], "a command applied at different steps"
     kinds = [k for k, _ in chief["applied"]]
-    assert kinds == ["freeze", "lr", "pause", "resume", "stop"]
+    assert kinds == ["freeze", "lr", "pause", "continue", "stop"]
     assert all(step % 10 == 0 for kind, step in chief["applied"] if kind != "stop")  # at the shared boundaries
     assert chief["weights"] == worker["weights"] and chief["step"] == worker["step"] == 80
 

@@ -59,11 +59,11 @@ def test_the_readme_live_control_block_steers_a_run_as_it_says(tmp_path):
     code = re.sub(r"at\((\d+)\)", lambda m: f"at({int(m.group(1)) // 10})", code)
     exec(compile(code, "docs/live-control.md (live control)", "exec"), {"__name__": "readme_live"})
     events = [e for e in read_events(tmp_path / "live") if e.kind in ("freeze", "ratio", "lr", "pause", "step",
-                                                                      "resume", "stop")]
+                                                                      "continue", "stop")]
     kinds = [e.kind for e in events]
     assert kinds[:5] == ["freeze", "ratio", "ratio", "lr", "pause"] and kinds[-1] == "stop", kinds
-    assert "step" in kinds and "resume" in kinds and events[-1].reason == "done" and events[-1].step == 600
+    assert "step" in kinds and "continue" in kinds and events[-1].reason == "done" and events[-1].step == 600
     for e, at in zip(events, (100, 200, 300, 400, 500)):
         assert e.step >= at, (e.kind, e.step, at)
-    pause, step, resume = (next(e for e in events if e.kind == k) for k in ("pause", "step", "resume"))
-    assert pause.step == step.step and resume.step == step.step + 10  # ten steps between, paused around them
+    pause, step, cont = (next(e for e in events if e.kind == k) for k in ("pause", "step", "continue"))
+    assert pause.step == step.step and cont.step == step.step + 10  # ten steps between, paused around them

@@ -67,7 +67,7 @@ def test_the_replays_apply_each_control_change_at_its_step_and_stop_where_the_or
         assert len(stop) == 1 and stop[0].step == steered_run.acks["s1"].step and stop[0].reason == "done"
         replay = [e for e in events if e.kind == "replay"]
         assert len(replay) == 1 and replay[0].commands == 4
-        assert not [e for e in events if isinstance(e, (E.Pause, E.Resume, E.Rejected))]
+        assert not [e for e in events if isinstance(e, (E.Pause, E.Continue, E.Rejected))]
 
 
 def test_the_replays_end_in_the_same_weights_optimizer_state_and_random_state(replays):
@@ -95,7 +95,7 @@ def test_the_plan_keeps_only_the_changes_that_move_the_numbers(tmp_path):
         {"step": 5, "kind": "pause", "reason": "user", "command": {"kind": "pause"}},
         {"step": 5, "kind": "freeze", "scopes": ["generator"], "command": freeze, "id": "a"},
         {"step": 5, "kind": "rejected", "message": "no", "command": {"kind": "lr", "phase": "X", "value": 1}},
-        {"step": 5, "kind": "resume", "command": {"kind": "resume"}},
+        {"step": 5, "kind": "continue", "command": {"kind": "continue"}},
         {"step": 9, "kind": "ratio", "policy": {}, "command": {"kind": "ratio", "policy": {"ratio": [2, 1]}}},
         {"step": 9, "kind": "sample", "command": {"kind": "sample"}},
         {"step": 12, "kind": "stop", "reason": "stopped", "command": {"kind": "stop"}},

@@ -18,7 +18,7 @@ from training_core import Observer, RunConfig, Trainer, read_config, read_events
 from .helpers import main_cmd, start, wait_for
 
 STEPS = 150
-DOCUMENTED_KINDS = {"trace", "retrace", "start", "pause", "resume", "step", "freeze", "ratio", "lr", "method", "leak",
+DOCUMENTED_KINDS = {"trace", "retrace", "start", "pause", "continue", "step", "freeze", "ratio", "lr", "method", "leak",
                     "nan", "warning", "rejected", "error", "checkpoint", "stop", "sample", "checkpoint_requested"}
 
 

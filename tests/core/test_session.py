@@ -57,7 +57,7 @@ def test_loading_then_prepared(ready):
     assert s.state_text == "Preparing ring…"  # busy wins over everything
 
 
-def test_run_pause_step_resume_stop(ready):
+def test_run_pause_step_continue_stop(ready):
     s, sim, rec = ready
     s.begin_run()
     assert s.running and s.state_text == "Training" and not s.can_start and rec.named("data_cleared")
@@ -70,7 +70,7 @@ def test_run_pause_step_resume_stop(ready):
     assert not s.paused  # a Step trains: the session says so until the trainer pauses again
     feed(s, sim.train(10))
     assert s.paused and s.pause_reason == "step" and s.state_text == "Paused (step)" and s.data.last_step == 33
-    feed(s, sim.command(C.Resume()) + sim.train(5) + sim.command(C.Stop()))
+    feed(s, sim.command(C.Continue()) + sim.train(5) + sim.command(C.Stop()))
     assert not s.running and not s.paused and s.state_text == "Stopped at step 38" and s.can_start
     assert rec.named("run_finished")[-1][0].step == 38
     assert s.run_dir == "/tmp/x/run0"  # the finished run's directory stays shown
@@ -116,7 +116,7 @@ def test_a_nan_in_two_phases_is_one_dialog_until_training_goes_on(ready):
     assert "phase D became inf at step 3" in summary
     assert rec.named("note") == [("Step 4: the loss of phase G became nan too",)]
     assert [m.label for m in s.data.markers][:2] == ["Inf in D", "NaN in G"]
-    feed(s, sim.command(C.Resume()) + sim.train(2) + sim.nan("G"))  # training went on: a new incident
+    feed(s, sim.command(C.Continue()) + sim.train(2) + sim.nan("G"))  # training went on: a new incident
     assert len(rec.named("problem")) == 2 and "phase G became nan at step 6" in rec.named("problem")[-1][0]
 
 

@@ -17,7 +17,7 @@ from training_core.base import events as E
 from training_core.rundir.layout import COMMANDS_FILE
 from training_core.observers.command_file import CommandFileReader
 from training_core.rundir.commands_file import parse_command_line
-from training_core.base.commands import Envelope, Resume, SetFreeze, SetLearningRate, Step
+from training_core.base.commands import Continue, Envelope, SetFreeze, SetLearningRate, Step
 from training_core.base.errors import UserError
 from training_core.base.alternation import Policy, policy_from_dict
 
@@ -45,7 +45,7 @@ def test_every_command_is_acknowledged_with_its_id_in_order(steered_run):
     acks = steered_run.acks
     kinds = {cid: type(acks[cid]) for cid in ("f1", "r1", "l1", "m1", "p1", "c1", "q1", "s1")}
     assert kinds == {"f1": E.Freeze, "r1": E.Ratio, "l1": E.LearningRate, "m1": E.Method, "p1": E.Pause,
-                     "c1": E.CheckpointRequested, "q1": E.Resume, "s1": E.Stop}
+                     "c1": E.CheckpointRequested, "q1": E.Continue, "s1": E.Stop}
     steps = [acks[c].step for c in ("f1", "r1", "l1", "m1", "p1", "q1", "s1")]
     assert steps == sorted(steps) and steps[0] > 0
     assert acks["f1"].scopes == [FROZEN] and acks["r1"].policy["ratio"] == [3, 1]
@@ -219,10 +219,10 @@ def test_an_overlong_line_is_rejected_without_being_kept(tmp_path, monkeypatch):
         f.write('{"kind": "pause", "pad": "' + "x" * 150)
     r.poll(t)
     with open(path, "a") as f:
-        f.write("x" * 50 + '"}\n{"id": "after", "kind": "resume"}\n')
+        f.write("x" * 50 + '"}\n{"id": "after", "kind": "continue"}\n')
     r.poll(t)
     assert isinstance(t.got[0], E.Rejected) and "longer than 100 bytes" in t.got[0].message
-    assert t.got[1:] == [Envelope(Resume(), "after")]
+    assert t.got[1:] == [Envelope(Continue(), "after")]
 
 
 _JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from training_core import (Pause, Resume, RunConfig, SampleNow, SaveCheckpoint, SetFreeze, SetFreezeMethod,
+from training_core import (Continue, Pause, RunConfig, SampleNow, SaveCheckpoint, SetFreeze, SetFreezeMethod,
                            SetLearningRate, SetRatio, Step, Stop, UserError, VarInfo, build_scope_tree,
                            command_from_dict, ema_smooth, format_tree, in_scope, read_config, read_events,
                            read_scalars)
@@ -15,7 +15,7 @@ from training_core.base.commands import COMMANDS, Rollback
 from training_core.base.smoothing import EmaState
 from training_core.base.scopes import frozen_mask, resolve_scopes
 
-ALL_COMMANDS = [Pause(), Resume(), Step(7), Stop(), SetFreeze(["generator/dense_1", "discriminator"], True),
+ALL_COMMANDS = [Pause(), Continue(), Step(7), Stop(), SetFreeze(["generator/dense_1", "discriminator"], True),
                 SetRatio({"policy": "adaptive", "thresholds": [0.5, 0.7], "max_steps": 20}),
                 SetLearningRate("G", 5e-5), SetFreezeMethod("gate"), SampleNow(), SaveCheckpoint(),
                 Rollback(step=500, phase="D", lr_factor=0.5)]
@@ -45,6 +45,33 @@ def test_command_from_dict_rejects_with_one_line(d, word):
     with pytest.raises(UserError) as e:
         command_from_dict(d)
     assert word in str(e.value) and "\n" not in str(e.value)
+
+
+def test_an_old_resume_line_in_commands_jsonl_and_events_jsonl_is_read_as_continue(tmp_path):
+    """Before issue 23 the un-pause was `resume`; it is `continue` now ("resume" means only a run continued
+    from its checkpoint on disk). A `resume` line a user's script appends to commands.jsonl, or that an older
+    run wrote to events.jsonl, is read as Continue and ends the pause; only `continue` is written. `Resume`
+    still imports, as the same class, with a DeprecationWarning."""
+    import warnings
+    from training_core.base import events as E
+    from training_core.base.commands import Envelope
+    from training_core.rundir.commands_file import parse_command_line
+    from training_core.runs.attach import Controls
+
+    assert parse_command_line(b'{"id": "old", "kind": "resume"}') == Envelope(Continue(), "old")
+    assert command_from_dict({"kind": "resume"}) == Continue() and Continue().to_dict() == {"kind": "continue"}
+    (tmp_path / "events.jsonl").write_text(
+        '{"step": 5, "kind": "pause", "time": 1.0, "reason": "user", "command": {"kind": "pause"}}\n'
+        '{"step": 5, "kind": "resume", "time": 2.0, "command": {"kind": "resume"}, "id": "q1"}\n', encoding="utf-8")
+    events = read_events(tmp_path)
+    assert [type(e) for e in events] == [E.Pause, E.Continue] and events[1].id == "q1"
+    assert events[1].to_dict()["kind"] == "continue" and not Controls.of(events).paused
+    assert Controls.of(events[:1]).paused
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        from training_core import Resume
+        assert Resume is Continue and E.Resume is E.Continue and Resume() == Continue()
+    assert caught and all(issubclass(w.category, DeprecationWarning) for w in caught)
 
 
 # -- scopes ---------------------------------------------------------------------------------------------

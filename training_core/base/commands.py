@@ -4,6 +4,15 @@ Every change a user makes to a running training (from the window, from code, lat
 the run directory of a headless run) is one of these small records. The trainer applies them only at
 a step boundary, in the order sent, and logs each one it applied to `events.jsonl`, so a hand-tuned
 run can be replayed exactly and a remote run can be steered with the same vocabulary.
+
+One meaning per name: `Continue` (kind `continue`) ends a pause; "resume" means only continuing a run from
+its checkpoint on disk (`--resume RUN_DIR`, File → Resume Run…, the `resumed` event). The un-pause was
+called `Resume` (kind `resume`) before issue 23. Records and `commands.jsonl` files written then keep
+working: `command_from_dict` reads an old kind through `OLD_KINDS`, and only the new kind is written.
+`Resume` stays importable (from here and from `training_core`) as a deprecated alias of `Continue`, the
+same class, with a DeprecationWarning: the live-control guide has shown `trainer.send(Resume())` since the
+start, and a user's script must not break over a rename. It is left out of `__all__` and `dir()`, so
+nothing new picks it up; it can go once a release has warned of it.
 """
 from __future__ import annotations
 
@@ -11,6 +20,7 @@ import functools
 import math
 import queue
 import typing
+import warnings
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, ClassVar, NamedTuple
 
@@ -31,8 +41,10 @@ class Pause(Command):
 
 
 @dataclass(frozen=True)
-class Resume(Command):
-    kind: ClassVar[str] = "resume"
+class Continue(Command):
+    """End a pause: training goes on (kind `resume` before issue 23, still read: `OLD_KINDS`)."""
+
+    kind: ClassVar[str] = "continue"
 
 
 @dataclass(frozen=True)
@@ -73,7 +85,7 @@ class SetFreeze(Command):
 
 @dataclass(frozen=True)
 class SetRatio(Command):
-    """A new alternation policy, as `schedule.policy_from_dict` reads it."""
+    """A new alternation policy, as `base/alternation.py`'s `policy_from_dict` reads it."""
 
     kind: ClassVar[str] = "ratio"
     policy: dict[str, Any] = field(default_factory=dict)
@@ -120,10 +132,22 @@ class Rollback(Command):
 
 COMMANDS: dict[str, type[Command]] = {
     c.kind: c
-    for c in (Pause, Resume, Step, Stop, SetFreeze, SetRatio, SetLearningRate, SetFreezeMethod, SampleNow, SaveCheckpoint,
+    for c in (Pause, Continue, Step, Stop, SetFreeze, SetRatio, SetLearningRate, SetFreezeMethod, SampleNow, SaveCheckpoint,
               Rollback)
 }
+#: kinds read but no longer written, each the old name of a kind above: `resume` is `continue`'s (the
+#: un-pause, renamed so that "resume" means only continuing a run from disk)
+OLD_KINDS: dict[str, type[Command]] = {"resume": Continue}
 FREEZE_METHODS = ("exact", "gate")
+
+
+def __getattr__(name: str) -> Any:
+    """`Resume`: the deprecated alias of `Continue` (see the module docstring)."""
+    if name == "Resume":
+        warnings.warn("Resume (the un-pause command) is now Continue; 'resume' means continuing a run from disk",
+                      DeprecationWarning, stacklevel=2)
+        return Continue
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _check_value(kind: str, name: str, value: Any, hint: Any) -> None:
@@ -161,7 +185,7 @@ def command_from_dict(d: dict[str, Any]) -> Command:
         raise UserError(f"a command is a JSON object with a 'kind', got {d!r}"[:300])
     d = dict(d)
     kind = d.pop("kind", None)
-    cls = COMMANDS.get(kind) if isinstance(kind, str) else None
+    cls = COMMANDS.get(kind, OLD_KINDS.get(kind)) if isinstance(kind, str) else None
     if cls is None:
         raise UserError(f"unknown command kind {kind!r}; use one of {', '.join(sorted(COMMANDS))}"[:300])
     hints = _hints(cls)

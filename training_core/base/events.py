@@ -15,7 +15,9 @@ remote controller can see its command acknowledged.
 Reading is forgiving on purpose: a record may come from a killed process, a newer Freezeframe, or a
 hand edit. `event_from_dict` returns `None` for anything that is not an event (a list, a missing or
 wrong-typed `step`), keeps an unknown kind as `UnknownEvent`, ignores unknown fields and falls back to
-a field's default when its value has the wrong type.
+a field's default when its value has the wrong type. A kind renamed since is read through `OLD_KINDS`
+(`resume`, the un-pause before issue 23, is `Continue`; `Resume` remains a deprecated alias of it, as in
+`base/commands.py`).
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ import math
 import time as _time
 import types
 import typing
+import warnings
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, ClassVar
 
@@ -132,8 +135,8 @@ class Stop(ControlEvent):
 class Resumed(Event):
     """The run continued, in a new process, from its checkpoint at `step`: what had been recorded after
     that checkpoint was dropped first (moved to `dropped["dir"]`), so every reader sees one timeline.
-    The settings are those the checkpoint holds; `steps` is the step target from here on. (`resume` is
-    the Resume command that ends a pause.)"""
+    The settings are those the checkpoint holds; `steps` is the step target from here on. (A pause ends
+    with `continue`.)"""
 
     kind: ClassVar[str] = "resumed"
     checkpoint: str = ""  # relative to the run directory
@@ -160,8 +163,10 @@ class Pause(ControlEvent):
 
 
 @dataclass(frozen=True, kw_only=True)
-class Resume(ControlEvent):
-    kind: ClassVar[str] = "resume"
+class Continue(ControlEvent):
+    """A pause ended (a Continue command); written `resume` before issue 23, still read (`OLD_KINDS`)."""
+
+    kind: ClassVar[str] = "continue"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -278,10 +283,23 @@ class UnknownEvent(Event):
 
 
 EVENTS: dict[str, type[Event]] = {
-    c.kind: c for c in (Trace, Retrace, Start, Checkpoint, Warning, Error, Stop, Pause, Resume, Step, Freeze,
+    c.kind: c for c in (Trace, Retrace, Start, Checkpoint, Warning, Error, Stop, Pause, Continue, Step, Freeze,
                         Ratio, LearningRate, Method, CheckpointRequested, SampleRequested, Rejected, Leak, Nan, Resumed,
                         Rollback)
 }
+
+
+#: kinds read but no longer written, each the old name of a kind above: `resume` is `continue`'s
+OLD_KINDS: dict[str, type[Event]] = {"resume": Continue}
+
+
+def __getattr__(name: str) -> Any:
+    """`Resume`: the deprecated alias of `Continue` (see the module docstring)."""
+    if name == "Resume":
+        warnings.warn("events.Resume (a pause ended) is now events.Continue; 'resume' means continuing a run "
+                      "from disk (events.Resumed)", DeprecationWarning, stacklevel=2)
+        return Continue
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def register(cls: type[Event]) -> type[Event]:
@@ -342,7 +360,7 @@ def event_from_dict(d: Any) -> Event | None:
         return None
     t = d.get("time", 0.0)
     t = float(t) if isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t) else 0.0
-    cls = EVENTS.get(d["kind"])
+    cls = EVENTS.get(d["kind"], OLD_KINDS.get(d["kind"]))
     if cls is None:
         return UnknownEvent(step=step, time=t, data=dict(d))
     kwargs: dict[str, Any] = {"step": step, "time": t}

@@ -70,7 +70,7 @@ class ProgressBar(Observer):
 
 class HeadlessObserver(ProgressBar):
     """The progress bar, plus: a pause the trainer decides on (a NaN loss, nothing left to train) stops the
-    run, because headless nobody can resume it and the process would wait forever. `halted` says why."""
+    run, because headless nobody can continue it and the process would wait forever. `halted` says why."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -100,7 +100,7 @@ class HeadlessObserver(ProgressBar):
         elif isinstance(e, E.Rollback):  # a new attempt: its NaN, if any, is named afresh
             self._nan_named = False
         elif isinstance(e, E.Pause) and e.reason not in ("user", "step") and self._trainer is not None \
-                and self.halted is None:  # a pause or step from commands.jsonl waits for its resume
+                and self.halted is None:  # a pause or step from commands.jsonl waits for its continue
             self.halted = f"training stopped at step {e.step}: {self._cause or e.reason}"
             self._trainer.send(_stop("halted"))
 

@@ -47,7 +47,7 @@ class Experiment:
     sample: Callable[["SampleContext"], dict] | None = None
     sample_kind: str = "none"
     #: `metrics(ctx) -> {name: number}`: quality measures recorded as `metric/<name>` every 2 s
-    #: (training_core/health.py); `ctx` is a `SampleContext` with `n` = 2,048
+    #: (training_core/observers/health.py); `ctx` is a `SampleContext` with `n` = 2,048
     metrics: Callable[["SampleContext"], dict] | None = None
     default_ratio: Sequence[int] | None = None
     description: str = ""

@@ -23,19 +23,19 @@ if TYPE_CHECKING:
     from training_core.loop.trainer import Trainer
 
 
-# -- the loop's own: pause, resume, step, stop ---------------------------------------------------------------
+# -- the loop's own: pause, continue, step, stop ---------------------------------------------------------------
 def pause(tr: "Trainer", cmd: C.Pause, cid: str | None) -> None:
     if tr.flow.paused:
-        raise UserError("already paused: Pause has nothing to do (send resume to go on)")
+        raise UserError("already paused: Pause has nothing to do (send continue to go on)")
     tr.pause("user", cmd, cid)
 
 
-def resume(tr: "Trainer", cmd: C.Resume, cid: str | None) -> None:
+def continue_(tr: "Trainer", cmd: C.Continue, cid: str | None) -> None:
     stepping, tr.flow.steps_left = tr.flow.steps_left is not None, None
     if not (tr.flow.paused or stepping):
-        raise UserError("not paused: Resume has nothing to do")
+        raise UserError("not paused: Continue has nothing to do")
     tr.flow.paused = False  # (a Step count running out would have paused: it trains on now)
-    tr.emit(E.Resume(command=cmd.to_dict(), id=cid))
+    tr.emit(E.Continue(command=cmd.to_dict(), id=cid))
     tr.report_status()
 
 
@@ -104,7 +104,7 @@ def rollback(tr: "Trainer", cmd: C.Rollback, cid: str | None) -> None:
 
 
 HANDLERS: dict[type[C.Command], Callable[["Trainer", Any, str | None], None]] = {
-    C.Pause: pause, C.Resume: resume, C.Step: step, C.Stop: stop,
+    C.Pause: pause, C.Continue: continue_, C.Step: step, C.Stop: stop,
     C.SetFreeze: set_freeze, C.SetRatio: set_ratio, C.SetLearningRate: set_lr, C.SetFreezeMethod: set_method,
     C.SampleNow: sample_now, C.SaveCheckpoint: save_checkpoint, C.Rollback: rollback,
 }

@@ -12,7 +12,7 @@ So in a multi-worker run commands apply only at boundaries every worker reaches 
 (multiples of `sync_every`). At a boundary the chief sends the commands it received since the last one
 (and a pause it decided on its own: a NaN loss) to every worker with one more collective
 (engine/collective.py), and every worker applies the same list in the same order. While paused, the
-workers wait in that collective; the chief runs a round a few times a second, so a resume, a step or a
+workers wait in that collective; the chief runs a round a few times a second, so a continue, a step or a
 stop reaches all of them at once.
 """
 from __future__ import annotations

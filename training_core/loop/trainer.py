@@ -2,11 +2,12 @@
 
 In the manner of Keras 3's trainer and Orange3's TaskState: `Trainer.run()` blocks on whatever thread
 calls it (the training process's main thread, or the main thread headless), applies queued commands
-at step boundaries, and reports to its observers on that same thread. Every policy (the run record,
-checkpoints, samples, leak and NaN alarms, the CLI's progress bar) is an observer (observers/), and
-each sees the run through a narrow handle (`handle`, loop/handle.py), never the trainer itself. The loop
-only steps, fetches metrics (loop/fetch.py) and applies commands through one table (loop/command_table.py)
-at the boundaries its command source decides (loop/multiworker.py: one device, or every worker at once).
+at step boundaries, and reports to its observers on that same thread. Everything it does besides
+training (the run record, checkpoints, samples, leak and NaN alarms, the CLI's progress bar) is an
+observer (observers/), and each sees the run through a narrow handle (`handle`, loop/handle.py), never
+the trainer itself. The loop only steps, fetches metrics (loop/fetch.py) and applies commands through
+one table (loop/command_table.py) at the boundaries its command source decides (loop/multiworker.py: one
+device, or every worker at once).
 
 Its state is declared in two records (loop/state.py): `state`, what a checkpoint holds of the loop, and
 `flow`, whether it runs, pauses or stops. A command applied at a boundary is logged with the step count at

@@ -46,7 +46,7 @@ class LeakAlarm(Observer):
 
 class NanAlarm(Observer):
     """A loss that is NaN or Inf: one `nan` event per phase and episode (a loss that stays NaN is not
-    reported again at every fetch; a finite loss, a resume or a rollback re-arms it). Then, by `on_nan`:
+    reported again at every fetch; a finite loss, a Continue command or a rollback re-arms it). Then, by `on_nan`:
     pause (the window: the user can roll back), stop (headless), or go on (`rollback`: NanRollback acts;
     `continue`). While a loss is non-finite, the run's `nan_at` says since when, and no checkpoint is saved."""
 
@@ -59,7 +59,7 @@ class NanAlarm(Observer):
         self._run = run
 
     def on_event(self, event: E.Event) -> None:
-        if isinstance(event, (E.Resume, E.Rollback)):
+        if isinstance(event, (E.Continue, E.Rollback)):
             self._phases.clear()
 
     def on_metrics(self, batch: MetricsBatch) -> None:

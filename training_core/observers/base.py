@@ -1,8 +1,8 @@
 """What an observer is, and the narrow handle through which it sees and acts on a run.
 
 As Keras runs callbacks (each sees `self.model`, not the trainer's insides) and Orange3 hands a long task
-a `TaskState`: the loop stays plain, every policy is an observer in a list (`observers.defaults`), and each
-observer acts on the run only through `RunHandle`, a small declared interface. The loop implements it
+a `TaskState`: the loop stays plain, everything a run does besides training is an observer in a list
+(`observers.defaults`), and each observer acts on the run only through `RunHandle`, a small declared interface. The loop implements it
 (`loop.handle.TrainerHandle`); a user's own loop can too (a run object that is no Trainer), so the
 record, the alarms and the command reader serve any loop that offers these few things.
 

@@ -1,4 +1,4 @@
-"""Every run's policies, as a list of observers: the Keras-callbacks idea (TensorBoard, checkpoints,
+"""Every run's observers, in one list: the Keras-callbacks idea (TensorBoard, checkpoints,
 TerminateOnNaN are each a callback in a list) applied to the loop. The trainer only runs the list; what
 a run does besides training (samples, metrics, checkpoints, alarms, commands from a file, the record)
 is decided here, in one place, in the order that matters."""
@@ -16,7 +16,7 @@ from training_core.observers.sampling import Sampler
 
 
 def default_observers(config: RunConfig) -> list[Observer]:
-    """Every run's policies: the record writer last (it sees what the others emitted), samples and metrics
+    """Every run's observers: the record writer last (it sees what the others emitted), samples and metrics
     before checkpoints (they draw from the sample generator, which a checkpoint saves). A non-chief worker
     of a multiworker run only checkpoints, to a scratch directory: saving is collective."""
     from training_core.engine.distribute import is_chief

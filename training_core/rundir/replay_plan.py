@@ -6,7 +6,7 @@ Why it works: a run's starting state is all in `config.toml`, and every later ch
 and the step count when it was applied. A command logged at step N was applied after step N, so the
 `Replayer` sends it from `on_step_end` after step N of the replay (or from `on_run_begin` for N = 0),
 and the trainer applies it at the same boundary. Only the changes that move the numbers are replayed:
-`freeze`, `ratio`, `lr` and `method`. Pauses, resumes, single steps, sample and checkpoint requests
+`freeze`, `ratio`, `lr` and `method`. Pauses, continues, single steps, sample and checkpoint requests
 change no number, and a `rejected` command changed nothing; a replay runs straight through.
 
 A NaN pause is not replayed either: the original paused wherever its batch of metrics happened to be

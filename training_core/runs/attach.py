@@ -40,7 +40,8 @@ WRITER_CHECK_S = 2.0  # how often the lock is read to see whether the writer sti
 
 @dataclass
 class Controls:
-    """The run's control state as its record says it now is."""
+    """The run's control settings (what its commands set: freeze set, schedule, rates, method, paused, step
+    target) as its record says they now are; loop/command_table.py is what applies the commands."""
 
     freeze: list[str] = field(default_factory=list)
     schedule: dict = field(default_factory=dict)
@@ -77,7 +78,7 @@ class Controls:
             self.method = e.method
         elif isinstance(e, E.Pause):
             self.paused, self.pause_reason = True, e.reason
-        elif isinstance(e, (E.Resume, E.Step)):
+        elif isinstance(e, (E.Continue, E.Step)):
             self.paused, self.pause_reason = False, ""
 
 

@@ -4,7 +4,7 @@ prepared, whether a run is going and why it paused or ended, its run directory, 
 Why a model of its own: the window used to derive the same state in several places (paused from both
 a status and an event, the run directory by three paths), and only a window could hold it. Here every
 protocol report goes through `Session.handle` and each fact has one source:
-  - paused comes from the run's events only (`pause` sets it, `resume` and `step` clear it), so it
+  - paused comes from the run's events only (`pause` sets it, `continue` and `step` clear it), so it
     always has a reason; a `Status` only carries numbers for the status bar;
   - the run directory comes from the `start` event only: the directory the run really writes
     (a run that fails before it starts has none, and its error names the path);
@@ -49,7 +49,7 @@ def nan_message(event: E.Nan, rollback_step: int | None = None) -> tuple[str, st
     phase, at = event.phase, event.at_step
     back = f"Roll back to step {rollback_step}, lower" if rollback_step is not None else "Lower"
     summary = (f"The loss of phase {phase} became {event.value} at step {at}; training is paused. "
-               f"{back} phase {phase}'s learning rate (or fix the loss), then Resume, or Stop.")
+               f"{back} phase {phase}'s learning rate (or fix the loss), then Continue, or Stop.")
     detail = "\n".join(f"{k}: {v}" for k, v in event.to_dict().items())
     return summary, detail
 
@@ -240,13 +240,13 @@ class Session:
 
     def track(self, e: E.Event) -> None:
         """The state an event changes (it is in `data` already)."""
-        if isinstance(e, (E.Resume, E.Step, E.Rollback, E.Resumed, E.Start)):
+        if isinstance(e, (E.Continue, E.Step, E.Rollback, E.Resumed, E.Start)):
             self._nan_shown = False  # training goes on (or back): a NaN after this is a new incident
         if not self.attached:
             self._track_controls(e)
         if isinstance(e, E.Pause):
             self._set_paused(True, e.reason)
-        elif isinstance(e, (E.Resume, E.Step)):
+        elif isinstance(e, (E.Continue, E.Step)):
             self._set_paused(False, "")
         elif isinstance(e, E.Nan):
             if self._nan_shown:  # another phase of the same incident (the run paused at the first): no 2nd dialog

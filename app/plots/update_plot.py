@@ -1,6 +1,6 @@
-"""The update plot's two views, curves and heat map, and the controls above them.
+"""The update plot: its two views, curves and heat map, and the controls above them.
 
-Up to `AUTO_LIMIT` variables the update plot draws a curve per variable (updates.py). Above it, curves
+Up to `AUTO_LIMIT` variables the update plot draws a curve per variable (update_curves.py). Above it, curves
 are an unreadable tangle, so the view switches by itself to the heat map (heatmap.py: a row per
 variable, grouped by scope), until the user picks one with the "Curves / Heat map" buttons (the
 choice then holds). In heat-map mode curves are drawn on demand, in the curve plot above the heat
@@ -23,8 +23,8 @@ from . import palette
 from .axes import FloorLogAxis, TidyAxis
 from .curves import LEFT_AXIS_WIDTH, style_plot
 from .heatmap import UpdateHeatmap
-from .updates import KIND, UpdateCurves
-from .view import PlotView
+from .update_curves import KIND, UpdateCurves
+from .plot_view import PlotView
 
 AUTO_LIMIT = 48  # more variables shown than this: the heat map, unless the user chose curves
 TOP_K = 8

@@ -44,14 +44,14 @@ ROOT = Path(__file__).resolve().parent.parent  # the project: `training_core` mu
 popen = subprocess.Popen
 
 #: every training process a window started and has not yet joined; tests fail if one is left running
-_HANDLES: "weakref.WeakSet[TrainingProcess]" = weakref.WeakSet()
+_PROCESSES: "weakref.WeakSet[TrainingProcess]" = weakref.WeakSet()
 
 
 def still_running() -> list:
     """Training processes (and their reader threads) still running, for the test suite's no-leftover check."""
     out: list = []
-    for h in list(_HANDLES):
-        out += h.alive()
+    for training in list(_PROCESSES):
+        out += training.alive()
     return out
 
 
@@ -93,7 +93,7 @@ _SIGNALS = {
 class TrainingService(Protocol):
     """What the window uses of a training service (`TrainingProcess`, or a stand-in in widget tests)."""
 
-    worker: Reports
+    reports: Reports
 
     def load(self) -> None: ...
     def prepare(self, config: RunConfig) -> None: ...
@@ -104,11 +104,11 @@ class TrainingService(Protocol):
 
 
 class TrainingProcess(QObject):
-    """The GUI thread's handle on a training service: request jobs, send commands, shut down."""
+    """The GUI thread's side of a training service: request jobs, send commands, shut down."""
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
-        self.worker = Reports(self)
+        self.reports = Reports(self)
         # A fresh interpreter running `python -m training_core.service`, which connects back over an
         # authenticated local socket: not multiprocessing's spawn, which re-imports the parent's __main__
         # (a script that opens a window would open another one in the child).
@@ -126,7 +126,7 @@ class TrainingProcess(QObject):
         self._stopping = False  # the service was asked to exit: its end is expected
         self._reader = threading.Thread(target=self._read, name="freezeframe-reports", daemon=True)
         self._reader.start()
-        _HANDLES.add(self)
+        _PROCESSES.add(self)
 
     # -- requests ----------------------------------------------------------------------------------------
     def _post(self, msg: object) -> bool:
@@ -166,7 +166,7 @@ class TrainingProcess(QObject):
 
     # -- reports -----------------------------------------------------------------------------------------
     def _read(self) -> None:
-        reports = self.worker
+        reports = self.reports
         try:
             conn = self._listener.accept()
         except Exception:  # noqa: BLE001 - shutdown's wake-up call fails authentication: no service
@@ -241,12 +241,12 @@ class TrainingProcess(QObject):
         self._reader.join(5)
         if self._conn is not None:
             self._conn.close()
-        _HANDLES.discard(self)
+        _PROCESSES.discard(self)
         return in_time
 
 
 @atexit.register
 def _join_at_exit() -> None:
     """A script that exits without closing its window still stops training and flushes its record."""
-    for handle in list(_HANDLES):
-        handle.shutdown()
+    for training in list(_PROCESSES):
+        training.shutdown()

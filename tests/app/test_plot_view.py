@@ -1,4 +1,4 @@
-"""What a refresh draws from (app/plots/view.py): a store refilled from scratch is drawn afresh. A window's
+"""What a refresh draws from (app/plots/plot_view.py): a store refilled from scratch is drawn afresh. A window's
 opened or attached run is followed by a `RunFollower`, which clears and refills the same `RunData` when a
 resume cut the record back (training_core/runs/follow.py); the refilled store often holds more points than
 before, so the plots, which otherwise only append what a store gained, cannot tell by its length."""

@@ -25,7 +25,7 @@ from training_core.runs import GrowArray
 from . import palette
 from .axes import FloorLogAxis
 from .curves import LiveCurve, dashed_pen, legend_pen, nearest_index
-from .view import Layer, PlotView
+from .plot_view import Layer, PlotView
 
 KIND = {"relative": "update_ratio", "absolute": "update_norm"}
 AXIS_LABEL = {"relative": "‖ΔW‖ / ‖W‖", "absolute": "‖ΔW‖"}
