@@ -355,8 +355,7 @@ class MainWindow(QMainWindow):
             self.status_panel.show_status(status or Status(), paused=self.session.paused)
 
     def _show_state(self) -> None:
-        """The session's state on the run buttons and actions, the experiment panel and the status bar (and a
-        Start that waited for the experiment to be prepared goes now)."""
+        """The session's state on the run buttons, the experiment panel and the status bar; a waiting Start goes."""
         s = self.session
         if self._start_when_ready and s.prepared is not None and not s.busy and s.can_start:
             self._start_when_ready = False
