@@ -45,11 +45,13 @@ call 1.7-4.6 s instead of 5.6-12.5 s), or with one round of its passes instead o
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import tensorflow as tf
 
 from training_core.base.errors import UserError
+from training_core.engine import keras_private
 from training_core.engine.slots import slots_by_variable
 from training_core.experiment.api import Models, Phase, StepContext
 
@@ -98,14 +100,38 @@ class DirectCall:
         return self.fn.experimental_get_tracing_count()
 
 
+@dataclass(frozen=True, eq=False)
+class StepSpec:
+    """What one phase's compiled step is built from (engine/prepare.py makes one per phase).
+
+    Why one object: the single-device and the replicated step are built from the same eleven things, and
+    named fields in one place keep them from being passed in the wrong order. Frozen: a step is built once
+    and its graphs capture these; what changes during a run (the freeze set, the gate) is the step's own
+    `tf.Variable`s. (eq=False: its fields hold variables, which do not compare as values.)"""
+    phase: Phase
+    models: Models
+    optimizer: Any  # a built keras.optimizers.Optimizer
+    variables: tuple[Any, ...]  # what the phase trains, in its order
+    stats: tuple[Any, ...]  # non-trainable state a forward pass may change (BatchNormalization statistics)
+    rng: tf.random.Generator  # the run's generator (ctx.normal, ctx.uniform, the batch's rows)
+    data: tf.Variable | None  # the experiment's data, or None
+    batch_size: int | None  # rows a step draws; None: the whole data
+    extra: dict  # the experiment's extra attributes of the step context
+    on_trace: Callable[[str, str], None]  # called with (phase, variant) when a variant is traced
+    jit: bool = False  # XLA-compile the variants (--jit)
+
+
 class PhaseStep:
-    def __init__(self, phase: Phase, models: Models, optimizer: Any, variables: Sequence[Any],
-                 stat_variables: Sequence[Any], rng: tf.random.Generator, data: tf.Variable | None,
-                 batch_size: int | None, extra: dict, on_trace: Callable[[str, str], None], jit: bool = False):
-        self.phase, self.models, self.opt = phase, models, optimizer
-        self.vars, self.stat_vars = list(variables), list(stat_variables)
-        self.rng, self.data, self.batch_size, self.extra = rng, data, batch_size, extra
-        self.on_trace = on_trace
+    """One phase's compiled step on one device, in its two variants `fast` and `masked` (module docstring)."""
+
+    def __init__(self, spec: StepSpec) -> None:
+        self.spec = spec
+        phase, optimizer = spec.phase, spec.optimizer
+        self.phase, self.models, self.opt = phase, spec.models, optimizer
+        self.vars, self.stat_vars = list(spec.variables), list(spec.stats)
+        self.rng, self.data, self.batch_size, self.extra = spec.rng, spec.data, spec.batch_size, spec.extra
+        self.on_trace = spec.on_trace
+        jit = spec.jit
         n = len(self.vars)
         # Live controls, read inside the graph: changing them never retraces.
         self.frozen = tf.Variable([False] * n, trainable=False, name=f"frozen_{phase.name}")
@@ -192,7 +218,7 @@ class PhaseStep:
         """What `optimizer.apply` does after clipping: weight decay, the update, constraints, the step count."""
         opt = self.opt
         variables = [self.vars[i] for i in self._live]
-        opt._apply_weight_decay(variables)
+        keras_private.apply_weight_decay(opt, variables)
         self._update(grads, variables)
         for v in variables:
             if getattr(v, "constraint", None) is not None:
@@ -224,13 +250,13 @@ class PhaseStep:
         return loss, grads
 
     def _update(self, grads: list, variables: list) -> None:
-        self.opt._backend_update_step(grads, variables, self.opt.learning_rate)
+        keras_private.update_variables(self.opt, grads, variables)
 
     def _fast_body(self) -> tf.Tensor:
         before = [_read(v) for v in self.vars]
         stats_before = [_read(v) for v in self.stat_vars] if self._syncs_stats else []
         loss, grads = self._gradients(stats_before, self._fast_grads)
-        self._apply_update(self.opt._clip_gradients([grads[i] for i in self._live]))
+        self._apply_update(keras_private.clip_gradients(self.opt, [grads[i] for i in self._live]))
         return self._pack(loss, before, grads)
 
     def _masked_body(self) -> tf.Tensor:
@@ -258,14 +284,12 @@ class PhaseStep:
 
 
 def _clip(opt: Any, grads: list, live: tf.Tensor, gate: tf.Tensor) -> list:
-    """Keras' own clipping (`optimizer._clip_gradients`), except that with `global_clipnorm` the exact
+    """Keras' own clipping (`keras_private.clip_gradients`), except that with `global_clipnorm` the exact
     method takes the norm over the live gradients only, reduced as Keras reduces it (a sum over the stacked
     squared norms), so it equals `apply` on the unfrozen subset; the gate method keeps Keras' norm over all."""
     clip = getattr(opt, "global_clipnorm", None)
     if not clip or clip <= 0 or (getattr(opt, "clipnorm", None) or 0) > 0 or not grads:
-        return opt._clip_gradients(grads)
+        return keras_private.clip_gradients(opt, grads)
     squared = tf.stack([tf.reduce_sum(tf.square(g)) for g in grads])
     use_norm = tf.where(gate, tf.sqrt(tf.reduce_sum(squared)), tf.sqrt(tf.reduce_sum(tf.boolean_mask(squared, live))))
-    # keras.src.optimizers.base_optimizer.clip_by_global_norm, with that norm
-    scale = clip * tf.minimum(1.0 / use_norm, 1.0 / clip) + (use_norm - use_norm)
-    return [g * tf.cast(scale, g.dtype) for g in grads]
+    return keras_private.clip_by_global_norm(grads, clip, use_norm)

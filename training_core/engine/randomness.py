@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+from training_core.engine.keras_private import called_function_graphs
+
 #: kernels that draw from TensorFlow's global random state (tf.random.normal, uniform, shuffle, ...)
 GLOBAL_RANDOM_OPS = frozenset({
     "RandomStandardNormal", "RandomUniform", "RandomUniformInt", "TruncatedNormal", "RandomShuffle",
@@ -44,8 +46,7 @@ def escaping_random_ops(functions: Iterable[Any], generators: Iterable[Any]) -> 
                 found.add(op.type)
             elif op.type in GENERATOR_OPS and (not op.inputs or op.inputs[0].ref() not in owned_inputs):
                 found.add(op.type)  # a tf.random.Generator of the user's own: not seeded by the run
-        nested = [getattr(fn, "graph", None) for fn in getattr(graph, "_functions", {}).values()]
-        graphs.extend(g for g in nested if g is not None)
+        graphs.extend(called_function_graphs(graph))
         for fn in graph.as_graph_def().library.function:  # what has no Python graph left (e.g. imported)
             found.update(n.op for n in fn.node_def if n.op in GLOBAL_RANDOM_OPS)
     return sorted(found)

@@ -11,7 +11,7 @@ variable and its slots are put back on every replica, bit for bit.
 Why all-reduce first and not inside Keras' `apply`: Keras' TF backend clips each replica's local
 gradients before it sums them, so `clipnorm`/`global_clipnorm` would act on per-replica gradients;
 reducing first clips the global gradient, as a single device would. The update itself is Keras'
-(`_distributed_tf_update_step` through a merge call), without its second all-reduce.
+(`keras_private.replica_update_step`: its update through a merge call), without its second all-reduce.
 
 Random numbers: the run's generator is made in the strategy's scope, so its state is one mirrored
 variable (checkpointed as on one device) and each replica draws from its own stream, a hash of the
@@ -34,16 +34,17 @@ from typing import Any
 import tensorflow as tf
 
 from training_core.base.errors import UserError
-from training_core.engine.phase_step import PhaseStep, _value
+from training_core.engine import keras_private
+from training_core.engine.phase_step import PhaseStep, StepSpec, _value
 from training_core.experiment.api import StepContext
 
 
 class ReplicatedStep(PhaseStep):
-    def __init__(self, *args: Any, strategy: Any, **kwargs: Any) -> None:
+    def __init__(self, spec: StepSpec, strategy: Any) -> None:
         self.strategy = strategy
         self.replicas = int(strategy.num_replicas_in_sync)
         self.local = len(strategy.extended.worker_devices)  # replicas on this worker
-        super().__init__(*args, **kwargs)
+        super().__init__(spec)
         b, data = self.batch_size, self.data
         if b is not None and b % self.replicas:
             raise UserError(f"batch size {b} does not split evenly over {self.replicas} replicas; use a multiple of "
@@ -126,8 +127,4 @@ class ReplicatedStep(PhaseStep):
 
     def _update(self, grads: list, variables: list) -> None:
         """Keras' per-variable update on every copy, without its all-reduce (the gradients are reduced)."""
-        opt = self.opt
-        pairs = list(zip(grads, [v.value if hasattr(v, "value") and not isinstance(v, tf.Variable) else v
-                                  for v in variables]))
-        tf.__internal__.distribute.interim.maybe_merge_call(opt._distributed_tf_update_step,
-                                                            opt._distribution_strategy, pairs, opt.learning_rate)
+        keras_private.replica_update_step(self.opt, grads, variables)

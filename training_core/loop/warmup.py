@@ -29,6 +29,8 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable, Sequence
 
+from training_core.engine import keras_private
+
 VARIANTS = ("fast", "masked")
 
 
@@ -140,17 +142,16 @@ class WarmUp:
 def _keras_state(restore: dict | None = None) -> dict:
     """Keras keeps its global state per thread (the global seed generator of unseeded `keras.random` draws,
     `keras.config` switches such as flash attention): the thread traces with the training thread's, as if it
-    had traced there. (Every phase's loss is first traced on the training thread, by its first variant or by
-    `check_loss`, so a loss that fails fails there; the thread traces the other variants, which the fast
-    ones build with their own forward and backward pass, as a plain loop's step does: engine/phase_step.py.)
+    had traced there (engine/keras_private.py reads and sets it). (Every phase's loss is first traced on the
+    training thread, by its first variant or by `check_loss`, so a loss that fails fails there; the thread
+    traces the other variants, which the fast ones build with their own forward and backward pass, as a
+    plain loop's step does: engine/phase_step.py.)
     Read (no argument) on the training thread between steps, where no call's scope is open.
 
     The name-scope stack is the one thing the thread gets a copy of: a model call traced there pushes its
     layers' scopes onto it, and on the training thread's own list they prefixed whatever that thread named
     meanwhile (the benchmark caught a model built then with variables `discriminator/discriminator/...`)."""
-    from keras.src.backend.common import global_state
     if restore is None:
-        return dict(vars(global_state.GLOBAL_STATE_TRACKER))
-    for name, value in restore.items():
-        global_state.set_global_attribute(name, list(value) if name == "name_scope_stack" else value)
+        return keras_private.keras_thread_state()
+    keras_private.set_keras_thread_state(restore)
     return restore
