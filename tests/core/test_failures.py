@@ -278,10 +278,14 @@ def test_on_nan_rollback_goes_back_to_the_last_good_checkpoint_with_half_the_rat
                    on_nan="rollback", tensorboard=True), live).run()
     _same_as_disk(live.data, d)
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-    acc = EventAccumulator(str(d / "tb"), size_guidance={"scalars": 0})
+    acc = EventAccumulator(str(d / "tb" / "training"), size_guidance={"scalars": 0})
     acc.Reload()
     tb = acc.Scalars("loss/P")  # the SessionLog START at step 61 purged the first 61..80
     assert [e.step for e in tb] == list(range(1, 201)) and np.isfinite([e.value for e in tb]).all()
+    from tensorboard.backend.event_processing import plugin_event_accumulator
+    served = plugin_event_accumulator.EventAccumulator(str(d / "tb" / "training"), size_guidance={"tensors": 0})
+    served.Reload()  # what `tensorboard --logdir` serves: it purges only at a run's second START
+    assert [e.step for e in served.Tensors("loss/P")] == list(range(1, 201))
     events = read_events(d)
     rollbacks = [e for e in events if e.kind == "rollback"]
     assert len(rollbacks) == 1

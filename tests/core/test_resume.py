@@ -123,16 +123,17 @@ def test_tensorboard_shows_each_step_once(killed_and_resumed):
     """TensorBoard's own reader: the resumed process's SessionLog START purges what the first wrote after
     the checkpoint, so no step is there twice and none is missing, and the values are the resumed ones."""
     killed, whole, *_ = killed_and_resumed
-    assert len(list((killed / "tb").iterdir())) == 2
-    acc = EventAccumulator(str(killed / "tb"), size_guidance={"scalars": 0})
-    acc.Reload()
-    ref = EventAccumulator(str(whole / "tb"), size_guidance={"scalars": 0})
-    ref.Reload()
-    assert sorted(acc.Tags()["scalars"]) == sorted(ref.Tags()["scalars"])
-    for tag in ("loss/D", "loss/G", "update_ratio/discriminator/dense_1/kernel"):
-        got, want = acc.Scalars(tag), ref.Scalars(tag)
-        assert [e.step for e in got] == [e.step for e in want], tag
-        assert [e.value for e in got] == [e.value for e in want], tag
+    for run, tags in (("training", ("loss/D", "loss/G")), ("variables", ("update_ratio/discriminator/dense_1/kernel",))):
+        assert len(list((killed / "tb" / run).iterdir())) == 2
+        acc = EventAccumulator(str(killed / "tb" / run), size_guidance={"scalars": 0})
+        acc.Reload()
+        ref = EventAccumulator(str(whole / "tb" / run), size_guidance={"scalars": 0})
+        ref.Reload()
+        assert sorted(acc.Tags()["scalars"]) == sorted(ref.Tags()["scalars"])
+        for tag in tags:
+            got, want = acc.Scalars(tag), ref.Scalars(tag)
+            assert [e.step for e in got] == [e.step for e in want], tag
+            assert [e.value for e in got] == [e.value for e in want], tag
 
 
 def test_the_weights_are_saved_in_keras_format(killed_and_resumed):

@@ -4,10 +4,13 @@ The files are opened when the run's first event (`start` or `resumed`) comes, so
 before any later observer (the window) sees it: a window that resumes a run reads the record then.
 Events emitted before the run directory exists (traces at warm-up) are kept and written first; on a
 resumed run they are stamped with the step it resumes from, so the steps of `events.jsonl` never go back.
+Each drawing of samples is handed to the writer too (for TensorBoard's images: drawn on its thread); the
+record takes what is drawn but asks for no live cadence (`records_only`).
 """
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from training_core.base import events as E
 from training_core.base.metrics import MetricsBatch
@@ -17,6 +20,8 @@ from training_core.rundir.writer import RecordWriter
 
 class RunRecord(Observer):
     """`config.toml`, `events.jsonl`, `scalars.csv`, `variables/`, `tb/` of the run it observes."""
+
+    records_only = True  # it takes samples for tb/, at whatever pace they are drawn
 
     def __init__(self) -> None:
         self.writer: RecordWriter | None = None
@@ -34,7 +39,8 @@ class RunRecord(Observer):
     def _open(self, run: RunHandle) -> None:
         self.writer = RecordWriter(run.run_dir, list(zip(run.phase_names, run.phase_paths)),
                                    config=None if run.resumed else run.config, tensorboard=run.config.tensorboard,
-                                   tb_session_start=run.step + 1 if run.resumed else None)
+                                   tb_session_start=run.step + 1 if run.resumed else None,
+                                   hparams_config=run.config)
         early, self._early = self._early, []
         for e in early:
             self.writer.event(replace(e, step=max(e.step, run.step)))
@@ -50,6 +56,10 @@ class RunRecord(Observer):
     def on_metrics(self, batch: MetricsBatch) -> None:
         if self.writer is not None:
             self.writer.metrics(batch.blocks, batch.scalars)
+
+    def on_samples(self, samples: dict[str, Any]) -> None:
+        if self.writer is not None:
+            self.writer.samples(samples)
 
     def on_sync(self) -> None:
         if self.writer is not None:

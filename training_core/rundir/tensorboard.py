@@ -5,21 +5,41 @@ record checksums in Python on a thread of its own, which cost about 8 us per tra
 competes with the training thread for the GIL; `tf.io.TFRecordWriter` does the same in C++. The protos
 come from the `tensorboard` package, so the files are exactly what TensorBoard reads.
 Write failures surface as TensorFlow errors on `flush`/`close` (the record writer names them).
+
+Besides scalars: pictures (the images plugin's own `Summary.Image`, PNG-encoded by `tf.io.encode_png`),
+Markdown text (the text plugin) and an HParams session (the hparams plugin's session start info, and no
+experiment summary: TensorBoard then derives the table's columns from the sessions of every run in the
+logdir, and each row's metrics from the last values of its run's scalars). TensorBoard keeps the metadata
+(plugin, description) of the first value of a tag it reads and ignores the rest, so a file gives it with
+a tag's first value only, as TensorFlow's own writer does. Whoever owns the writer writes all of it: in a
+run, the record writer's thread.
 """
 from __future__ import annotations
 
 import socket
 import time
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
+
+import numpy as np
+
+#: the two TensorBoard runs of a run directory's `tb/` (rundir/writer.py says why two)
+TB_TRAINING, TB_VARIABLES = "training", "variables"
 
 
 class EventWriter:
-    def __init__(self, logdir: str | Path) -> None:
+    """One event file. It begins with a SessionLog START at `session_start` (0 for a new run, the step after
+    the checkpoint for a resumed one): TensorBoard's server takes the first START it reads in a run for the
+    run's beginning and purges only at later ones, so without one at the start of a run's first file, the
+    START of a resume or a rollback would be that first one, and the steps run again would show twice."""
+
+    def __init__(self, logdir: str | Path, session_start: int = 0) -> None:
         import tensorflow as tf
         from tensorboard.compat.proto import event_pb2, summary_pb2
         self._event, self._summary = event_pb2.Event, summary_pb2.Summary
         self._session_log = event_pb2.SessionLog
+        self._tf = tf
+        self._described: set[str] = set()  # tags whose metadata this file already holds
         Path(logdir).mkdir(parents=True, exist_ok=True)
         now = time.time()
         # TensorBoard reads a directory's files in name order; a resumed run's file must come after (and
@@ -31,6 +51,7 @@ class EventWriter:
             self.path = base.with_name(f"{base.name}.{k}")
         self._w = tf.io.TFRecordWriter(str(self.path))
         self._w.write(event_pb2.Event(wall_time=now, file_version="brain.Event:2").SerializeToString())
+        self.add_session_start(session_start)
         self._w.flush()
 
     def add_scalars(self, step: int, wall_time: float, values: Iterable[tuple[str, float]]) -> None:
@@ -40,11 +61,57 @@ class EventWriter:
         self._w.write(ev.SerializeToString())
 
     def add_session_start(self, step: int) -> None:
-        """A SessionLog START at `step`: TensorBoard discards every value it read at `step` or later from
-        earlier files (`EventAccumulator._CheckForRestartAndMaybePurge`), so a resumed or rolled-back run
+        """A SessionLog START at `step`: TensorBoard discards every value it read at `step` or later (scalars,
+        pictures, text; `EventAccumulator._CheckForRestartAndMaybePurge`), so a resumed or rolled-back run
         shows one timeline, without the steps it ran again."""
-        ev = self._event(wall_time=time.time(), step=step, session_log=self._session_log(status=self._session_log.START))
+        ev = self._event(wall_time=time.time(), step=step,
+                         session_log=self._session_log(status=self._session_log.START))
         self._w.write(ev.SerializeToString())
+
+    def add_image(self, step: int, wall_time: float, tag: str, pixels: np.ndarray, description: str = "") -> None:
+        """One picture, uint8 pixels of shape (height, width, 1 or 3), as TensorBoard's images plugin reads it."""
+        h, w, c = pixels.shape
+        png = self._tf.io.encode_png(pixels).numpy()
+        value = self._summary.Value(tag=tag, image=self._summary.Image(height=h, width=w, colorspace=c,
+                                                                       encoded_image_string=png))
+        if tag not in self._described:
+            value.metadata.summary_description = description
+            value.metadata.plugin_data.plugin_name = "images"  # (TensorBoard rebuilds it from the description)
+            self._described.add(tag)
+        self._w.write(self._event(wall_time=wall_time, step=step, summary=self._summary(value=[value]))
+                      .SerializeToString())
+
+    def add_text(self, step: int, wall_time: float, tag: str, text: str, description: str = "") -> None:
+        """One entry of Markdown text (the text plugin: a string tensor)."""
+        from tensorboard.plugins.text import metadata as text_metadata
+        from tensorboard.util import tensor_util
+        value = self._summary.Value(tag=tag, tensor=tensor_util.make_tensor_proto(text.encode("utf-8")))
+        if tag not in self._described:
+            value.metadata.CopyFrom(text_metadata.create_summary_metadata(display_name=None,
+                                                                           description=description))
+            self._described.add(tag)
+        self._w.write(self._event(wall_time=wall_time, step=step, summary=self._summary(value=[value]))
+                      .SerializeToString())
+
+    def add_session(self, hparams: dict[str, Any], start_time: float) -> None:
+        """The hparams plugin's session start info of this run, at step 0 (a SessionLog START later never
+        discards it). Its group name is left empty, so TensorBoard names the row after the run's directory:
+        one row per run, even for two runs with the same settings."""
+        from tensorboard.plugins.hparams import metadata, plugin_data_pb2
+        info = plugin_data_pb2.SessionStartInfo(group_name="", start_time_secs=start_time)
+        for name in sorted(hparams):
+            v = hparams[name]
+            if isinstance(v, bool):
+                info.hparams[name].bool_value = v
+            elif isinstance(v, (int, float)):
+                info.hparams[name].number_value = v
+            else:
+                info.hparams[name].string_value = str(v)
+        data = plugin_data_pb2.HParamsPluginData(session_start_info=info)
+        value = self._summary.Value(tag=metadata.SESSION_START_INFO_TAG, tensor=metadata.NULL_TENSOR,
+                                    metadata=metadata.create_summary_metadata(data))
+        self._w.write(self._event(wall_time=start_time, step=0, summary=self._summary(value=[value]))
+                      .SerializeToString())
 
     def flush(self) -> None:
         self._w.flush()

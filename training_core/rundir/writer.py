@@ -10,12 +10,24 @@ and closes the record.
 A write that fails (a full disk) becomes `WriteFailed` naming the file and the cause, raised on the
 training thread at the next batch or event; after it nothing more is attempted but the closing `error`
 and `stop` events, which are written if the disk still takes them and never raise.
+
+TensorBoard (`tb/`) sees what the window sees, in two TensorBoard runs: `tb/training/` holds the losses
+and the `metric/<name>` measures as scalars, each drawing of samples as a picture (`samples`), each control
+change as a line of text (`controls`) and the run's settings as an HParams session; `tb/variables/` the
+per-variable norms. Two runs because the HParams table's metrics are the scalars of the session's run
+(and of the runs below it): with the norms beside the losses, they would be dozens of columns, and an
+experiment summary naming the metrics would name them for every run of the logdir alike (TensorBoard
+reads one), wrong for runs of other experiments. rundir/tb_views.py says what each looks like.
+The training thread only hands over what it already has (the batch, the samples dict, the event); the
+pictures are drawn, PNG-encoded and written on the writer's thread. A drawing that cannot be drawn
+(arrays of an unexpected shape) is left out of `tb/`, never an error: `samples/` keeps it.
 """
 from __future__ import annotations
 
 import json
 import queue
 import threading
+import time
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
@@ -28,6 +40,8 @@ from training_core.base.metrics import PhaseBlock
 from training_core.rundir import lock as runlock
 from training_core.rundir.layout import CHECKPOINT_DIR, CONFIG_FILE, EVENTS_FILE, SCALARS_FILE, TB_DIR
 from training_core.rundir.reading import SCALARS_HEADER
+from training_core.rundir.tb_views import (CONTROLS_DESCRIPTION, CONTROLS_TAG, DESCRIPTIONS, SAMPLES_TAG, control_line,
+                                           run_hparams, sample_picture)
 from training_core.rundir.varstore import VARIABLES_DIR, VarFileWriter, file_name
 
 if TYPE_CHECKING:
@@ -36,7 +50,12 @@ if TYPE_CHECKING:
 
 
 _STOP = object()
-_SESSION_START = "session_start"  # queue item (_SESSION_START, step): TensorBoard forgets what a rollback undid
+# queue items: (kind, payload)
+_BATCH = "batch"  # (blocks, scalars)
+_SESSION_START = "session_start"  # step: TensorBoard forgets what a rollback undid
+_SAMPLES = "samples"  # a drawing, for tb/
+_TEXT = "text"  # an event, for tb/'s controls
+_HPARAMS = "hparams"  # (values, start time), for tb/'s HParams
 _FINAL = (E.Error, E.Stop)  # written if possible, never raising: the run is ending anyway
 #: TensorBoard gets every variable's norms up to this many variables; above, one summary per model
 #: (top-level scope): per-variable TensorBoard files of a 500-variable model grew by ~650 MB per 10^6 steps.
@@ -78,12 +97,29 @@ def _jsonable(o: Any) -> Any:
 
 
 class _TensorBoard:
-    """Per-step TensorBoard rows: losses always; per-variable norms, or per model for wide models."""
+    """`tb/training/` (losses, measures, samples, controls, the HParams session) and `tb/variables/`
+    (per-variable norms, or per model for wide models): two TensorBoard runs, so that the HParams table's
+    metrics are the scalars of the session's run, the losses and `metric/<name>`, and not the norms."""
 
-    def __init__(self, run_dir: Path, phase_paths: dict[str, tuple[str, ...]]) -> None:
-        from training_core.rundir.tensorboard import EventWriter
-        self.writer = EventWriter(run_dir / TB_DIR)
+    def __init__(self, run_dir: Path, phase_paths: dict[str, tuple[str, ...]], session_start: int) -> None:
+        from training_core.rundir.tensorboard import TB_TRAINING, TB_VARIABLES, EventWriter
+        self.training = EventWriter(run_dir / TB_DIR / TB_TRAINING, session_start)
+        self.variables = EventWriter(run_dir / TB_DIR / TB_VARIABLES, session_start)
         self.per_variable = sum(len(p) for p in phase_paths.values()) <= TB_PER_VARIABLE_MAX
+
+    def session_start(self, step: int) -> None:
+        for w in (self.training, self.variables):
+            w.add_session_start(step)
+
+    def flush(self) -> None:
+        self.training.flush()
+        self.variables.flush()
+
+    def close(self) -> None:
+        try:
+            self.training.close()
+        finally:
+            self.variables.close()
 
     def rows(self, b: PhaseBlock, r: int) -> list[tuple[str, float]]:
         if self.per_variable:
@@ -109,11 +145,13 @@ class RecordWriter:
 
     `phases` are the phase names with the variable paths each trains, in phase order. `config` is written
     as `config.toml` unless None (a resumed run keeps the configuration it started with).
-    `tb_session_start`: TensorBoard forgets what a first process wrote from that step on (a resume)."""
+    `tb_session_start`: TensorBoard forgets what a first process wrote from that step on (a resume).
+    `hparams_config`: the configuration TensorBoard's HParams show with the `start` (or `resumed`) event's
+    settings (default: `config`; a resumed run gives its own, which is not written)."""
 
     def __init__(self, run_dir: str | Path, phases: Sequence[tuple[str, Sequence[str]]],
                  config: "RunConfig | None" = None, tensorboard: bool = True,
-                 tb_session_start: int | None = None) -> None:
+                 tb_session_start: int | None = None, hparams_config: "RunConfig | None" = None) -> None:
         d = self.dir = Path(run_dir)
         self._torn = False  # the last event write failed part way: start the next on a new line
         self._queue: queue.Queue = queue.Queue()
@@ -121,6 +159,7 @@ class RecordWriter:
         self._lock = threading.Lock()
         self._vars: dict[str, VarFileWriter] = {}
         self._tb: _TensorBoard | None = None
+        self._hparams_config = hparams_config if hparams_config is not None else config
         self._scalars: Any = None
         self._events: Any = None  # unbuffered: one write per event
         try:
@@ -136,19 +175,22 @@ class RecordWriter:
                 self._scalars.flush()
             self._events = open(d / EVENTS_FILE, "ab", buffering=0)
             if tensorboard:
-                self._tb = _TensorBoard(d, {name: tuple(paths) for name, paths in phases})
-                if tb_session_start is not None:
-                    self._tb.writer.add_session_start(tb_session_start)
+                self._tb = _TensorBoard(d, {name: tuple(paths) for name, paths in phases}, tb_session_start or 0)
         except OSError as e:
             raise WriteFailed(d, describe(e)) from e
         self._thread = threading.Thread(target=self._writer, name="freezeframe-recorder", daemon=True)
         self._thread.start()
 
     def event(self, event: E.Event) -> None:
-        """Write one event now (a rollback also tells TensorBoard; `stop` closes the record)."""
+        """Write one event now (TensorBoard gets it as a line of text on the writer's thread, a rollback also
+        as a SessionLog START, `start` and `resumed` as the HParams session; `stop` closes the record)."""
         self._write_event(event)
-        if isinstance(event, E.Rollback) and self._tb is not None:
-            self._queue.put((_SESSION_START, event.step + 1))
+        if self._tb is not None:
+            if isinstance(event, (E.Start, E.Resumed)):
+                self._queue.put((_HPARAMS, (run_hparams(event, self._hparams_config), event.time)))
+            if isinstance(event, E.Rollback):
+                self._queue.put((_SESSION_START, event.step + 1))
+            self._queue.put((_TEXT, event))
         if isinstance(event, E.Stop):
             self.close()
 
@@ -156,7 +198,13 @@ class RecordWriter:
         """Queue a batch for the writer thread; a write that failed before is raised here."""
         if self._error is not None:
             raise self._error
-        self._queue.put((blocks, scalars))
+        self._queue.put((_BATCH, (blocks, scalars)))
+
+    def samples(self, samples: dict[str, Any]) -> None:
+        """Queue a drawing of samples for TensorBoard's images (drawn and encoded on the writer thread; the
+        dict is read there, not copied: the sampler makes a new one each time)."""
+        if self._tb is not None and self._error is None:
+            self._queue.put((_SAMPLES, samples))
 
     def sync(self) -> None:
         """Return once everything queued is on disk (raising a write that failed)."""
@@ -193,7 +241,7 @@ class RecordWriter:
             self._thread.join()
         closers = [f.close for f in [self._scalars, *self._vars.values()] if f is not None]
         if self._tb is not None:
-            closers.append(self._tb.writer.close)
+            closers.append(self._tb.close)
         with self._lock:
             if self._events is not None:
                 closers.append(self._events.close)
@@ -210,20 +258,46 @@ class RecordWriter:
                 if item is _STOP:
                     return
                 if self._error is None:
-                    if item[0] == _SESSION_START:
-                        self._session_start(item[1])
-                    else:
-                        self._write(item)
+                    kind, payload = item
+                    if kind == _BATCH:
+                        self._write(payload)
+                    elif kind == _SESSION_START:
+                        self._tensorboard(self._tb.session_start, payload)
+                    elif kind == _SAMPLES:
+                        self._picture(payload)
+                    elif kind == _TEXT:
+                        line = control_line(payload)
+                        if line is not None:
+                            self._tensorboard(self._tb.training.add_text, payload.step, payload.time, CONTROLS_TAG,
+                                              line, CONTROLS_DESCRIPTION)
+                    elif kind == _HPARAMS:
+                        self._tensorboard(self._tb.training.add_session, *payload)
             except BaseException as e:  # noqa: BLE001 - surfaced to the trainer on its next batch
                 self._error = e
             finally:
                 self._queue.task_done()
-    def _session_start(self, step: int) -> None:
+
+    def _tensorboard(self, write: Any, *args: Any) -> None:
+        """One write to `tb/`, flushed (these are rare); TensorFlow's errors become `WriteFailed`."""
         try:
-            self._tb.writer.add_session_start(step)
-            self._tb.writer.flush()
-        except Exception as e:  # noqa: BLE001 - TensorFlow's error types
-            raise WriteFailed(self.dir / TB_DIR, describe(e)) from e
+            write(*args)
+            self._tb.flush()
+        except Exception as e:
+            if isinstance(e, OSError) or type(e).__module__.startswith("tensorflow"):
+                raise WriteFailed(self.dir / TB_DIR, describe(e)) from e
+            raise
+
+    def _picture(self, samples: dict[str, Any]) -> None:
+        """Every drawing is a picture, two at one step included (the end of a run may draw again at the step
+        of the last timed drawing; `samples/` keeps the later one, TensorBoard both, in order)."""
+        try:
+            step = int(samples.get("step", 0))
+            pixels = sample_picture(samples)
+        except Exception:  # noqa: BLE001 - an experiment's odd arrays: samples/ keeps the drawing
+            return
+        if pixels is not None:
+            self._tensorboard(self._tb.training.add_image, step, time.time(), SAMPLES_TAG, pixels,
+                              DESCRIPTIONS.get(str(samples.get("kind")), ""))
 
     def _write(self, item: tuple[list[PhaseBlock], dict]) -> None:
         blocks, scalars = item
@@ -256,13 +330,14 @@ class RecordWriter:
             self._scalars.flush()
 
     def _write_rest(self, blocks: list[PhaseBlock], scalars: dict) -> None:
-        tb_rows: dict[int, tuple[float, list[tuple[str, float]]]] = {}
+        rows: dict[int, tuple[float, list[tuple[str, float]]]] = {}  # tb/training: losses and measures
+        var_rows: dict[int, tuple[float, list[tuple[str, float]]]] = {}  # tb/variables: norms
         for tag, (s_, w_, v_) in scalars.items():
             for s, w, v in zip(s_.tolist(), w_.tolist(), v_.tolist()):
-                tb_rows.setdefault(s, (w, []))[1].append((tag, v))
+                rows.setdefault(s, (w, []))[1].append((tag, v))
         for b in blocks:
             for s, w, v in zip(b.steps.tolist(), b.wall_time.tolist(), b.loss.tolist()):
-                tb_rows.setdefault(s, (w, []))[1].append((f"loss/{b.phase}", v))
+                rows.setdefault(s, (w, []))[1].append((f"loss/{b.phase}", v))
             keep = b.record
             if not keep.any():
                 continue
@@ -270,14 +345,15 @@ class RecordWriter:
                                        b.grad_norm[keep], b.frozen[keep])
             if self._tb is not None:
                 for r in np.flatnonzero(keep).tolist():
-                    tb_rows.setdefault(int(b.steps[r]), (float(b.wall_time[r]), []))[1].extend(self._tb.rows(b, r))
+                    var_rows.setdefault(int(b.steps[r]), (float(b.wall_time[r]), []))[1].extend(self._tb.rows(b, r))
         for f in self._vars.values():
             f.flush()
         if self._tb is not None:
-            for s in sorted(tb_rows):
-                w, vals = tb_rows[s]
-                self._tb.writer.add_scalars(s, w, vals)
-            self._tb.writer.flush()
+            for writer, by_step in ((self._tb.training, rows), (self._tb.variables, var_rows)):
+                for s in sorted(by_step):
+                    w, vals = by_step[s]
+                    writer.add_scalars(s, w, vals)
+            self._tb.flush()
 
 
 def default_run_dir(config: "RunConfig", folder: str | Path = "runs") -> Path:
