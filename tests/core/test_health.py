@@ -252,26 +252,30 @@ def _assert_measured_at_their_steps(sc: dict, watch: Watch) -> None:
         assert stat == pytest.approx(want_stat, rel=1e-8, abs=1e-9), f"metric/stats at step {step}"
 
 
-def test_measures_beside_training_are_recorded_at_the_step_whose_weights_they_measured(run_dir):
-    """The ring's metrics every 0.05 s for 400 steps: each measure but the last ran on the metrics thread, on the
-    shadows; each value equals the training's own weights at the step it is recorded at (every step changes
-    them: the sums of D's and G's weights), and the record is one, in step order."""
+def test_measures_beside_training_are_recorded_at_the_step_whose_weights_they_measured(run_dir, monkeypatch):
+    """The ring's metrics every 0.05 s for 500 steps (SHARE raised: measures as often as half their cost allows):
+    each measure but the end's ran on the metrics thread, on the shadows; each value equals the training's own
+    weights at the step it is recorded at (every step changes them: the sums of D's and G's weights), and the
+    record is one, in step order."""
+    monkeypatch.setattr(health, "SHARE", 0.5)
     watch = Watch()
-    run(RunConfig(example="ring", steps=400, seed=0, run_dir=str(run_dir), metrics_seconds=0.05, fetch_every=50,
+    run(RunConfig(example="ring", steps=500, seed=0, run_dir=str(run_dir), metrics_seconds=0.05, fetch_every=50,
                   checkpoint_every=100), watch)
-    sc = _assert_one_ordered_record(run_dir, 400)
+    sc = _assert_one_ordered_record(run_dir, 500)
     _assert_measured_at_their_steps(sc, watch)
-    assert sc["metric/weights"].steps[0] == 0 and sc["metric/weights"].steps[-1] == 400
+    assert sc["metric/weights"].steps[0] == 0 and sc["metric/weights"].steps[-1] == 500
     np.testing.assert_array_equal(sc["metric/modes_covered"].steps, sc["metric/weights"].steps)
-    assert watch.beside() and all(name == METRICS_THREAD for name, _, _ in watch.calls[:-1])
-    assert watch.calls[-1][0] != METRICS_THREAD  # the end's measure: on the training thread, the run is over
+    # every measure ran on the metrics thread, but the end's (on the training thread: the run is over), which a
+    # measure that happened to begin at the last step makes unneeded
+    assert len(watch.beside()) >= len(watch.calls) - 1 and len(watch.beside()) >= 2
     # (a warning that a measure took longer than 0.05 s may come, on a loaded machine; nothing else)
     assert not [e for e in read_events(run_dir) if e.kind == "warning" and "more than its interval" not in e.message]
 
 
-def test_batch_normalization_statistics_are_in_the_snapshot(tmp_path):
+def test_batch_normalization_statistics_are_in_the_snapshot(tmp_path, monkeypatch):
     """A generator with BatchNormalization, whose moving statistics change at every step: each measure's sum of
     the shadows' non-trainable variables equals the training's at the step it is recorded at."""
+    monkeypatch.setattr(health, "SHARE", 0.5)
     watch = Watch()
     run(config(tiny_gan(tmp_path, bn=True), tmp_path / "run", steps=300, metrics_seconds=0.05, fetch_every=20,
                checkpoint_every=100), watch)

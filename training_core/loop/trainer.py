@@ -394,7 +394,10 @@ class Trainer:
         """Make the shadow models metrics(ctx) runs on beside training; None, or why they cannot be made."""
         from training_core.engine.beside import MetricsBeside
         if self._beside is None:
-            got = MetricsBeside.create(self.prepared)
+            try:
+                got = MetricsBeside.create(self.prepared)
+            except Exception as e:  # noqa: BLE001 - (the device's memory, ...): measured on this thread instead
+                return f"the shadow models could not be made ({type(e).__name__}: {' '.join(str(e).split())[:200]})"
             if isinstance(got, str):
                 return got
             self._beside = got

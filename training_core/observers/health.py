@@ -147,14 +147,15 @@ class HealthMetrics(Observer):
     def _paced(self, run: RunHandle, cost: float) -> None:
         """When the next measure may start, after one that took `cost` seconds: the interval (0.25, 0.5, 1, 2,
         2, ... s after the last one began) or `cost / SHARE`, whichever is later. `seconds` = 0: every step.
-        A run's first measure is not taken as its cost: it pays the first call of everything it uses, and at the
-        start the training's own first steps (and the warm-up's traces) compete with it; measured 0.35 s for the
-        ring's 25 ms measure. A measure that is slow for good is as slow the second time, one pace later."""
+        A run's first measure, when it takes less than the interval, does not pace the next: it pays the first
+        call of everything it uses, and at the start the training's own first steps (and the warm-up's traces)
+        compete with it (0.23-0.35 s for the ring's 25 ms measure, which would have spaced the early measures 5-7 s
+        apart). One slower than the interval is slow by any account, and paces the next at once."""
         self._measures += 1
         if self.seconds == 0:
             self._next = 0.0
             return
-        if self._measures == 1:  # a run's first measure: the shadows' first call, the steps' first calls beside it
+        if self._measures == 1 and cost <= self.seconds:  # a cheap measure's first call, slowed by warm-up
             cost = 0.0
         self._next = self._started + max(self._interval, cost / SHARE)
         self._interval = min(2 * self._interval, self.seconds)
