@@ -183,14 +183,20 @@ class MetricsBeside:
     def create(cls, prepared: Any) -> "MetricsBeside | str":
         """The shadows made (on the calling thread, the models' values now), the thread started; or a `str`
         saying why the experiment's models cannot be measured beside training."""
+        import random
+
         import tensorflow as tf
         shadows = {}
-        with tf.device(prepared.device):
-            for name, model in prepared.experiment.models.items():
-                got = _shadow(name, model)
-                if isinstance(got, str):
-                    return got
-                shadows[name] = got
+        state = random.getstate()  # Keras seeds the clones' initializers from Python's generator: leave it as it was
+        try:
+            with tf.device(prepared.device):
+                for name, model in prepared.experiment.models.items():
+                    got = _shadow(name, model)
+                    if isinstance(got, str):
+                        return got
+                    shadows[name] = got
+        finally:
+            random.setstate(state)
         return cls(prepared, shadows)
 
     def start(self, step: int) -> None:
