@@ -45,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     import_tensorflow(gui_intra_op_threads())  # the rest measures the window: configure as its process
     from bench.control import measure_control
     from bench.disk import measure_disk, measure_wide_disk
+    from bench.metrics_bench import measure as measure_metrics
     from bench.paint_bench import measure_gil_free_painting
     from bench.steering import measure_command_file
     from bench.throughput import in_child
@@ -82,6 +83,18 @@ def main(argv: list[str] | None = None) -> int:
             ("throughput bare_mirrored2 (2 replicas)", f"{mir['bare_mirrored2']:.0f} steps/s", "reference"),
             ("throughput mirrored2", f"{mir['mirrored2']:.0f} steps/s = {ratios['mirrored2']:.3f} x bare_mirrored2",
              ">= 0.95 x bare_mirrored2")]
+    # metrics beside training: none and sleep3 stepped in turn (chunks of 2,000 steps, 30 rounds; --quick: 300, 4),
+    # then the CPU-bound measure alone for 65 s (--quick: 8 s)
+    mb = measure_metrics(300 if q else 2000, 4 if q else 30, 8.0 if q else 65.0)
+    il, cpu = mb["interleaved"], mb["cpu"]
+    measures = (f"{il['measures']} measures of up to {il['cost']:.1f} s beside training" if il["measures"] else
+                "no measure after the step-0 one in a run this short")
+    rows.append(("metric of 3 s (sleep) against none: steps/s ratio (headless ring, interleaved)",
+                 f"{il['ratio']:.3f} ({il['sleep3']:.0f} vs {il['none']:.0f} steps/s; {measures})", ">= 0.97"))
+    rows.append(("CPU-bound metric (numpy FID + KID, 2,048 x 32) beside training, for the record",
+                 f"{cpu['measures']} measure(s) of up to {cpu['cost']:.1f} s, in flight {cpu['share_measuring']:.0%} of "
+                 f"the run; training at {cpu['rate_measuring']:.0f} steps/s while one runs, "
+                 f"{cpu['rate_not_measuring']:.0f} otherwise", "(reported)"))
     cmd = measure_command_file(2_000 if q else 20_000)
     rows.append(("commands.jsonl reader (a look)", f"{cmd['look_us']:.1f} us with nothing new, "
                  f"{cmd['look_with_command_us']:.1f} us reading a command; at most 4 looks/s = "

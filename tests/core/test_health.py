@@ -1,20 +1,31 @@
 """GAN health (`metrics(ctx)` recorded as `metric/<name>` rows) and samples written to the run directory.
 
 Real training on the built-in examples and on tiny experiment files written per test; the readers of
-`samples/` are property-tested on files cut at every byte."""
+`samples/` are property-tested on files cut at every byte. Measures beside training (engine/beside.py):
+recorded at the step whose weights they measured, on a thread of their own, through a checkpoint, a kill and
+resume, a rollback; a subclassed model measured on the training thread. Steps are counted, time never is."""
 from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from dataclasses import replace
 
 import numpy as np
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from training_core import RunConfig, example_path, read_events, read_scalars
+from training_core import Observer, Rollback, RunConfig, Trainer, example_path, read_events, read_scalars
 from training_core.experiment.loading import load_module
+from training_core.loop.handle import TrainerHandle
+from training_core.observers import health
+from training_core.rundir.layout import checkpoint_steps
 from training_core.runs import read_run
 from training_core.rundir.samples import list_samples, load_samples, sample_file, samples_bytes
 
-from .helpers import config, run, tiny_gan, write_file
+from .helpers import REPO, config, main_cmd, run, start, tiny_gan, wait_for, write_file
 
 
 def _all_rows(run_dir) -> list[tuple[int, str]]:
@@ -159,3 +170,314 @@ def test_a_samples_file_cut_or_damaged_anywhere_reads_as_none_or_intact(tmp_path
     path.write_bytes(bytes(damaged))
     got = load_samples(path)  # never raises
     assert got is None or set(got) <= set(SAMPLE)
+
+
+# -- measures beside training ------------------------------------------------------------------------------------
+METRICS_THREAD = "freezeframe-metrics"
+
+
+def _weights(models, trainable: bool | None = None) -> float:
+    """A number that changes at every step: the sum of every variable of `models` (only the trainable ones, or
+    only the others), summed in one order."""
+    return float(sum(float(np.sum(np.asarray(v.numpy(), np.float64))) for m in models.values() for v in m.variables
+                     if trainable is None or v.trainable == trainable))
+
+
+class Watch(Observer):
+    """Wraps the experiment's `metrics(ctx)` before the run begins: the wrapped one also returns the sum of the
+    weights of `ctx.models` (the shadows, beside training) and of their non-trainable variables (BatchNormalization
+    statistics), and notes on which thread it ran and the training's step before and after it (a `sleep` in
+    between). At every step boundary it notes the same sums of the training's own models: what a measure
+    recorded at step S must equal. Observers come after the run's own ones, so a measure started at a boundary
+    and the sums noted at it see the same weights."""
+
+    def __init__(self, sleep: float = 0.0, slow_from: int = 0, marker: str | None = None) -> None:
+        self.sleep, self.slow_from = sleep, slow_from
+        self.trainer: Trainer | None = None
+        self.live: dict[int, tuple[float, float]] = {}
+        self.calls: list[tuple[str, int, int]] = []  # (thread name, step before, step after)
+        self.sleeping = threading.Event()
+
+    def on_prepared(self, run_) -> None:
+        t = self.trainer = run_._t if isinstance(run_, TrainerHandle) else run_
+        exp = t.prepared.experiment
+        own = exp.metrics
+
+        def metrics(ctx):
+            before = t.state.step
+            if self.sleep and len(self.calls) >= self.slow_from:
+                self.sleeping.set()
+                time.sleep(self.sleep)
+                self.sleeping.clear()
+            out = dict(own(ctx)) if own is not None else {}
+            out["weights"] = _weights(ctx.models)
+            out["stats"] = _weights(ctx.models, trainable=False)
+            self.calls.append((threading.current_thread().name, before, t.state.step))
+            return out
+
+        exp.metrics = metrics
+
+    def _note(self, run_) -> None:
+        models = self.trainer.prepared.experiment.models
+        self.live[run_.step] = (_weights(models), _weights(models, trainable=False))
+
+    def on_run_begin(self, run_) -> None:
+        self._note(run_)
+
+    def on_step_end(self, run_) -> None:
+        self._note(run_)
+
+    def beside(self) -> list[tuple[str, int, int]]:
+        return [c for c in self.calls if c[0] == METRICS_THREAD]
+
+
+def _assert_one_ordered_record(run_dir, last: int) -> dict:
+    """scalars.csv in step order; every step 1..last has one loss row; each metric tag has each step once."""
+    rows = _all_rows(run_dir)
+    steps = [s for s, _ in rows]
+    assert steps == sorted(steps), "scalars.csv is not in step order"
+    assert sorted(s for s, t in rows if t.startswith("loss/")) == list(range(1, last + 1))
+    sc = read_scalars(run_dir)
+    for tag in [t for t in sc if t.startswith("metric/")]:
+        assert len(np.unique(sc[tag].steps)) == len(sc[tag].steps) and np.all(np.diff(sc[tag].steps) > 0), tag
+    return sc
+
+
+def _assert_measured_at_their_steps(sc: dict, watch: Watch) -> None:
+    w, stats = sc["metric/weights"], sc["metric/stats"]
+    np.testing.assert_array_equal(w.steps, stats.steps)
+    for step, value, stat in zip(w.steps.tolist(), w.values.tolist(), stats.values.tolist()):
+        want, want_stat = watch.live[step]
+        assert value == pytest.approx(want, rel=1e-8, abs=1e-9), f"metric/weights at step {step}"  # csv: 9 digits
+        assert stat == pytest.approx(want_stat, rel=1e-8, abs=1e-9), f"metric/stats at step {step}"
+
+
+def test_measures_beside_training_are_recorded_at_the_step_whose_weights_they_measured(run_dir, monkeypatch):
+    """The ring's metrics every 0.05 s for 500 steps (SHARE raised: measures as often as half their cost allows):
+    each measure but the end's ran on the metrics thread, on the shadows; each value equals the training's own
+    weights at the step it is recorded at (every step changes them: the sums of D's and G's weights), and the
+    record is one, in step order."""
+    monkeypatch.setattr(health, "SHARE", 0.5)
+    watch = Watch()
+    run(RunConfig(example="ring", steps=500, seed=0, run_dir=str(run_dir), metrics_seconds=0.05, fetch_every=50,
+                  checkpoint_every=100), watch)
+    sc = _assert_one_ordered_record(run_dir, 500)
+    _assert_measured_at_their_steps(sc, watch)
+    assert sc["metric/weights"].steps[0] == 0 and sc["metric/weights"].steps[-1] == 500
+    np.testing.assert_array_equal(sc["metric/modes_covered"].steps, sc["metric/weights"].steps)
+    # every measure ran on the metrics thread, but the end's (on the training thread: the run is over), which a
+    # measure that happened to begin at the last step makes unneeded
+    assert len(watch.beside()) >= len(watch.calls) - 1 and len(watch.beside()) >= 2
+    # (a warning that a measure took longer than 0.05 s may come, on a loaded machine; nothing else)
+    assert not [e for e in read_events(run_dir) if e.kind == "warning" and "more than its interval" not in e.message]
+
+
+def test_batch_normalization_statistics_are_in_the_snapshot(tmp_path, monkeypatch):
+    """A generator with BatchNormalization, whose moving statistics change at every step: each measure's sum of
+    the shadows' non-trainable variables equals the training's at the step it is recorded at."""
+    monkeypatch.setattr(health, "SHARE", 0.5)
+    watch = Watch()
+    run(config(tiny_gan(tmp_path, bn=True), tmp_path / "run", steps=300, metrics_seconds=0.05, fetch_every=20,
+               checkpoint_every=100), watch)
+    sc = _assert_one_ordered_record(tmp_path / "run", 300)
+    _assert_measured_at_their_steps(sc, watch)
+    assert len(set(sc["metric/stats"].values.tolist())) > 2  # the statistics moved, and were measured moving
+    assert watch.beside()
+
+
+def test_a_slow_measure_runs_on_its_own_thread_while_training_steps_and_says_so_once(run_dir, monkeypatch):
+    """A measure that sleeps 0.2 s, asked for every 0.1 s: it runs on the metrics thread while the training goes
+    on (the training's step moved while it slept); one warning names its cost and the interval it now runs at
+    (SHARE raised, so that several slow measures come in a short run)."""
+    monkeypatch.setattr(health, "SHARE", 0.5)
+    watch = Watch(sleep=0.2)
+    run(RunConfig(example="ring", steps=1000, seed=0, run_dir=str(run_dir), metrics_seconds=0.1, checkpoint_every=0),
+        watch)
+    assert len(watch.calls) >= 2
+    assert watch.beside() and any(after > before for _, before, after in watch.beside())
+    slow = [e for e in read_events(run_dir) if e.kind == "warning" and "more than its interval" in e.message]
+    assert len(slow) == 1, [e.message for e in slow]
+    assert "metrics() took" in slow[0].message and "of 0.1 s" in slow[0].message and "beside training" in slow[0].message
+    _assert_measured_at_their_steps(_assert_one_ordered_record(run_dir, 1000), watch)
+
+
+class CheckpointWitness(Observer):
+    """At each `checkpoint` event, the rows scalars.csv holds then (the record is synced before a checkpoint)."""
+
+    def __init__(self, run_dir) -> None:
+        self.run_dir, self.seen = run_dir, {}
+
+    def on_event(self, event) -> None:
+        if event.kind == "checkpoint":
+            self.seen[event.step] = _all_rows(self.run_dir)
+
+
+def test_a_checkpoint_comes_after_the_record_holds_every_step_up_to_it(run_dir, monkeypatch):
+    """Measures of 0.1 s and a checkpoint every 30 steps: a checkpoint due while a measure of an earlier step is in
+    flight waits for it, so the record then holds every row up to the checkpoint's step that it ever will (only
+    a measure of the checkpoint's own step may follow it)."""
+    monkeypatch.setattr(health, "SHARE", 0.5)
+    watch = Watch(sleep=0.1)
+    witness = CheckpointWitness(run_dir)
+    trainer = Trainer(RunConfig(example="ring", steps=600, seed=0, run_dir=str(run_dir), metrics_seconds=0.05,
+                                fetch_every=20, checkpoint_every=30), [watch, witness])
+    trainer.run()
+    final = _all_rows(run_dir)
+    assert len(witness.seen) == 600 // 30 + 1
+
+    def upto(rows, step):
+        return [r for r in rows if r[0] < step or (r[0] == step and r[1].startswith("loss/"))]
+
+    for step, rows in witness.seen.items():
+        assert upto(rows, step) == upto(final, step), f"checkpoint at step {step}"
+    assert any(after > before for _, before, after in watch.beside())
+    _assert_measured_at_their_steps(_assert_one_ordered_record(run_dir, 600), watch)
+
+
+def test_a_rollback_with_a_measure_in_flight_keeps_one_record(run_dir, monkeypatch):
+    """A rollback (with D's learning rate halved, so the timeline after it differs) sent while a slow measure is in
+    flight: the rollback waits for it; what the record keeps after the cut is one timeline, in step order, and
+    every measure in it equals the weights of its step on the timeline that stayed."""
+    monkeypatch.setattr(health, "SHARE", 0.5)
+    watch = Watch(sleep=0.3, slow_from=1)
+
+    class RollBackOnce(Observer):
+        sent = None
+
+        def on_step_end(self, run_) -> None:
+            good = [s for s in run_.checkpoint_steps() if 0 < s < run_.step]
+            if self.sent is None and watch.sleeping.is_set() and good:
+                self.sent = (run_.step, good[-1])
+                run_.send(Rollback(step=good[-1], phase="D", lr_factor=0.5, reason="test"))
+
+    rb = RollBackOnce()
+    run(RunConfig(example="ring", steps=600, seed=0, run_dir=str(run_dir), metrics_seconds=0.05, fetch_every=20,
+                  checkpoint_every=50), [watch, rb])
+    assert rb.sent is not None
+    events = read_events(run_dir)
+    assert [e.kind for e in events].count("rollback") == 1
+    sc = _assert_one_ordered_record(run_dir, 600)
+    _assert_measured_at_their_steps(sc, watch)
+
+
+def test_a_measure_held_longer_than_the_bound_makes_the_loop_wait(run_dir, monkeypatch):
+    """With HOLD_MAX_STEPS at 5, a slow measure makes the loop wait for it after a few steps: the record stays
+    whole and in step order, and the steps a measure lasted are few."""
+    from training_core.loop import trainer as trainer_module
+    monkeypatch.setattr(trainer_module, "HOLD_MAX_STEPS", 5)
+    monkeypatch.setattr(health, "SHARE", 0.5)
+    watch = Watch(sleep=0.2)
+    run(RunConfig(example="ring", steps=500, seed=0, run_dir=str(run_dir), metrics_seconds=0.05, fetch_every=1,
+                  fetch_seconds=1e-6, checkpoint_every=0), watch)
+    _assert_measured_at_their_steps(_assert_one_ordered_record(run_dir, 500), watch)
+    assert watch.beside() and all(after - before <= 5 for _, before, after in watch.beside())
+
+
+_SUBCLASSED = '''
+"""A GAN shortcut whose generator is a subclassed keras.Model: Keras cannot clone it."""
+import threading
+
+import keras
+import numpy as np
+
+noise_dim = 2
+batch_size = 16
+
+
+class Generator(keras.Model):
+    def __init__(self):
+        super().__init__(name="generator")
+        self.hidden = keras.layers.Dense(4, activation="tanh", name="dense_1")
+        self.out = keras.layers.Dense(2, name="out")
+
+    def call(self, z, training=False):
+        return self.out(self.hidden(z))
+
+
+def generator():
+    g = Generator()
+    g(np.zeros((1, noise_dim), "float32"))
+    return g
+
+
+def discriminator():
+    return keras.Sequential([keras.Input((2,)), keras.layers.Dense(4, activation="tanh", name="dense_1"),
+                             keras.layers.Dense(1, name="out")], name="discriminator")
+
+
+def real_data():
+    return (np.random.default_rng(0).normal(size=(256, 2)) * 0.5 + 1.0).astype("float32")
+
+
+def metrics(ctx):
+    z = ctx.normal((ctx.n, noise_dim))
+    return {"spread": float(np.std(np.asarray(ctx.models.generator(z)))),
+            "beside": float(threading.current_thread().name == "freezeframe-metrics")}
+'''
+
+
+def test_a_subclassed_model_is_measured_on_the_training_thread_with_a_warning(tmp_path):
+    exp = write_file(tmp_path, "subclassed.py", _SUBCLASSED)
+    run(config(exp, tmp_path / "run", steps=200, metrics_seconds=0.02, fetch_every=20))
+    warnings = [e.message for e in read_events(tmp_path / "run") if e.kind == "warning"
+                and "more than its interval" not in e.message]  # (a loaded machine: a measure slower than 0.02 s)
+    assert len(warnings) == 1 and "metrics() runs on the training thread" in warnings[0], warnings
+    assert "subclassed keras.Model (Generator)" in warnings[0]
+    sc = _assert_one_ordered_record(tmp_path / "run", 200)
+    assert len(sc["metric/beside"].steps) >= 2 and not sc["metric/beside"].values.any()
+    assert np.all(sc["metric/spread"].values > 0)
+
+
+_KILLED = '''
+
+import os
+import time
+from pathlib import Path
+
+_ring_metrics = metrics
+_calls = [0]
+MARKER = Path({marker!r})
+
+
+def metrics(ctx):
+    """The ring's, fast for 3 calls, then one that says it is in flight and takes long (once: not resumed)."""
+    _calls[0] += 1
+    if _calls[0] == 4 and not MARKER.exists():
+        MARKER.write_text(str(os.getpid()))
+        time.sleep(30)
+    return _ring_metrics(ctx)
+'''
+
+
+def test_a_run_killed_with_a_measure_in_flight_resumes_into_one_record(tmp_path):
+    """A headless run is killed (SIGKILL) while its 4th measure is in flight, the checkpoint after the measure's
+    step waiting for it; resumed, its record is one timeline: every step's losses once, every measure's step
+    once, scalars.csv in step order; what the killed process wrote after the checkpoint resumed from is in
+    dropped/."""
+    marker = tmp_path / "in-flight"
+    exp = write_file(tmp_path, "ring_killed.py", (REPO / "resources" / "experiments" / "ring.py").read_text()
+                     + _KILLED.format(marker=str(marker)))
+    d = tmp_path / "run"
+    victim = start(main_cmd("--headless", "--experiment", str(exp), "--steps", "100000", "--checkpoint-every", "100",
+                            "--fetch-every", "20", "--metrics-every", "0.1", "--quiet", "--run-dir", str(d)))
+    try:
+        assert wait_for(lambda: marker.exists() or victim.poll() is not None, timeout=240)
+        assert victim.poll() is None
+        os.kill(victim.pid, signal.SIGKILL)
+        victim.wait(timeout=60)
+    finally:
+        if victim.poll() is None:
+            victim.kill()
+    before = _all_rows(d)
+    assert before and max(checkpoint_steps(d)) > 0
+    cfg = RunConfig.read_toml(d / "config.toml")
+    resumed_at = max(s for s in checkpoint_steps(d) if s <= before[-1][0])
+    Trainer(replace(cfg, steps=resumed_at + 150), resume=True).run()
+    events = read_events(d)
+    resumed = [e for e in events if e.kind == "resumed"]
+    assert len(resumed) == 1 and resumed[0].step == resumed_at
+    sc = _assert_one_ordered_record(d, resumed_at + 150)
+    measured = sc["metric/modes_covered"].steps
+    assert measured[0] == 0 and measured[-1] == resumed_at + 150
+    kept = [r for r in before if r[0] <= resumed_at]
+    assert [r for r in _all_rows(d) if r[0] <= resumed_at] == kept  # the checkpoint's record, as the kill left it

@@ -1,10 +1,18 @@
-"""Drawing samples for the samples view and the record: the experiment's `sample(ctx)` off the step.
+"""Drawing samples for the samples view and the record, and measuring: the experiment's `sample(ctx)`
+and `metrics(ctx)` off the step.
 
 `sample(ctx)` runs eagerly on the host side of the training thread, between steps. Its context has
 `n` real rows of the data as a NumPy array (`ctx.batch`, drawn with a generator seeded by the step,
 so the same step shows the same real rows), all of the data, and `ctx.normal`/`ctx.uniform` from a
 generator of its own (seeded from the run's seed + 1 and checkpointed), so drawing samples never
 changes the training's random numbers.
+
+`metrics(ctx)` usually runs on another thread, on shadow copies of the models (engine/beside.py), at a time
+only the clock decides. So its `ctx.normal`/`ctx.uniform` come from a generator made for that one measure,
+keyed by the run's seed and the step (`metrics_generator`): it shares no state with the training's or the
+samples' generators (which a thread of its own could not touch without racing them, and whose draws would then
+depend on when a measure happened to run), a checkpoint need not save it, and a measure of the same weights at
+the same step gives the same value wherever it runs, beside training or on the training thread.
 """
 from __future__ import annotations
 
@@ -16,9 +24,10 @@ import numpy as np
 N_IMAGES, N_POINTS = 64, 512
 
 
-def sample_context(prepared: Any, step: int, n: int) -> Any:
+def sample_context(prepared: Any, step: int, n: int, models: Any = None, rng: Any = None) -> Any:
     """The `SampleContext` for `sample(ctx)` and `metrics(ctx)` at `step`: `n` real rows (the same rows for
-    the same step), all of the data, the sample generator and the experiment's extra attributes."""
+    the same step), all of the data, the generator `rng` (default: the sample generator), the `models`
+    (default: the experiment's own) and the experiment's extra attributes."""
     from training_core.experiment.api import SampleContext
     exp = prepared.experiment
     data = None if prepared.data is None else prepared.data.read_value()
@@ -26,7 +35,8 @@ def sample_context(prepared: Any, step: int, n: int) -> Any:
     if data is not None:
         idx = np.random.default_rng(step).integers(0, int(data.shape[0]), n)
         batch = np.asarray(data)[idx]
-    ctx = SampleContext(exp.models, prepared.sample_rng, batch, data, n)
+    ctx = SampleContext(exp.models if models is None else models, prepared.sample_rng if rng is None else rng,
+                        batch, data, n)
     for k, v in exp.extra.items():
         setattr(ctx, k, v)
     return ctx
@@ -42,18 +52,29 @@ def draw_samples(prepared: Any, step: int) -> dict[str, Any] | None:
 
 
 METRIC_SAMPLES = 2048  # `ctx.n` for metrics(): enough that a mode with 1% of the mass gets ~20 samples
+_METRICS_STREAM = 0x6D657472  # ("metr"): keeps the metrics' keys apart from any other use of (seed, step)
 
 
-def compute_metrics(prepared: Any, step: int) -> dict[str, float] | None:
-    """`{name: value}` from the experiment's `metrics(ctx)`, or None when it has none. Raises what the
-    experiment's code raises, and `TypeError` for a result that is not a dict of finite-or-NaN numbers."""
-    import numpy as np
+def metrics_generator(seed: int, step: int) -> Any:
+    """The `tf.random.Generator` of the measure at `step`: Philox keyed by a hash of (run seed, step), counter 0.
+    Keyed, not seeded: `Generator.from_seed(s)` makes `s` the counter of key 0, so the generators of two nearby
+    seeds are one stream shifted by a block; distinct keys are independent streams."""
+    import tensorflow as tf
+    key = int(np.random.SeedSequence([int(seed), int(step), _METRICS_STREAM]).generate_state(1, np.uint64)[0])
+    return tf.random.Generator.from_key_counter(key=key - (1 << 64) if key >= 1 << 63 else key, counter=[0, 0],
+                                                alg="philox")
 
+
+def compute_metrics(prepared: Any, step: int, models: Any = None) -> dict[str, float] | None:
+    """`{name: value}` from the experiment's `metrics(ctx)` on `models` (default: the experiment's own), or None
+    when it has none. Raises what the experiment's code raises, and `TypeError` for a result that is not a
+    dict of finite-or-NaN numbers. Safe on any thread: it reads `prepared` and draws from a generator of its own."""
     exp = prepared.experiment
-    if exp.metrics is None:
+    metrics = exp.metrics
+    if metrics is None:
         return None
-    ctx = sample_context(prepared, step, METRIC_SAMPLES)
-    got = exp.metrics(ctx)
+    ctx = sample_context(prepared, step, METRIC_SAMPLES, models, metrics_generator(prepared.config.seed, step))
+    got = metrics(ctx)
     if not isinstance(got, dict):
         raise TypeError(f"metrics() must return a dict of name -> number, got {type(got).__name__}")
     out = {}

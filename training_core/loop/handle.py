@@ -7,7 +7,7 @@ any loop that offers it, and the trainer's insides can change without them.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from training_core.base import events as E
 from training_core.base.commands import Command
@@ -15,6 +15,7 @@ from training_core.base.config import RunConfig
 from training_core.observers.base import overrides
 
 if TYPE_CHECKING:
+    from training_core.engine.beside import Measured
     from training_core.loop.trainer import Trainer
 
 
@@ -116,8 +117,17 @@ class TrainerHandle:
         from training_core.engine.sampling import compute_metrics
         return compute_metrics(self._t.prepared, self._t.state.step)
 
+    def shadow_models(self) -> str | None:
+        return self._t.shadow_models()
+
+    def measure_beside(self, done: "Callable[[Measured], None]") -> None:
+        self._t.measure_beside(done)
+
+    def collect_measure(self, wait: bool = False) -> bool:
+        return self._t.collect_measure(wait)
+
     def drop_metrics(self) -> None:
         self._t.prepared.experiment.metrics = None
 
-    def record_scalars(self, values: dict[str, float]) -> None:
-        self._t.record_scalars(values)
+    def record_scalars(self, values: dict[str, float], step: int | None = None) -> None:
+        self._t.record_scalars(values, step)

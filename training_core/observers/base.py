@@ -12,7 +12,7 @@ step, so the loop calls it only on observers that override it.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence
 
 from training_core.base import events as E
 from training_core.base.metrics import MetricsBatch, Status
@@ -20,6 +20,7 @@ from training_core.base.metrics import MetricsBatch, Status
 if TYPE_CHECKING:
     from training_core.base.commands import Command
     from training_core.base.config import RunConfig
+    from training_core.engine.beside import Measured
 
 
 class RunHandle(Protocol):
@@ -109,13 +110,28 @@ class RunHandle(Protocol):
         """Draw samples now; every observer's `on_samples` gets them."""
 
     def measure(self) -> dict[str, float] | None:
-        """The experiment's `metrics(ctx)` now (raises what its code raises)."""
+        """The experiment's `metrics(ctx)` now, on this thread (raises what its code raises)."""
+
+    def shadow_models(self) -> str | None:
+        """Make the shadow copies of the models that `measure_beside` measures on (once, before the first):
+        None, or why they cannot be made (a subclassed model; then `measure()` is the way)."""
+
+    def measure_beside(self, done: "Callable[[Measured], None]") -> None:
+        """Snapshot this step's weights and start `metrics(ctx)` on them on a thread of its own; one at a time.
+        Until its result is taken (`collect_measure`), the record holds back the rows of later steps; whatever
+        needs them written (a checkpoint, a rollback, a command, the end) waits for it and takes it first.
+        `done(result)` is called on the training thread with it: the step measured, the values (record them
+        at that step), the error, the seconds it took."""
+
+    def collect_measure(self, wait: bool = False) -> bool:
+        """Take the measure in flight if it is done (`wait`: once it is), calling its `done`. Whether it was."""
 
     def drop_metrics(self) -> None:
         """Turn the experiment's metrics off (they failed)."""
 
-    def record_scalars(self, values: dict[str, float]) -> None:
-        """`metric/<name>` values at this step, recorded with the next batch (in step order)."""
+    def record_scalars(self, values: dict[str, float], step: int | None = None) -> None:
+        """`metric/<name>` values at this step (or at `step`, the step a measure beside training measured),
+        recorded with the next batch (in step order)."""
 
 
 class Observer:

@@ -2,12 +2,28 @@
 
 Why: a GAN's losses say little about whether it works (they hover while the generator collapses to
 one mode); the measures researchers trust are computed from samples, like the ring's modes covered.
-An experiment may define `metrics(ctx) -> {name: number}`. It is called off the compiled step, on the
-training thread between two steps, at the start (step 0), every `metrics_seconds` (2 s; the first ones
-0.25, 0.5 and 1 s apart, so a run of a few seconds gets a curve too) and at the end, with
-a `SampleContext` of `engine.sampling.METRIC_SAMPLES` rows and the sample generator, so it never shifts the
-training's random numbers. Its values go out with the next metrics batch (`MetricsBatch.scalars`),
-so the record writes them in step order beside the losses and the window plots them live.
+An experiment may define `metrics(ctx) -> {name: number}`, with a `SampleContext` of
+`engine.sampling.METRIC_SAMPLES` rows and a generator of the measure's own (so it never shifts the
+training's random numbers).
+
+Where it runs: beside training, never on it. A real measure (FID, KID) takes seconds, and on the training
+thread it halved issue 24's step rate. At a step boundary when a measure is due, the training thread only takes
+a snapshot of every model variable and goes on; `metrics(ctx)` runs on that snapshot, in shadow copies of the
+models, on a thread of its own (engine/beside.py), and its values come back at a later boundary and are recorded
+at the step whose weights they measured. The record holds the later steps' rows back until then, so
+scalars.csv stays in step order (loop/fetch.py). A model Keras cannot clone (subclassed) is measured on the
+training thread between steps, as before, with one `warning` event saying why; so is every step of
+`metrics_seconds = 0` ("every step": the training waits for each, as asked).
+
+When: at the start (step 0), then 0.25, 0.5 and 1 s apart (a run of a few seconds gets a curve too), then
+every `metrics_seconds` (2 s), and at the end (on the training thread: it is over). But never more often than
+its cost allows: after a measure that took c seconds, the next starts no sooner than c / `SHARE` after it began,
+so that measuring takes at most 5% of the time, beside training or on it: a 3-second FID runs once a minute, not
+every 2 s (where it would keep a core busy for good, or, on the training thread, halve the run). A measure that
+takes longer than its interval (`metrics_seconds`) says so once, in a `warning` event naming its cost and the
+interval it now runs at. A measure due while a periodic checkpoint would come before it ends (the
+checkpoint would have to wait for it, since the record must hold every step a checkpoint holds) starts right
+after that checkpoint instead.
 
 A `metrics()` that raises or returns something that is not a dict of numbers is turned off for the
 rest of the run, with a `warning` event: a broken measure must not end a long run.
@@ -16,56 +32,141 @@ from __future__ import annotations
 
 import math
 import time
+from typing import Any
 
 from training_core.base import events as E
 from training_core.observers.base import Observer, RunHandle
 
 METRIC_PREFIX = "metric/"
 FIRST_INTERVAL_S = 0.25  # the first measures come faster: a short run's curve is not two points
-# Cost: the ring's measure (2,048 generator points, nearest modes) takes ~10 ms on this project's CPU,
-# 0.5% of a run at one every 2 s.
+#: the share of the run's time measuring may take: after a measure of c seconds the next starts c / SHARE after
+#: it began at the soonest. Beside training the measure competes for the cores and the GIL (on this project's
+#: 2 cores, a CPU-bound measure slows the training by about its share); on the training thread it stops it.
+SHARE = 0.05
+#: a measure due when the next periodic checkpoint is fewer than this many times the steps the last measure
+#: lasted away waits until that checkpoint is saved (a checkpoint waits for the measure in flight)
+CHECKPOINT_MARGIN = 1.5
+# Cost: the ring's measure (2,048 generator points, nearest modes) takes 20-30 ms on this project's CPU: beside
+# training at the 2 s pace; a 3 s measure (a sleep) runs once a minute and costs the training's steps/s nothing
+# measurable (bench/metrics_bench.py, bench/PERFORMANCE.md).
 
 
 class HealthMetrics(Observer):
-    """Calls the experiment's `metrics(ctx)` at the start, every `seconds` and at the end of a run."""
+    """Calls the experiment's `metrics(ctx)` at the start, every `seconds` (paced by its cost) and at the end."""
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
         self._run: RunHandle | None = None
+        self._on = False
+        self._beside = False  # measures run beside training (shadow models), not on the training thread
+        self._in_flight: int | None = None  # the step of the measure beside training not yet taken
         self._next = math.inf
         self._interval = seconds
+        self._started = 0.0  # perf_counter when the last measure began
         self._last_step = -1
+        self._steps_per_measure = 0  # training steps the last measure beside training lasted
+        self._measures = 0  # measures this run took
+        self._warned = False
 
     def on_run_begin(self, run: RunHandle) -> None:
         self._run = run
         if not run.has_metrics:
             return
-        if not run.resumed:  # a resumed run's record keeps the measures up to its checkpoint, at its step too
-            self._measure()
+        self._on = True
+        if self.seconds > 0:
+            why = run.shadow_models()
+            self._beside = why is None
+            if why:
+                run.emit(E.Warning(message=f"metrics() runs on the training thread, between steps, which waits for "
+                                           f"it: {why}"))
         self._interval = min(FIRST_INTERVAL_S, self.seconds)
-        self._next = time.perf_counter() + self._interval
+        self._started = time.perf_counter()
+        self._next = self._started + self._interval
+        if not run.resumed:  # a resumed run's record keeps the measures up to its checkpoint, at its step too
+            self._measure(run)
 
     def on_step_end(self, run: RunHandle) -> None:
-        if time.perf_counter() >= self._next:
-            self._measure()
-            self._interval = min(2 * self._interval, self.seconds)  # 0.25, 0.5, 1, 2, 2, ... s
-            self._next = time.perf_counter() + self._interval
+        if self._in_flight is not None and not run.collect_measure():
+            return
+        if time.perf_counter() >= self._next and not self._checkpoint_soon(run):
+            self._measure(run)
+
+    def on_idle(self, run: RunHandle) -> None:
+        if self._in_flight is not None:
+            run.collect_measure()
 
     def on_run_end(self, run: RunHandle, reason: str) -> None:
-        if reason != "error" and self._next < math.inf:
-            self._measure()
+        if self._in_flight is not None:
+            run.collect_measure(wait=True)
+        if reason != "error" and self._on:
+            self._measure(run, here=True)
 
-    def _measure(self) -> None:
-        t = self._run
-        if t is None or t.step == self._last_step:
+    # -- measuring ----------------------------------------------------------------------------------------------
+    def _checkpoint_soon(self, run: RunHandle) -> bool:
+        """Whether the next periodic checkpoint comes before a measure started now would be done (by the steps the
+        last one lasted); at a checkpoint's own step never, so that measures go on when checkpoints are dense."""
+        every = run.config.checkpoint_every
+        if not (self._beside and every and self._steps_per_measure):
+            return False
+        to_next = every - run.step % every
+        return to_next < every and to_next <= CHECKPOINT_MARGIN * self._steps_per_measure
+
+    def _measure(self, run: RunHandle, here: bool = False) -> None:
+        """A measure at this step: beside training, or (`here`, or no shadows) on this thread now."""
+        if run.step == self._last_step:
             return
-        self._last_step = t.step
+        self._last_step = run.step
+        self._started = time.perf_counter()
+        if self._beside and not here:
+            self._in_flight = run.step
+            self._next = math.inf  # set when it is done, from its cost
+            run.measure_beside(self._done)
+            return
         try:
-            values = t.measure()
+            values = run.measure()
         except Exception as e:  # noqa: BLE001 - a broken measure must not stop training
-            t.drop_metrics()
-            self._next = math.inf
-            t.emit(E.Warning(message=f"metrics() failed and is turned off: {type(e).__name__}: {e}"))
+            self._fail(run, e)
             return
+        self._paced(run, time.perf_counter() - self._started)
         if values:
-            t.record_scalars({METRIC_PREFIX + k: v for k, v in values.items()})
+            run.record_scalars({METRIC_PREFIX + k: v for k, v in values.items()})
+
+    def _done(self, got: Any) -> None:
+        """The measure beside training is in (`engine.beside.Measured`): its values at the step it measured."""
+        run, started_at, self._in_flight = self._run, self._in_flight, None
+        if run is None:
+            return
+        if got.error is not None:
+            self._fail(run, got.error)
+            return
+        self._steps_per_measure = max(1, run.step - (started_at or 0))
+        self._paced(run, got.seconds)
+        if got.values:
+            run.record_scalars({METRIC_PREFIX + k: v for k, v in got.values.items()}, step=got.step)
+
+    def _paced(self, run: RunHandle, cost: float) -> None:
+        """When the next measure may start, after one that took `cost` seconds: the interval (0.25, 0.5, 1, 2,
+        2, ... s after the last one began) or `cost / SHARE`, whichever is later. `seconds` = 0: every step.
+        A run's first measure, when it takes less than the interval, does not pace the next: it pays the first
+        call of everything it uses, and at the start the training's own first steps (and the warm-up's traces)
+        compete with it (0.23-0.35 s for the ring's 25 ms measure, which would have spaced the early measures 5-7 s
+        apart). One slower than the interval is slow by any account, and paces the next at once."""
+        self._measures += 1
+        if self.seconds == 0:
+            self._next = 0.0
+            return
+        if self._measures == 1 and cost <= self.seconds:  # a cheap measure's first call, slowed by warm-up
+            cost = 0.0
+        self._next = self._started + max(self._interval, cost / SHARE)
+        self._interval = min(2 * self._interval, self.seconds)
+        if cost > self.seconds and not self._warned:
+            self._warned = True
+            where = "beside training" if self._beside else "on the training thread, which waits for it"
+            run.emit(E.Warning(message=f"metrics() took {cost:.2f} s, more than its interval of {self.seconds:g} s "
+                                       f"(metrics_seconds); it now runs every {cost / SHARE:.3g} s, {where}, so that "
+                                       f"it takes at most {SHARE:.0%} of the time"))
+
+    def _fail(self, run: RunHandle, e: BaseException) -> None:
+        run.drop_metrics()
+        self._on, self._next = False, math.inf
+        run.emit(E.Warning(message=f"metrics() failed and is turned off: {type(e).__name__}: {e}"))
