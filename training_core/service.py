@@ -55,7 +55,7 @@ def same_source(trainer: Trainer, config: RunConfig) -> bool:
 def catch_up_commands(trainer: Trainer, config: RunConfig) -> list[Command]:
     """Commands that bring a prepared trainer to the settings the user chose after it was prepared."""
     tc, out = trainer.config, []
-    if set(config.freeze) != set(trainer.freeze) or config.update_frozen_stats != tc.update_frozen_stats:
+    if set(config.freeze) != set(trainer.state.freeze) or config.update_frozen_stats != tc.update_frozen_stats:
         out.append(SetFreeze(tuple(config.freeze), config.update_frozen_stats))
     if config.schedule and config.schedule != tc.schedule:
         out.append(SetRatio(dict(config.schedule)))

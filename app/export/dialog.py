@@ -14,8 +14,8 @@ from typing import Callable
 
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QImage, QPainter, QPixmap
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFileDialog,
-                               QFormLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit, QMessageBox, QPushButton,
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, QFileDialog,
+                               QFormLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit, QPushButton,
                                QSizePolicy, QSpinBox, QVBoxLayout, QWidget)
 from superqt.utils import qdebounced, signals_blocked
 
@@ -24,6 +24,9 @@ from training_core.figures import (FORMATS, PLOT_NAMES, SIZE_PRESETS, FigureSpec
                                    from_units, to_units)
 
 from .clipboard import copy_figure
+from .widgets import combo as _combo
+from .widgets import dspin as _dspin
+from .widgets import show_error, version_of as _version_of
 from .csv_export import write_csv
 from .figure import Figure, recommended_height
 from .render import write_pdf, write_png, write_svg
@@ -379,32 +382,3 @@ class ExportDialog(QDialog):
             fn()
         except UserError as e:
             show_error(self, str(e))
-
-
-def show_error(parent: QWidget, message: str) -> QMessageBox:
-    """A window-modal warning that does not block the event loop (open(), not exec()): the live plots
-    keep updating behind it."""
-    box = QMessageBox(QMessageBox.Icon.Warning, "Export", message, QMessageBox.StandardButton.Ok, parent)
-    box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-    box.open()
-    return box
-
-
-def _version_of(runs: object) -> object:
-    """What changes when the data to draw changed: a run's version, or every shown run's."""
-    if isinstance(runs, (list, tuple)):
-        return tuple((label, getattr(data, "version", None)) for label, data in runs)
-    return getattr(runs, "version", None)
-
-
-def _combo(items: list[str], current: str) -> QComboBox:
-    box = QComboBox()
-    box.addItems(items)
-    box.setCurrentText(current)
-    return box
-
-
-def _dspin(lo: float, hi: float, step: float, value: float, suffix: str = "", decimals: int = 2) -> QDoubleSpinBox:
-    box = QDoubleSpinBox(minimum=lo, maximum=hi, singleStep=step, decimals=decimals, suffix=suffix)
-    box.setValue(value)
-    return box

@@ -24,7 +24,7 @@ def test_a_target_of_one_phases_steps_ends_after_that_many_of_its_steps_and_a_re
     d = tmp_path / "run"
     trainer = Trainer(_config(d, steps=12, count="G"))
     status = trainer.run()
-    assert dict(zip(trainer.phase_names, trainer.phase_counts)) == {"D": 36, "G": 12} and trainer.step == 48
+    assert dict(zip(trainer.prepared.phase_names, trainer.phase_counts)) == {"D": 36, "G": 12} and trainer.step == 48
     assert status.count_phase == "G" and status.counted == 12 and status.step == 48
     sc = read_scalars(d)
     assert len(sc["loss/G"].steps) == 12 and len(sc["loss/D"].steps) == 36

@@ -118,13 +118,13 @@ class TrainerHandle:
         return compute_metrics(self._t.prepared, self._t.state.step)
 
     def shadow_models(self) -> str | None:
-        return self._t.shadow_models()
+        return self._t.measures.shadow_models(self._t.prepared)
 
     def measure_beside(self, done: "Callable[[Measured], None]") -> None:
-        self._t.measure_beside(done)
+        self._t.measures.start(self._t.state.step, done)
 
     def collect_measure(self, wait: bool = False) -> bool:
-        return self._t.collect_measure(wait)
+        return self._t.measures.collect(wait)
 
     def drop_metrics(self) -> None:
         self._t.prepared.experiment.metrics = None

@@ -13,14 +13,8 @@ Its state is declared in two records (loop/state.py): `state`, what a checkpoint
 `flow`, whether it runs, pauses or stops. A command applied at a boundary is logged with the step count at
 that boundary: a command logged at step N first affects step N+1.
 
-A measure beside training (engine/beside.py, asked for by observers/health.py) holds back the record's rows
-of the steps after its snapshot until its values are in (loop/fetch.py), so that scalars.csv stays in step
-order. Whatever must see every step up to now waits for the measure first (`collect_measure`): a checkpoint
-(the record must hold every step it holds; one at the snapshot's own step need not wait: nothing of it is held),
-a rollback, the end of the run, and the commands applied at a boundary (the batch before a change is reported
-before the change's event, so the alarms tell the steps before it from those after). So does the loop when
-`HOLD_MAX_STEPS` steps wait. Each of those waits at most one measure's time, and the health observer paces
-measures (and keeps them clear of the periodic checkpoints) so that it is rare.
+A measure beside training (`metrics(ctx)` on a snapshot of the weights, on a thread of its own) is
+loop/measures.py's; the loop waits for it where the record must hold every step up to now.
 """
 from __future__ import annotations
 
@@ -43,6 +37,7 @@ from training_core.loop import command_table
 from training_core.loop.dispatch import EventDispatch
 from training_core.loop.fetch import Fetcher
 from training_core.loop.handle import TrainerHandle
+from training_core.loop.measures import Measures
 from training_core.loop.multiworker import CommandSource, LocalCommands
 from training_core.loop.state import Flow, LoopState
 from training_core.loop.warmup import WarmUp
@@ -83,8 +78,7 @@ class Trainer:
         #: where this run's lines of commands.jsonl begin (restore.begin: a resume skips the older lines)
         self.command_file_start: int | None = None
         self._fetcher = Fetcher()
-        self._beside: Any = None  # engine.beside.MetricsBeside, when metrics(ctx) runs beside training
-        self._measure_done: Any = None  # what to call with the measure in flight, once it is done
+        self.measures = Measures(self._fetcher)  # metrics(ctx) beside training, when it runs there
         self._phase = -1
         self._use_masked: list[bool] = []
         self._frozen_rows: list[np.ndarray] = []
@@ -102,24 +96,8 @@ class Trainer:
         return self.state.step
 
     @property
-    def freeze(self) -> tuple[str, ...]:
-        return self.state.freeze
-
-    @property
-    def method(self) -> str:
-        return self.state.method
-
-    @property
     def phase_counts(self) -> list[int]:
         return self.state.phase_counts
-
-    @property
-    def phase_names(self) -> list[str]:
-        return self.prepared.phase_names
-
-    @property
-    def paused(self) -> bool:
-        return self.flow.paused
 
     def status(self) -> Status:
         p, f = self.prepared, self.flow
@@ -211,18 +189,18 @@ class Trainer:
         except BaseException as e:  # noqa: BLE001 - recorded, then raised again below
             reason, error = "error", e
         try:
-            self.collect_measure(wait=True)  # a measure in flight is recorded, and the steps it held back
+            self.measures.collect(wait=True)  # a measure in flight is recorded, and the steps it held back
             self._fetch()
             self.warm.end()
             for o in self.observers:
                 o.on_run_end(self.handle, reason)
-            self.collect_measure(wait=True)
+            self.measures.collect(wait=True)
             self._fetch()  # what observers recorded at the end (final metrics)
         except BaseException as e:  # noqa: BLE001 - the final checkpoint failed (a full disk): not "done"
             if error is None:
                 reason, error = "error", e
         finally:
-            self._close_beside()
+            self.measures.close()
         self.flow.stopping, self.flow.running = True, False
         if error is not None:
             self.emit(E.Error(message=self.failure_line(error),
@@ -287,7 +265,7 @@ class Trainer:
             now = time.perf_counter()
             if ready >= fetch_every or now >= next_fetch:
                 if len(self._fetcher.held) >= HOLD_MAX_STEPS:
-                    self.collect_measure(wait=True)
+                    self.measures.collect(wait=True)
                 self._fetch()
                 next_fetch = now + fetch_s
             for o in step_observers:
@@ -313,7 +291,7 @@ class Trainer:
         decided, pause = self.source.exchange(envelopes)
         with self.source.applying():
             if decided:
-                self.collect_measure(wait=True)
+                self.measures.collect(wait=True)
                 self._fetch()  # what ran before the change is reported (leaks, NaN) before the change's event
             for env in decided:
                 command_table.apply(self, env)
@@ -368,9 +346,8 @@ class Trainer:
         """Bring every step's numbers to the observers and have them written out (`on_sync`), a measure in flight
         first. `measure_may_follow`: one whose snapshot is of this very step holds nothing back, and is recorded
         when it is done (a checkpoint at the step of a measure need not wait for it)."""
-        b = self._beside
-        if not (measure_may_follow and b is not None and b.step == self.state.step):
-            self.collect_measure(wait=True)
+        if not (measure_may_follow and self.measures.step == self.state.step):
+            self.measures.collect(wait=True)
         self._fetch()
         for o in self.observers:
             o.on_sync()
@@ -406,50 +383,6 @@ class Trainer:
         """`metric/<name>` values at this step (or at `step`, one not yet in the record: a measure's), sent with
         the next batch (so in step order). Training thread."""
         self._fetcher.add_scalars(self.state.step if step is None else step, values)
-
-    # -- measures beside training (engine/beside.py) ----------------------------------------------------------
-    def shadow_models(self) -> str | None:
-        """Make the shadow models metrics(ctx) runs on beside training; None, or why they cannot be made."""
-        from training_core.engine.beside import MetricsBeside
-        if self._beside is None:
-            try:
-                got = MetricsBeside.create(self.prepared)
-            except Exception as e:  # noqa: BLE001 - (the device's memory, ...): measured on this thread instead
-                return f"the shadow models could not be made ({type(e).__name__}: {' '.join(str(e).split())[:200]})"
-            if isinstance(got, str):
-                return got
-            self._beside = got
-        return None
-
-    def measure_beside(self, done: Any) -> None:
-        """Snapshot this step's weights for a measure on the metrics thread; `done(Measured)` is called on this
-        thread when its result is taken (`collect_measure`), and the record holds back later steps until then."""
-        if self._beside is None:
-            raise RuntimeError("no shadow models: call shadow_models() first")
-        self._beside.start(self.state.step)
-        self._measure_done = done
-        self._fetcher.hold(self.state.step)
-
-    def collect_measure(self, wait: bool = False) -> bool:
-        """Hand a finished measure to its `done` and let the steps it held back go on; `wait`: wait for it.
-        Whether one was handed."""
-        b = self._beside
-        got = None if b is None else b.result(wait)
-        if got is None:
-            return False
-        done, self._measure_done = self._measure_done, None
-        try:
-            if done is not None:
-                done(got)
-        finally:
-            self._fetcher.release()
-        return True
-
-    def _close_beside(self) -> None:
-        b, self._beside = self._beside, None
-        if b is not None:
-            b.close()
-            self._fetcher.release()
 
     def report_status(self) -> None:
         status = self.status()
