@@ -85,12 +85,10 @@ class Trainer:
         self._runnable: list[bool] = []
         self._t0 = 0.0
 
-    # -- any thread -------------------------------------------------------------------------------------------
     def send(self, command: C.Command, id: str | None = None) -> None:  # noqa: A002 - the wire name
         """Queue a command; it applies at the next step boundary. Safe from any thread."""
         self.commands.put(command, id)
 
-    # -- read-only views (valid after prepare) --------------------------------------------------------------
     @property
     def step(self) -> int:
         return self.state.step
@@ -98,6 +96,10 @@ class Trainer:
     @property
     def phase_counts(self) -> list[int]:
         return self.state.phase_counts
+
+    @property
+    def paused(self) -> bool:
+        return self.flow.paused
 
     def status(self) -> Status:
         p, f = self.prepared, self.flow
@@ -160,10 +162,9 @@ class Trainer:
 
     # -- the loop -------------------------------------------------------------------------------------------
     def run(self) -> Status:
-        """Train until the step target, a Stop command, or an error. Returns the final status.
-
-        However it ends, the record closes with a `stop` event whose reason is true (an `error` event
-        first when it failed), and the exception is raised again for the caller."""
+        """Train until the step target, a Stop command, or an error; return the final status. However it ends,
+        the record closes with a `stop` event whose reason is true (an `error` event first when it failed), and
+        the exception is raised again for the caller."""
         import tensorflow as tf
 
         from training_core.loop.restore import begin
