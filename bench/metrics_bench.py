@@ -177,8 +177,7 @@ def alone(name: str, seconds: float, folder: Path, costs: _Costs) -> dict:
             if run.step == 1:
                 self.t0 = self.last = now
                 return
-            beside = self.trainer._beside
-            flying = beside is not None and beside.step is not None
+            flying = self.trainer.measures.step is not None  # a measure in flight (loop/measures.py)
             self.steps[flying] += 1
             self.time[flying] += now - self.last
             self.last = now
