@@ -191,8 +191,12 @@ class Watch(Observer):
     recorded at step S must equal. Observers come after the run's own ones, so a measure started at a boundary
     and the sums noted at it see the same weights."""
 
-    def __init__(self, sleep: float = 0.0, slow_from: int = 0, marker: str | None = None) -> None:
-        self.sleep, self.slow_from = sleep, slow_from
+    def __init__(self, sleep: float = 0.0, slow_from: int = 0, marker: str | None = None,
+                 until_step: int | None = None) -> None:
+        # until_step: each measure begun before that step also waits until the training has stepped on (a
+        # measure on the training thread would wait for ever; the guard below only keeps a broken run from
+        # hanging the suite), so "training went on while it ran" is a fact, not a race against the clock
+        self.sleep, self.slow_from, self.until_step = sleep, slow_from, until_step
         self.trainer: Trainer | None = None
         self.live: dict[int, tuple[float, float]] = {}
         self.calls: list[tuple[str, int, int]] = []  # (thread name, step before, step after)
@@ -208,6 +212,10 @@ class Watch(Observer):
             if self.sleep and len(self.calls) >= self.slow_from:
                 self.sleeping.set()
                 time.sleep(self.sleep)
+                guard = time.monotonic() + 120
+                while (self.until_step is not None and before < self.until_step and t.state.step == before
+                       and time.monotonic() < guard):
+                    time.sleep(0.005)
                 self.sleeping.clear()
             out = dict(own(ctx)) if own is not None else {}
             out["weights"] = _weights(ctx.models)
@@ -287,14 +295,14 @@ def test_batch_normalization_statistics_are_in_the_snapshot(tmp_path, monkeypatc
 
 def test_a_slow_measure_runs_on_its_own_thread_while_training_steps_and_says_so_once(run_dir, monkeypatch):
     """A measure that sleeps 0.2 s, asked for every 0.1 s: it runs on the metrics thread while the training goes
-    on (the training's step moved while it slept); one warning names its cost and the interval it now runs at
+    on (it also waits for the training's step to move, which it could not do on the training thread); one warning names its cost and the interval it now runs at
     (SHARE raised, so that several slow measures come in a short run)."""
     monkeypatch.setattr(health, "SHARE", 0.5)
-    watch = Watch(sleep=0.2)
+    watch = Watch(sleep=0.2, until_step=1000)
     run(RunConfig(example="ring", steps=1000, seed=0, run_dir=str(run_dir), metrics_seconds=0.1, checkpoint_every=0),
         watch)
     assert len(watch.calls) >= 2
-    assert watch.beside() and any(after > before for _, before, after in watch.beside())
+    assert watch.beside() and all(after > before for _, before, after in watch.beside() if before < 1000)
     slow = [e for e in read_events(run_dir) if e.kind == "warning" and "more than its interval" in e.message]
     assert len(slow) == 1, [e.message for e in slow]
     assert "metrics() took" in slow[0].message and "of 0.1 s" in slow[0].message and "beside training" in slow[0].message
