@@ -27,5 +27,7 @@ from training_core.quality.distances import (
     kernel_distance,
     polynomial_kernel,
 )
+from training_core.quality.features import FeatureSpace, Reference, scores
 
-__all__ = ["Gaussian", "KernelDistance", "frechet_distance", "gaussian", "kernel_distance", "polynomial_kernel"]
+__all__ = ["FeatureSpace", "Gaussian", "KernelDistance", "Reference", "frechet_distance", "gaussian",
+           "kernel_distance", "polynomial_kernel", "scores"]
