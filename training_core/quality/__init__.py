@@ -19,6 +19,7 @@ From an experiment's `metrics(ctx)`:
 The caveat: the numbers are comparable only within one feature space (and FID only at one sample size).
 This room imports TensorFlow and Keras (lazily, when a feature space is made) and, of training_core, only base.
 """
+from training_core.quality.builtin import TrainedFeatures, cache_dir, trained_features
 from training_core.quality.distances import (
     Gaussian,
     KernelDistance,
@@ -29,5 +30,5 @@ from training_core.quality.distances import (
 )
 from training_core.quality.features import FeatureSpace, Reference, scores
 
-__all__ = ["FeatureSpace", "Gaussian", "KernelDistance", "Reference", "frechet_distance", "gaussian",
-           "kernel_distance", "polynomial_kernel", "scores"]
+__all__ = ["FeatureSpace", "Gaussian", "KernelDistance", "Reference", "TrainedFeatures", "cache_dir",
+           "frechet_distance", "gaussian", "kernel_distance", "polynomial_kernel", "scores", "trained_features"]

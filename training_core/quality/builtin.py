@@ -17,9 +17,10 @@ determinism on (`--deterministic`) the same machine trains it again bit for bit,
 last bits, and so may the distances. `cache=` names another file (one kept beside the experiment, say), or
 `False` trains without one.
 
-Training it leaves the run as it was: no global random state is drawn from (Python's, NumPy's, Keras'), and every
-layer, the model and the optimizer have names of their own, so the experiment's models built after it get the
-same names and the same initial weights as without it.
+Training it leaves the run as it was: no global random state is drawn from (Python's, NumPy's, Keras'; the
+initial weights are drawn with NumPy's generator of `seed`), and it is built and trained on a thread of its own,
+where neither the run's device or distribution-strategy scope nor Keras' name counters reach (they belong to a
+thread). So the experiment's models built after it get the same names and initial weights as without it.
 """
 from __future__ import annotations
 
@@ -219,16 +220,30 @@ def _load(path: Path, net: Any, key: str) -> tuple[float, float] | None:
     return loss, scale
 
 
+def _key_of(path: Path) -> str | None:
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return str(z["key"])
+    except Exception:  # noqa: BLE001 - damaged or no cache file
+        return None
+
+
 def _save(path: Path, net: Any, key: str, loss: float, scale: float) -> None:
-    """Atomically, and only if no other run wrote it meanwhile (the first one's weights win; the caller loads
-    them). A cache that cannot be written (read-only) is only a cache: the run goes on without it."""
+    """Atomically (a temporary file, then linked or renamed into place), and never over a good file of the same
+    key another run wrote meanwhile: the first run's weights are the ones every run then loads. A damaged file,
+    or one of another key (a `cache=` file named again for other data), is replaced. A cache that cannot be
+    written (read-only) is only a cache: the run goes on without it."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(tmp, "wb") as f:
             np.savez(f, key=np.array(key), loss=np.array(loss), scale=np.array(scale),
                      **{f"w{i}": _numpy(v.value) for i, v in enumerate(net.weights)})
-        os.link(tmp, path)  # fails if it exists: never overwrites another run's weights
+        try:
+            os.link(tmp, path)  # fails if the file exists (or the file system has no hard links)
+        except OSError:
+            if _key_of(path) != key:
+                os.replace(tmp, path)
     except OSError:
         pass
     finally:
@@ -238,24 +253,17 @@ def _save(path: Path, net: Any, key: str, loss: float, scale: float) -> None:
             pass
 
 
-def trained_features(data: Any, labels: Any = None, seed: int = 0, steps: int = STEPS,
-                     cache: str | Path | bool | None = None) -> TrainedFeatures:
-    """A feature space trained on the real `data` (with `labels`: a classifier, without: an autoencoder), or
-    loaded from its cache file when one has been trained on the same data before. Call it once, at the start
-    (in `build()`, or at the top of the experiment file), never in `metrics(ctx)`: training takes seconds."""
-    x, y = _check(data, labels)
-    classes = int(y.max()) + 1 if y is not None else 0
-    key = _key(x, y, int(seed), int(steps))
-    t0 = time.perf_counter()
+def _make(key: str, classes: int, x: np.ndarray, y: np.ndarray | None, seed: int, steps: int,
+          path: Path | None) -> TrainedFeatures:
+    """The network loaded from `path`, or trained (and saved there when `path` is given)."""
     net, feats = _network(x, classes)
-    path = _cache_path(cache, key)
     kind = "classifier" if classes else "autoencoder"
     space = TrainedFeatures(feats, name=f"trained-{kind}-{key[:8]}")
     got = _load(path, net, key) if path is not None and path.is_file() else None
     space.trained = got is None
     if got is None:
-        _initialise(net, int(seed))
-        loss = _train(net, x, y, int(seed), int(steps))
+        _initialise(net, seed)
+        loss = _train(net, x, y, seed, steps)
         rows = x if x.shape[0] <= SCALE_ROWS else x[np.random.default_rng([seed, 2]).choice(x.shape[0], SCALE_ROWS,
                                                                                               replace=False)]
         f = FeatureSpace.features(space, rows)
@@ -268,5 +276,43 @@ def trained_features(data: Any, labels: Any = None, seed: int = 0, steps: int = 
         got = got or (loss, scale)
     space.loss, space.scale = got
     space.kind, space.key, space.path, space.net = kind, key, path, net
+    return space
+
+
+def _on_a_thread_of_its_own(fn: Any, *args: Any) -> Any:
+    """`fn(*args)` on a new thread, waited for. TensorFlow's device and distribution-strategy scopes and Keras'
+    global state (its name counters) belong to a thread: on a fresh one the network is neither placed by the run's
+    scopes (a MirroredStrategy's variables would need its own training loop) nor named by the run's counters."""
+    import threading
+    out: list[Any] = []
+
+    def work() -> None:
+        try:
+            out.append((True, fn(*args)))
+        except BaseException as e:  # noqa: BLE001 - raised again on the caller's thread
+            out.append((False, e))
+
+    t = threading.Thread(target=work, name="freezeframe-quality-features")
+    t.start()
+    t.join()
+    ok, value = out[0]
+    if not ok:
+        raise value
+    return value
+
+
+def trained_features(data: Any, labels: Any = None, seed: int = 0, steps: int = STEPS,
+                     cache: str | Path | bool | None = None) -> TrainedFeatures:
+    """A feature space trained on the real `data` (with `labels`: a classifier, without: an autoencoder), or
+    loaded from its cache file when one has been trained on the same data before. Call it once, at the start
+    (in `build()`, or at the top of the experiment file), never in `metrics(ctx)`: training takes seconds.
+
+    `seed` is the feature space's own, not the run's: runs of any seed measure in the same one. `cache`: None
+    (the cache directory, `cache_dir()`), a file or a directory of your choosing, or False (train every time)."""
+    x, y = _check(data, labels)
+    classes = int(y.max()) + 1 if y is not None else 0
+    key = _key(x, y, int(seed), int(steps))
+    t0 = time.perf_counter()
+    space = _on_a_thread_of_its_own(_make, key, classes, x, y, int(seed), int(steps), _cache_path(cache, key))
     space.seconds = time.perf_counter() - t0
     return space
