@@ -9,7 +9,7 @@ import pytest
 
 from training_core.base.errors import UserError
 from training_core.quality import Gaussian, frechet_distance, gaussian, kernel_distance
-from training_core.quality.distances import _mmd_subsets, _mmd_whole
+from training_core.quality.distances import across_sums, real_subset_sums, within_sums
 
 
 def _textbook_fd(x: np.ndarray, y: np.ndarray) -> float:
@@ -114,18 +114,25 @@ def test_both_distances_grow_as_samples_degrade():
 
 def test_the_two_ways_of_summing_the_subsets_agree():
     """Whole kernel matrices with indicator vectors (small sets) and each subset's own matrices (large sets):
-    the same estimates on the same subsets, to round-off; and `kernel_distance` is repeatable by its seed."""
+    the same sums on the same subsets, to round-off; `kernel_distance` is repeatable by its seed, and the real
+    subsets' sums kept between calls give the same numbers."""
     rng = np.random.default_rng(5)
     x, y = rng.normal(size=(700, 12)), rng.normal(size=(900, 12)) * 1.2
     ix = np.stack([rng.choice(700, 300, replace=False) for _ in range(9)])
     iy = np.stack([rng.choice(900, 300, replace=False) for _ in range(9)])
-    whole, each = _mmd_whole(x, y, ix, iy), _mmd_subsets(x, y, ix, iy)
-    np.testing.assert_allclose(whole, each, rtol=1e-10, atol=1e-12)
-    for i in range(9):
-        assert each[i] == pytest.approx(_mmd2_unbiased(x[ix[i]], y[iy[i]]), rel=1e-10)
+    for whole in (True, False):
+        mmd = (within_sums(x, ix, whole) + within_sums(y, iy, whole)) / (300 * 299) \
+            - 2 * across_sums(x, y, ix, iy, whole) / 300 ** 2
+        for i in range(9):
+            assert mmd[i] == pytest.approx(_mmd2_unbiased(x[ix[i]], y[iy[i]]), rel=1e-10)
     a, b = kernel_distance(x, y, 20, 300, seed=1), kernel_distance(x, y, 20, 300, seed=1)
     assert a == b and kernel_distance(x, y, 20, 300, seed=2) != a and a.std > 0
-    big = rng.normal(size=(6000, 12))  # the per-subset path: 6,000² entries would cost more than 3 × 20 × 100²
+    kept: dict = {}
+    assert kernel_distance(x, y, 20, 300, seed=1, real_sums=kept) == a and len(kept) == 1
+    assert kernel_distance(x, y * 2, 20, 300, seed=1, real_sums=kept) == kernel_distance(x, y * 2, 20, 300, seed=1)
+    early = real_subset_sums(x, 20, 300, seed=1)  # computed before any generated set: the same sums
+    assert early.keys() == kept.keys() and np.array_equal(*early.values(), *kept.values())
+    big = rng.normal(size=(6000, 12))  # the per-subset way: 6,000² entries would cost more than 20 × 100²
     assert np.isfinite(kernel_distance(big, y, 20, 100).mean)
 
 

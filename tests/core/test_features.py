@@ -57,6 +57,7 @@ def test_scores_are_fid_and_kid_of_the_features():
     kid = kernel_distance(fr, fg)
     assert got == {"fid": frechet_distance(fr, fg), "kid": kid.mean, "kid_std": kid.std}
     ref = space.reference(real)  # the real half once: the same numbers
+    assert ref.gaussian._root is not None and len(ref.kid_sums) == 1  # (made with it, before any measure)
     assert scores(space, ref, fake) == got
     some = space.reference(real, n=100, seed=3)
     assert some.features.shape == (100, 6) and scores(space, some, fake)["fid"] != got["fid"]

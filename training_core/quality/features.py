@@ -15,7 +15,7 @@ one refuses to be measured against another's features.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
@@ -29,6 +29,7 @@ from training_core.quality.distances import (
     frechet_distance,
     gaussian,
     kernel_distance,
+    real_subset_sums,
 )
 
 __all__ = ["FeatureSpace", "Reference", "scores"]
@@ -109,15 +110,20 @@ class FeatureSpace:
             h.update(np.ascontiguousarray(v).tobytes())
         return h.hexdigest()[:12]
 
-    def reference(self, real: Any, n: int | None = None, seed: int = 0) -> "Reference":
+    def reference(self, real: Any, n: int | None = None, seed: int = 0, kid_subsets: int = KID_SUBSETS,
+                  kid_subset_size: int = KID_SUBSET_SIZE) -> "Reference":
         """The real data's features, once: all rows of `real`, or `n` of them drawn without replacement with
         `seed`. Measure every generated set against it (`scores(space, reference, fake)`): the real half of
-        the work is then done once per run, not once per measure."""
+        the work (its features, its covariance's square root, KID's sums within its subsets of these sizes) is
+        then done once, when the run starts, not at each measure."""
         real = _numpy(real)
         if n is not None and n < real.shape[0]:
             real = real[np.sort(np.random.default_rng(seed).choice(real.shape[0], int(n), replace=False))]
         f = self.features(real)
-        return Reference(f, gaussian(f), self.fingerprint, self.name)
+        g = gaussian(f)
+        g.sqrt_cov()
+        return Reference(f, g, self.fingerprint, self.name,
+                         real_subset_sums(f, kid_subsets, kid_subset_size, seed=0))
 
     def __repr__(self) -> str:
         return f"FeatureSpace({self.name!r}, layer={self.layer!r}, fingerprint={self.fingerprint})"
@@ -131,6 +137,9 @@ class Reference:
     gaussian: Gaussian
     fingerprint: str  # of the feature space that made them
     space: str  # its name, for messages
+    #: KID's kernel sums within the real subsets, by (rows, subsets, subset size, seed): computed at the first
+    #: measure, then reused (they do not depend on the generated samples)
+    kid_sums: dict = field(default_factory=dict, repr=False)
 
 
 def scores(space: FeatureSpace, real: Any, fake: Any, kid_subsets: int = KID_SUBSETS,
@@ -146,5 +155,5 @@ def scores(space: FeatureSpace, real: Any, fake: Any, kid_subsets: int = KID_SUB
         f = space.features(real)
         ref = Reference(f, gaussian(f), space.fingerprint, space.name)
     g = space.features(fake)
-    kid = kernel_distance(ref.features, g, kid_subsets, kid_subset_size, seed)
+    kid = kernel_distance(ref.features, g, kid_subsets, kid_subset_size, seed, ref.kid_sums)
     return {"fid": frechet_distance(ref.gaussian, g), "kid": kid.mean, "kid_std": kid.std}
