@@ -119,8 +119,8 @@ def _network(x: np.ndarray, classes: int) -> tuple[Any, Any]:
 
 
 def _initialise(net: Any, seed: int) -> None:
-    """Glorot-uniform kernels and zero biases, drawn with NumPy from `seed` (Keras' seeded initializers would
-    make seed generators, which take names from the experiment's, and its unseeded ones draw from Python's)."""
+    """Glorot-uniform kernels and zero biases, drawn with NumPy's generator of `seed`: no generator of Keras' or
+    Python's is touched, and NumPy's PCG64 draws the same numbers on every platform and version."""
     rng = np.random.default_rng(seed)
     for w in net.trainable_weights:
         shape = tuple(w.shape)
@@ -292,7 +292,7 @@ def _on_a_thread_of_its_own(fn: Any, *args: Any) -> Any:
         except BaseException as e:  # noqa: BLE001 - raised again on the caller's thread
             out.append((False, e))
 
-    t = threading.Thread(target=work, name="freezeframe-quality-features")
+    t = threading.Thread(target=work, name="freezeframe-quality-features", daemon=True)  # (Ctrl-C still ends it)
     t.start()
     t.join()
     ok, value = out[0]
