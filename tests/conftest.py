@@ -22,6 +22,13 @@ def run_dir(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(autouse=True, scope="session")
+def feature_cache_of_the_session(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Feature spaces trained on real data (training_core/quality/builtin.py) are cached in a directory of the test
+    session, the training processes the tests start included, never in the user's cache directory."""
+    os.environ["FREEZEFRAME_CACHE_DIR"] = str(tmp_path_factory.mktemp("feature-cache"))
+
+
+@pytest.fixture(autouse=True, scope="session")
 def imports_left_out_of_garbage_collection() -> None:
     """`gc.freeze()` once the test modules (and TensorFlow, Qt) are imported: a full collection walked their
     ~300,000 objects, 0.3 s each time, and the window tests collect after every test (tests/app/conftest.py)."""

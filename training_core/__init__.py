@@ -8,7 +8,8 @@ The rooms, top to bottom (each imports only those below it; `.importlinter` enfo
   service | cli        the training process (python -m training_core.service) and the headless CLI
   loop                 the trainer, its command table, warm-up, restore (resume, rollback), replay, workers
   observers            what a run does besides training, each seeing the run through a `RunHandle`
-  engine | figures     TensorFlow and Keras (prepare, compiled steps, checkpoints, ...) | figure data
+  engine | figures | quality   TensorFlow and Keras (prepare, compiled steps, checkpoints, ...) | figure data |
+                       FID and KID of samples in a feature space the experiment names (`training_core.quality`)
   runs                 the Qt-free models of runs the window shows
   experiment | rundir  the experiment-file API and loading | the run directory: layout, writer, readers
   base                 plain types: errors, config, commands, events, metrics, scopes, alternation

@@ -1,7 +1,8 @@
-"""The docs' WGAN-GP experiment (docs/experiments.md, "Custom losses") and live-control script
-(docs/live-control.md) are code a user copies: they must run as printed. Each block is read from its docs
-page itself, found by the HTML comment that marks it, so the page cannot drift from what was run. (The
-blocks lived in README.md until its guide moved to docs/; the tests keep their names.)"""
+"""The docs' WGAN-GP experiment (docs/experiments.md, "Custom losses"), live-control script
+(docs/live-control.md) and sample-quality experiment and offline script (docs/quality.md) are code a user
+copies: they must run as printed. Each block is read from its docs page itself, found by the HTML comment that
+marks it, so the page cannot drift from what was run. (The blocks lived in README.md until its guide moved to
+docs/; the tests keep their names.)"""
 from __future__ import annotations
 
 import numpy as np
@@ -67,3 +68,33 @@ def test_the_readme_live_control_block_steers_a_run_as_it_says(tmp_path):
         assert e.step >= at, (e.kind, e.step, at)
     pause, step, cont = (next(e for e in events if e.kind == k) for k in ("pause", "step", "continue"))
     assert pause.step == step.step and cont.step == step.step + 10  # ten steps between, paused around them
+
+
+QUALITY = "<!-- quality: tests/core/test_readme.py runs this block -->"
+QUALITY_OFFLINE = "<!-- quality-offline: tests/core/test_readme.py runs this block -->"
+
+
+def test_the_quality_blocks_measure_a_run_and_then_its_saved_samples(tmp_path, capsys):
+    """docs/quality.md: the experiment file trains 40 steps with FID and KID as its metrics (in the feature space
+    trained on the shapes, cached in the test session's cache directory), and the offline block then measures
+    the run's saved samples, one line per samples file."""
+    from training_core.rundir.samples import list_samples
+    path = write_file(tmp_path, "shapes_gan.py", readme_block(QUALITY))
+    d = tmp_path / "run"
+    run(RunConfig(experiment_file=str(path), example=None, steps=40, run_dir=str(d), checkpoint_every=0,
+                  sample_every=0.2, tensorboard=False))
+    sc = read_scalars(d)
+    for tag in ("metric/fid", "metric/kid", "metric/kid_std"):
+        assert len(sc[tag].steps) >= 2 and np.isfinite(sc[tag].values).all(), tag  # at step 0 and at the end
+    assert (sc["metric/fid"].values > 0).all() and (sc["metric/kid_std"].values > 0).all()
+    # (a measure of seconds is paced, and says so in a warning: that one is expected, a failure is not)
+    assert not [e for e in read_events(d) if e.kind == "error" or (e.kind == "warning" and "failed" in e.message)]
+    code = readme_block(QUALITY_OFFLINE)
+    assert '"runs/shapes_gan-20261202-101500"' in code
+    capsys.readouterr()
+    exec(compile(code.replace('"runs/shapes_gan-20261202-101500"', repr(str(d))), "docs/quality.md (offline)",
+                 "exec"), {"__name__": "readme_quality"})
+    lines = capsys.readouterr().out.splitlines()
+    steps = [s for s, _ in list_samples(d)]
+    assert len(steps) >= 2 and [int(ln.split()[1][:-1]) for ln in lines] == steps
+    assert all(" KID " in ln and " ± " in ln for ln in lines)
