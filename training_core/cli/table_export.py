@@ -41,13 +41,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def table_from_args(a: argparse.Namespace) -> tuple[SweepTable, str]:
     """The table the options ask for, and its format; every problem is a `UserError`, before anything is written."""
+    if a.table != "-":
+        check_output(a.table, "the table")
+        check_sweep_output(a.table)
     fmt = a.format or ("csv" if a.table == "-" else FORMATS.get(Path(a.table).suffix.lower()))
     if fmt is None:
         raise UserError(f"--table {a.table}: the format follows the extension, .csv or .tex; rename it, or add "
                         f"--format csv|tex")
-    if a.table != "-":
-        check_output(a.table, "the table")
-        check_sweep_output(a.table)
     if not 0 <= a.smoothing < 1:
         raise UserError(f"--smoothing must be in [0, 1), got {a.smoothing}")
     if a.step is not None and a.step < 0:

@@ -173,13 +173,14 @@ def _tex(text: str) -> str:
 
 
 def tex_number(x: float, digits: int = 3) -> str:
-    """`digits` significant figures, in math mode's notation: 1.2\\times10^{-5} for 1.2e-05."""
-    text = f"{x:.{digits}g}"
+    """`digits` significant figures, trailing zeros kept (0.600, 6.00: every cell shows the same precision), in
+    math mode's notation: 1.20\\times10^{-5} for 1.2e-05."""
+    text = f"{x:#.{digits}g}"
     m = re.fullmatch(r"(-?[0-9.]+)e([+-])0*([0-9]+)", text)
     if m:
         mant, sign, exp = m.groups()
-        text = f"{mant}\\times10^{{{'-' if sign == '-' else ''}{exp}}}"
-    return text
+        return f"{mant.rstrip('.')}\\times10^{{{'-' if sign == '-' else ''}{exp}}}"
+    return text.rstrip(".")
 
 
 def _tex_cell(s: Summary, digits: int, seeds: int) -> str:
@@ -194,8 +195,9 @@ def _tex_cell(s: Summary, digits: int, seeds: int) -> str:
 def _sd_text(mean: float, sd: float, digits: int) -> str:
     """The sd to the decimal place the mean is given to (1.22 ± 0.05, not ± 0.0533); to one significant digit
     where that would round a spread to 0, and in the mean's notation when the mean needs an exponent."""
-    if "e" in f"{mean:.{digits}g}" or not math.isfinite(sd) or not mean:
+    shown = tex_number(mean, digits)
+    if "times" in shown or not math.isfinite(sd):
         return tex_number(sd, digits)
-    places = max(0, digits - 1 - math.floor(math.log10(abs(mean))))
+    places = len(shown.split(".")[1]) if "." in shown else 0
     text = f"{sd:.{places}f}"
     return tex_number(sd, 1) if sd and not float(text) else text
