@@ -18,7 +18,8 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from training_core.rundir.reading import read_scalars
-from training_core.runs.groups import Summary, group_runs, smooth, summarise, value_at
+from training_core.runs.data import RunData
+from training_core.runs.groups import Band, Summary, band, group_runs, smooth, summarise, value_at
 from training_core.runs.sweep import Sweep
 
 #: a run's curves by tag: (steps, values)
@@ -149,6 +150,44 @@ def read_members(sweep: Sweep) -> list[Member]:
         curves = {t: (s.steps, s.values) for t, s in read_scalars(d).items() if t.startswith(("loss/", "metric/"))}
         if curves:
             out.append(Member(point.name, point.setting(), point.seed, curves))
+    return out
+
+
+def members_of(sweep: Sweep, data: Mapping[int, RunData]) -> list[Member]:
+    """The points whose runs are in memory (point index -> `RunData`, as the window holds them), as members."""
+    out = []
+    for point in sweep.points:
+        d = data.get(point.index)
+        if d is None:
+            continue
+        curves = {t: _steps_values(d.scalar(t)) for t in d.scalar_tags if t.startswith(("loss/", "metric/"))}
+        if curves:
+            out.append(Member(point.name, point.setting(), point.seed, curves))
+    return out
+
+
+def _steps_values(series: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    return series[0], series[2]
+
+
+@dataclass(frozen=True)
+class GroupBand:
+    """One setting's curve of one tag: its label (the setting's differing axes), the seeds' band and its runs."""
+
+    label: str
+    band: Band
+    members: tuple[str, ...]
+
+
+def group_bands(members: Sequence[Member], tag: str, spread: str = "minmax", smoothing: float = 0.0) -> list[GroupBand]:
+    """Per setting, the band of `tag` over its seeds (groups.band: each seed smoothed first, then combined on the
+    steps every seed recorded): what the window's sweep plot draws, grouped as the table's rows are."""
+    table = build_table(members, [tag])
+    by_key = {m.key: m for m in members}
+    out = []
+    for row in table.rows:
+        curves = [by_key[k].curves[tag] for k in row.members if tag in by_key[k].curves]
+        out.append(GroupBand(row.label, band(curves, spread, smoothing), row.members))
     return out
 
 
