@@ -30,6 +30,11 @@ OTHER_MODES = """\
 other modes (main.py dispatches on these options):
   main.py --headless [options]   train on the terminal, without a window (also on a server);
                                  `main.py --headless --help` lists its options
+  main.py --headless --sweep FILE.toml [options]
+                                 a sweep: every point of a grid of settings over seeds, one run each
+                                 (docs: Sweeps and ablations); --resume SWEEP_DIR continues one
+  main.py --export SWEEP_DIR --table FILE.tex|FILE.csv
+                                 a sweep's table of settings x final metrics, mean ± sd over seeds
   main.py --export RUN_DIR [RUN_DIR ...] --out FIG.pdf [options]
                                  render paper figures (PDF, SVG, PNG) or CSV from run directories
                                  (several overlaid), without a window; `main.py --export RUN_DIR --help`

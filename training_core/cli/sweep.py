@@ -34,6 +34,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from training_core.base.argparsing import EXIT_BAD_INPUT
 from training_core.base.errors import UserError
 from training_core.cli.options import build_parser, config_from_args, resume_from_args
 from training_core.cli.sweep_pool import Slot, device_slots, run_pool
@@ -239,6 +240,9 @@ def run_here(sweep: Sweep, quiet: bool) -> int:
                 failed.append(point.index)
                 continue
             after = sweep.state(point).state
+            if code == EXIT_BAD_INPUT:  # refused at its start, before anything was written (the line says why)
+                failed.append(point.index)
+                continue
             if code == EXIT_INTERRUPTED or signalled() or after in ("new", "cut", "partial"):
                 return stopped(sweep)
             if after != "done":

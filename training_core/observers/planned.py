@@ -1,5 +1,7 @@
 """`PlannedCommands`: the run's planned changes (`config.planned`, base/planned.py), sent at their steps.
 
+Only a run with a plan has this observer (observers/defaults.py): every other run's steps are as before.
+
 Why an observer: a planned change must take the path every other change takes (the window's, code's,
 `commands.jsonl`'s), so it is applied at a step boundary by the one command table and logged as its
 ordinary event; the observer only decides when. A change planned at step N is sent after step N
