@@ -41,6 +41,7 @@ class SweepView(QWidget):
         super().__init__(parent)
         self.sweep, self.runs = sweep, runs
         self.keys: dict[int, str] = {}
+        self.done = 0  # points done, at the last look
         self._drawn: tuple | None = None
         self.metric = QComboBox()
         self.metric.setToolTip("What the plot shows, per setting: a loss or a metric the runs recorded")
@@ -94,8 +95,11 @@ class SweepView(QWidget):
 
     def adopt(self) -> None:
         """Open the runs of the points that have begun since the last look, each labelled by its grid point."""
+        states = [s.state for s in self.sweep.states()]  # (read here, on the slow timer: every run's events)
+        self.done = states.count("done")
         new = [p for p in self.sweep.points if p.index not in self.keys and is_run_dir(self.sweep.run_dir(p))]
         if not new:
+            self._show_status()
             return
         for p in new:
             entry = self.runs.open(self.sweep.run_dir(p))
@@ -109,6 +113,9 @@ class SweepView(QWidget):
         self._adopt.stop()
         self._redraw_soon.stop()
         self.runs.grew.disconnect(self._grew)
+
+    def _show_status(self) -> None:
+        self.status.setText(f"{len(self.keys)} of {len(self.sweep.points)} runs open, {self.done} done")
 
     def _grew(self) -> None:
         if not self._redraw_soon.isActive():
@@ -138,8 +145,7 @@ class SweepView(QWidget):
             if chosen in tags:
                 self.metric.setCurrentText(chosen)
             self.metric.blockSignals(False)
-        states = [s.state for s in self.sweep.states()]
-        self.status.setText(f"{len(members)} of {len(self.sweep.points)} runs read, {states.count('done')} done")
+        self._show_status()
         if not members:
             return
         tag = self.metric.currentText()
