@@ -1,6 +1,6 @@
 """The one command line of Freezeframe, shared by `python main.py` and the installed `freezeframe` command
 (pyproject.toml's console script): opens the window; `--headless` trains on the terminal (no window);
-`--export RUN_DIR` renders figures from a run directory. Both names run this code, so they cannot drift.
+`--export RUN_DIR` renders figures from a run directory, `--export SWEEP_DIR --table FILE` a sweep's table. Both names run this code, so they cannot drift.
 
 Importing this module sets TensorFlow's C++ log level (unless the user chose one) before anything here
 imports TensorFlow: set later, it would not silence the start-up chatter. The modes are imported only
@@ -28,6 +28,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "--headless" in argv or "--list-scopes" in argv:
         from training_core.cli.headless import main as headless
         return headless(argv)
+    if "--export" in argv and "--table" in argv:  # a sweep's table: no Qt (training_core/cli/table_export.py)
+        from training_core.cli.table_export import main as table
+        return table(argv)
     if "--export" in argv:
         from app.export_cli import main as export
         return export(argv)

@@ -21,6 +21,7 @@ from training_core.base.argparsing import ArgParser, run_cli
 from training_core.base.device_names import DEVICE_HELP, check_device_name
 from training_core.experiment.loading import require_file
 from training_core.rundir.outputs import check_output
+from training_core.runs.sweep import Sweep, is_sweep_dir
 
 STARTUP_ENV = "FREEZEFRAME_STARTUP_REPORT"  # print a line when the window is first visible (benchmarks)
 
@@ -29,6 +30,11 @@ OTHER_MODES = """\
 other modes (main.py dispatches on these options):
   main.py --headless [options]   train on the terminal, without a window (also on a server);
                                  `main.py --headless --help` lists its options
+  main.py --headless --sweep FILE.toml [options]
+                                 a sweep: every point of a grid of settings over seeds, one run each
+                                 (docs: Sweeps and ablations); --resume SWEEP_DIR continues one
+  main.py --export SWEEP_DIR --table FILE.tex|FILE.csv
+                                 a sweep's table of settings x final metrics, mean ± sd over seeds
   main.py --export RUN_DIR [RUN_DIR ...] --out FIG.pdf [options]
                                  render paper figures (PDF, SVG, PNG) or CSV from run directories
                                  (several overlaid), without a window; `main.py --export RUN_DIR --help`
@@ -54,7 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--run-dir", metavar="DIR", help="run directory of the first run (default runs/NAME-TIME)")
     p.add_argument("--start", action="store_true", help="start training as soon as the experiment is ready")
     p.add_argument("--open", metavar="RUN_DIR", nargs="+", help="show these run directories (finished, or still "
-                                                                 "being written) for review and comparison")
+                                                                 "being written) for review and comparison; a "
+                                                                 "sweep directory: its runs grouped by setting")
     p.add_argument("--screenshot", metavar="PNG", help="train (--steps, default 400), or with --open show the runs, "
                                                        "save the window as PNG, exit")
     p.add_argument("--close-after", metavar="SECONDS", type=float,
@@ -88,9 +95,11 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
     for d in a.open or []:
         if not Path(d).is_dir():
             raise UserError(f"run directory {d} does not exist; give --open a folder a run wrote")
-        if not is_run_dir(d):
-            raise UserError(f"{d} is not a run directory (no events.jsonl with scalars.csv or variables/); "
-                            "give --open a folder a training run wrote")
+        if is_sweep_dir(d):
+            Sweep.open(d)  # a damaged one is one line here, before the window opens
+        elif not is_run_dir(d):
+            raise UserError(f"{d} is not a run directory (no events.jsonl with scalars.csv or variables/) nor a "
+                            "sweep's (no sweep.toml); give --open a folder a training run or a sweep wrote")
     return a
 
 

@@ -86,7 +86,7 @@ def build_menus(window: QMainWindow, settings: Settings, run: list[QAction], ope
     recent.aboutToShow.connect(lambda: fill_recent_menu(recent, settings, open_file))
     open_run = file_menu.addAction("Open R&un…", lambda: open_runs_dialog(window, settings, open_runs))
     open_run.setShortcut(QKeySequence("Ctrl+Shift+O"))
-    open_run.setToolTip("Open run directories to review or compare (several at once)")
+    open_run.setToolTip("Open run directories to review or compare (several at once), or a sweep directory")
     recent_runs = file_menu.addMenu("Open Recent Ru&n")
     recent_runs.setToolTipsVisible(True)
     recent_runs.aboutToShow.connect(lambda: fill_recent_runs_menu(recent_runs, settings, open_runs))

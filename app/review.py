@@ -5,16 +5,19 @@ run set the plots draw. This object opens runs (File → Open Run…, `--open`, 
 ones still being written (a poll every second reads only the bytes they gained; a stopped one is looked
 at every 5 s, since `--resume` makes it grow again), keeps the live entry in step with the window's
 `Session` (a new run replaces it; its label is its directory's name), and drives the Runs tab. Opened
-runs are read-only: no Start, no commands reach them.
+runs are read-only: no Start, no commands reach them. A sweep directory opens as a sweep: its runs join the
+run set and a tab of the window's Sweeps dock groups them by setting (app/sweep_view.py).
 """
 from __future__ import annotations
 
 from pathlib import Path
 
 from PySide6.QtCore import QObject, QTimer
+from PySide6.QtWidgets import QMainWindow
 
 from training_core import UserError
 from training_core.runs import LIVE, RunSet, Session
+from training_core.runs.sweep import Sweep, is_sweep_dir
 
 from .panels import RunsPanel
 from .settings import Settings
@@ -29,6 +32,7 @@ class RunReview(QObject):
         self.session, self.settings = session, settings
         self.runs = RunSet()
         self.panel = RunsPanel(self.runs)
+        self.sweeps = None  # app/sweep_view.SweepDock, made when the first sweep is opened
         self._tick = 0
         self._timer = QTimer(self)
         self._timer.setInterval(POLL_MS)
@@ -44,12 +48,26 @@ class RunReview(QObject):
         problems = []
         for p in paths:
             try:
-                entry = self.runs.open(p)
+                key = self.open_sweep(p) if is_sweep_dir(p) else self.runs.open(p).key
             except UserError as e:
                 problems.append(str(e))
                 continue
-            self.settings.add_recent_run(entry.key)
+            self.settings.add_recent_run(key)
         return problems
+
+    def open_sweep(self, path: str | Path) -> str:
+        """Show a sweep: its tab in the Sweeps dock (made the first time, in the window this belongs to), which
+        opens its runs. Returns its resolved directory."""
+        sweep = Sweep.open(path)
+        if self.sweeps is None:
+            from .sweep_view import SweepDock
+            window = self.parent()
+            if not isinstance(window, QMainWindow):
+                raise UserError(f"{path} is a sweep directory; open it in the window (File → Open Run…)")
+            self.sweeps = SweepDock(self.runs, window)
+            self.sweeps.failed.connect(lambda text: window.statusBar().showMessage(text, 10000))
+        self.sweeps.show_sweep(sweep)
+        return str(sweep.dir.resolve())
 
     def poll(self) -> None:
         self._tick += 1

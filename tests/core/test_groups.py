@@ -59,3 +59,13 @@ def test_value_at_a_step_and_summaries():
     s = summarise([1.0, 3.0, math.nan])
     assert (s.mean, s.n) == (2.0, 2) and s.sd == pytest.approx(math.sqrt(2))
     assert s.text() == "2 ± 1.41" and summarise([]).text() == "–" and summarise([0.5]).text() == "0.5"
+
+
+def test_band_with_smoothing_smooths_each_seed_then_combines_them():
+    from training_core.base.smoothing import ema_smooth
+    s = np.arange(6)
+    a, b = np.array([5., 1, 4, 2, 3, 0]), np.array([0., 2, 1, 3, 2, 4])
+    got = band([(s, a), (s, b)], spread="minmax", smoothing=0.6)
+    sa, sb = ema_smooth(a, 0.6)[0], ema_smooth(b, 0.6)[0]
+    assert np.array_equal(got.mean, (sa + sb) / 2)
+    assert np.array_equal(got.low, np.minimum(sa, sb)) and np.array_equal(got.high, np.maximum(sa, sb))

@@ -18,9 +18,10 @@ from typing import Any
 
 import tomli_w
 
-from training_core.base.commands import FREEZE_METHODS
+from training_core.base.commands import FREEZE_METHODS, SetLearningRate
 from training_core.base.device_names import check_device_name
 from training_core.base.errors import UserError
+from training_core.base.planned import planned_commands
 
 STRATEGIES = ("single", "mirrored", "multiworker")
 #: the largest float32 (numpy.finfo(numpy.float32).max): optimizers hold their learning rate in float32
@@ -65,6 +66,9 @@ class RunConfig:
     freeze: list[str] = field(default_factory=list)
     freeze_method: str = "exact"
     update_frozen_stats: bool = False
+    #: changes the run sends itself at given steps, `[[planned]]` tables of `step` and a command's fields
+    #: (`kind = "freeze"`, `scopes = [...]`): "freeze X from step N" (base/planned.py)
+    planned: list[dict[str, Any]] = field(default_factory=list)
     device: str = "auto"  # auto | cpu | gpu:N | mirrored (= strategy mirrored)
     #: single (one device), mirrored (every local GPU, or `replicas` logical CPU devices without GPUs) or
     #: multiworker (the cluster in TF_CONFIG); see engine/distribute.py
@@ -131,6 +135,9 @@ class RunConfig:
             raise UserError(f"checkpoint_every must be >= 0, got {self.checkpoint_every}")
         for phase, v in self.lr.items():
             check_learning_rate(v, f"learning rate for {phase}")
+        for step, command in planned_commands(self.planned):
+            if isinstance(command, SetLearningRate):
+                check_learning_rate(command.value, f"the learning rate for {command.phase} planned at step {step}")
         check_device_name(self.device)
         if self.strategy not in STRATEGIES:
             raise UserError(f"strategy {self.strategy!r} is unknown; use {', '.join(STRATEGIES)}")
@@ -245,7 +252,8 @@ def _describe(hint: Any) -> str:
     inner = typing.get_args(args[0])
     what = _WHAT.get(base, getattr(base, "__name__", str(base)))
     if base is list and inner:
-        what = "a list of strings" if inner[0] is str else "a list"
+        what = "a list of strings" if inner[0] is str else "a list of tables" if typing.get_origin(inner[0]) is dict \
+            else "a list"
     if base is dict and len(inner) == 2 and inner[1] is float:
         what = "a table of numbers"
     return what

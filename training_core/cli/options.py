@@ -68,6 +68,22 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a NaN/Inf loss: stop (default) or roll back to the last good checkpoint with a lower lr")
     p.add_argument("--nan-lr-factor", type=float, help="rollback: multiply the phase's learning rate by this (0.5)")
     p.add_argument("--list-scopes", action="store_true", help="print the experiment's scope tree and exit")
+    sw = p.add_argument_group("sweeps (docs: Sweeps and ablations); the other options are what every point shares")
+    sw.add_argument("--sweep", metavar="FILE|SWEEP_DIR", nargs="?", const="",
+                    help="run every point of a grid: a sweep file (.toml), the --grid options, or both; or a sweep "
+                         "directory's remaining points")
+    sw.add_argument("--grid", metavar="NAME=V1,V2", action="append", default=[],
+                    help="an axis of the grid: ratio, lr.PHASE, freeze (SCOPE+SCOPE, SCOPE@STEP, none), method, "
+                         "seed, batch_size, steps (repeatable)")
+    sw.add_argument("--sweep-dir", metavar="DIR", help="where the sweep is written (default runs/NAME-sweep-TIME)")
+    sw.add_argument("--point", metavar="K", type=int, help="run point K of --sweep SWEEP_DIR alone (new, resumed from "
+                                                           "its checkpoint, or skipped when done): one scheduler task")
+    sw.add_argument("--print-commands", action="store_true",
+                    help="write the sweep directory and print one command per point (for Slurm, Ray, ...) instead "
+                         "of running them")
+    sw.add_argument("--devices", metavar="gpu:0,gpu:1",
+                    help="run points side by side, one per GPU, each in a process of its own (default: one at a "
+                         "time in this process)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     return p
 

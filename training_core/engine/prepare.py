@@ -19,6 +19,7 @@ import numpy as np
 from training_core.base.alternation import Policy, policy_from_dict
 from training_core.base.config import RunConfig
 from training_core.base.errors import UserError
+from training_core.base.planned import check_planned
 from training_core.base.scopes import (
     ScopeNode,
     VarInfo,
@@ -230,9 +231,11 @@ def _check_settings(config: RunConfig, exp: Experiment, names: list[str],
                     infos: list[VarInfo]) -> tuple[tuple[str, ...], Policy | None]:
     """The learning rates' phases, the freeze set and the schedule checked against the experiment (its
     phases and variables, known only now), before any optimizer is built. Without a schedule in the
-    configuration, the experiment's default ratio (or one step each)."""
+    configuration, the experiment's default ratio (or one step each). The planned changes too."""
     schedule = config.schedule or {"policy": "fixed", "ratio": list(exp.default_ratio or [1] * len(names))}
-    return check_controls(config.lr, config.freeze, schedule, names, infos)
+    checked = check_controls(config.lr, config.freeze, schedule, names, infos)
+    check_planned(config.planned, names, infos)  # a bad planned change, refused now rather than at its step
+    return checked
 
 
 def _build_optimizers(config: RunConfig, exp: Experiment, variables: list[Any], infos: list[VarInfo],

@@ -10,6 +10,7 @@ from training_core.observers.base import Observer
 from training_core.observers.checkpointing import Checkpointer
 from training_core.observers.command_file import CommandFileReader
 from training_core.observers.health import HealthMetrics
+from training_core.observers.planned import PlannedCommands
 from training_core.observers.record import RunRecord
 from training_core.observers.sample_record import SampleRecord
 from training_core.observers.sampling import Sampler
@@ -26,4 +27,5 @@ def default_observers(config: RunConfig) -> list[Observer]:
     rollback = [NanRollback(config.nan_lr_factor)] if config.on_nan == "rollback" else []
     return [Sampler(config.sample_seconds, config.sample_every), HealthMetrics(config.metrics_seconds),
             Checkpointer(config.checkpoint_every), LeakAlarm(), NanAlarm(config.on_nan), *rollback,
-            *([CommandFileReader()] if config.command_file else []), SampleRecord(), RunRecord()]
+            *([CommandFileReader()] if config.command_file else []), *([PlannedCommands()] if config.planned else []),
+            SampleRecord(), RunRecord()]

@@ -9,6 +9,9 @@ and the trainer applies it at the same boundary. Only the changes that move the 
 `freeze`, `ratio`, `lr` and `method`. Pauses, continues, single steps, sample and checkpoint requests
 change no number, and a `rejected` command changed nothing; a replay runs straight through.
 
+A planned change (`config.planned`, base/planned.py) is in the configuration the replay runs, which sends
+it again at its step: its event (id `planned-K`) is not replayed as well, or it would apply twice.
+
 A NaN pause is not replayed either: the original paused wherever its batch of metrics happened to be
 fetched (a matter of wall time), and whatever the user changed then is logged at that step and
 replayed there, so the replay does not pause on NaN (`on_nan = "continue"`).
@@ -26,6 +29,7 @@ from training_core.base import events as E
 from training_core.base.commands import Command, command_from_dict
 from training_core.base.config import RunConfig, file_sha256
 from training_core.base.errors import UserError
+from training_core.base.planned import is_planned_id
 from training_core.rundir.layout import CONFIG_FILE
 from training_core.rundir.reading import read_events, read_scalars
 
@@ -62,7 +66,7 @@ def plan_replay(run_dir: str | Path, new_run_dir: str | None = None, determinist
                         f"--config {src / CONFIG_FILE}")
     commands = []
     for e in events:
-        if isinstance(e, REPLAYED) and e.command is not None:
+        if isinstance(e, REPLAYED) and e.command is not None and not is_planned_id(e.id):
             try:
                 commands.append((e.step, command_from_dict(e.command)))
             except UserError as err:

@@ -20,6 +20,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from training_core.base.smoothing import ema_smooth
+
 #: the configuration keys that make a setting; everything else (seed, run_dir, fetch and sample
 #: intervals, TensorBoard, threads, the device) does not change what is compared
 SETTING_KEYS = ("example", "experiment_file", "schedule", "lr", "freeze", "freeze_method", "update_frozen_stats",
@@ -97,8 +99,9 @@ class Band:
     n: int
 
 
-def band(curves: Sequence[tuple[np.ndarray, np.ndarray]], spread: str = "minmax") -> Band:
-    """One band from (steps, values) curves of the same setting.
+def band(curves: Sequence[tuple[np.ndarray, np.ndarray]], spread: str = "minmax", smoothing: float = 0.0) -> Band:
+    """One band from (steps, values) curves of the same setting; with `smoothing` (TensorBoard's EMA weight, as
+    the plots and figures smooth) each seed's curve is smoothed first, then the seeds are combined.
 
     Runs of different seeds record at the same steps when they ran the same configuration; where they do
     not (a run cut short, records thinned), every curve is read on the steps where all of them have a
@@ -106,7 +109,7 @@ def band(curves: Sequence[tuple[np.ndarray, np.ndarray]], spread: str = "minmax"
     long as the shortest seed, so its right end never averages fewer seeds than its left."""
     if spread not in SPREADS:
         raise ValueError(f"spread must be one of {', '.join(SPREADS)}, not {spread!r}")
-    curves = [(np.asarray(s, dtype=np.float64), np.asarray(v, dtype=np.float64)) for s, v in curves if len(s)]
+    curves = [(np.asarray(s, dtype=np.float64), smooth(v, smoothing)) for s, v in curves if len(s)]
     if not curves:
         e = np.zeros(0)
         return Band(e, e, e, e, 0)
@@ -120,6 +123,12 @@ def band(curves: Sequence[tuple[np.ndarray, np.ndarray]], spread: str = "minmax"
         sd = stack.std(axis=0, ddof=1) if len(curves) > 1 else np.zeros_like(mean)
         low, high = mean - sd, mean + sd
     return Band(grid, mean, low, high, len(curves))
+
+
+def smooth(values: Sequence[float] | np.ndarray, smoothing: float = 0.0) -> np.ndarray:
+    """One seed's values smoothed by TensorBoard's debiased EMA (base/smoothing.py; 0: as recorded)."""
+    values = np.asarray(values, dtype=np.float64)
+    return ema_smooth(values, smoothing)[0] if smoothing else values
 
 
 def value_at(steps: np.ndarray, values: np.ndarray, step: int | None = None) -> float:

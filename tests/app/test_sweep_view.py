@@ -1,0 +1,148 @@
+"""A sweep in the window (app/sweep_view.py, app/sweep_plot.py, app/sweep_table.py): `--open SWEEP_DIR` and File →
+Open Run… show its runs grouped by setting, one mean line per setting with its band over the seeds (min–max or
+± sd, chosen in the window), and the table of settings × final metrics, which sorts and exports as CSV and LaTeX.
+A real 2-ratio × 2-seed sweep of the ring, made once by the headless CLI; every number is computed again here
+from the run directories with NumPy. The window runs on the stand-in service: review never trains."""
+from __future__ import annotations
+
+import csv
+
+import numpy as np
+import pytest
+
+from app.launch import parse
+from training_core import read_scalars
+from training_core.base.smoothing import ema_smooth
+from training_core.runs.sweep import Sweep
+from training_core.runs.sweep_table import tex_number
+
+STEPS = 80
+
+
+@pytest.fixture(scope="module")
+def sweep_dir(tmp_path_factory):
+    from tests.core.helpers import main_cmd, run_all
+    d = tmp_path_factory.mktemp("sweep_view") / "ratios"
+    r = run_all({"sweep": main_cmd("--headless", "--sweep", "--example", "ring", "--steps", str(STEPS),
+                                   "--no-tensorboard", "--grid", "ratio=1:1,3:1", "--grid", "seed=0,1",
+                                   "--sweep-dir", str(d), "--quiet")}, timeout=600)["sweep"]
+    assert r.returncode == 0, r.stderr
+    return d
+
+
+def _runs(d, ratio):
+    s = Sweep.open(d)
+    return [read_scalars(s.run_dir(p)) for p in s.points if p.values["ratio"] == ratio]
+
+
+def _view(ui, sweep_dir):
+    w = ui.make(fake=True, wait=False, open_runs=[str(sweep_dir)])
+    dock = w.review.sweeps
+    assert dock is not None and dock.isVisible() and len(dock.views()) == 1
+    return w, dock.views()[0]
+
+
+def test_open_shows_the_runs_labelled_by_grid_point_and_one_band_per_setting(ui, sweep_dir):
+    w, view = _view(ui, sweep_dir)
+    labels = [e.label for e in w.review.runs.entries]
+    assert labels == ["ratio=1:1 seed=0", "ratio=1:1 seed=1", "ratio=3:1 seed=0", "ratio=3:1 seed=1"]
+    assert view.metric.currentText() == "loss/D"
+    assert [label for label, _, _ in view.plot.drawn] == ["ratio=1:1 (2 seeds)", "ratio=3:1 (2 seeds)"]
+    for (label, line, fill), ratio in zip(view.plot.drawn, ("1:1", "3:1")):
+        runs = _runs(sweep_dir, ratio)
+        steps = runs[0]["loss/D"].steps
+        assert all(np.array_equal(r["loss/D"].steps, steps) for r in runs)  # one ratio: the same steps
+        smoothed = np.stack([ema_smooth(r["loss/D"].values, 0.6)[0] for r in runs])
+        x, y = line.getData()
+        assert np.array_equal(x, steps) and np.allclose(y, smoothed.mean(0), rtol=0, atol=1e-12)
+        lo, hi = fill.curves[0].getData()[1], fill.curves[1].getData()[1]
+        assert np.allclose(lo, smoothed.min(0), rtol=0, atol=1e-12)
+        assert np.allclose(hi, smoothed.max(0), rtol=0, atol=1e-12)
+        assert np.any(hi > lo)  # two seeds differ: a band, not a line
+
+
+def test_file_open_on_a_sweep_directory_opens_it_as_a_sweep_once(ui, sweep_dir):
+    w = ui.make(fake=True, wait=False)
+    assert w.review.sweeps is None
+    assert w.open_runs([str(sweep_dir)])  # what File → Open Run… hands the window
+    assert w.open_runs([str(sweep_dir)])  # again: the same tab, the same runs
+    assert len(w.review.sweeps.views()) == 1 and len(w.review.runs.entries) == 4
+    assert w.tabs.currentIndex() == 1  # the Runs tab lists the sweep's runs
+
+
+def test_the_band_is_chosen_in_the_window_min_max_or_plus_minus_sd(ui, sweep_dir):
+    w, view = _view(ui, sweep_dir)
+    view.smoothing.setValue(0.0)
+    view.spread.setCurrentIndex(view.spread.findData("sd"))
+    view.metric.setCurrentText("loss/G")
+    _, line, fill = view.plot.drawn[1]
+    runs = np.stack([r["loss/G"].values for r in _runs(sweep_dir, "3:1")])
+    mean, sd = runs.mean(0), runs.std(0, ddof=1)
+    assert np.allclose(line.getData()[1], mean, rtol=0, atol=1e-12)
+    assert np.allclose(fill.curves[0].getData()[1], mean - sd, rtol=0, atol=1e-12)
+    assert np.allclose(fill.curves[1].getData()[1], mean + sd, rtol=0, atol=1e-12)
+    assert view.plot.plotItem.getAxis("left").labelText == "loss/G"
+
+
+def _expected(sweep_dir, ratio, tag, step=None):
+    values = []
+    for r in _runs(sweep_dir, ratio):
+        s = r[tag]
+        values.append(s.values[s.steps <= step][-1] if step is not None else s.values[-1])
+    return float(np.mean(values)), float(np.std(values, ddof=1))
+
+
+def test_the_table_sorts_and_exports_what_it_shows_as_csv_and_latex(ui, sweep_dir, tmp_path):
+    w, view = _view(ui, sweep_dir)
+    t = view.table
+    headers = [t.grid.horizontalHeaderItem(c).text() for c in range(t.grid.columnCount())]
+    assert headers[:2] == ["ratio", "seeds"] and {"loss/D", "loss/G", "metric/modes_covered"} <= set(headers)
+    col = headers.index("loss/G")
+    rows = {t.grid.item(r, 0).text(): t.grid.item(r, col).text() for r in range(t.grid.rowCount())}
+    for ratio in ("1:1", "3:1"):
+        mean, sd = _expected(sweep_dir, ratio, "loss/G")
+        assert rows[ratio] == f"{mean:.3g} ± {sd:.3g}"
+    view.at_step.setValue(40)  # the columns at step 40 join those at the end
+    headers = [t.grid.horizontalHeaderItem(c).text() for c in range(t.grid.columnCount())]
+    assert "loss/G @ 40" in headers
+    # a click on a header sorts by it; a second click the other way
+    col = headers.index("loss/G @ 40")
+    means = {r: _expected(sweep_dir, r, "loss/G", 40)[0] for r in ("1:1", "3:1")}
+    t.grid.horizontalHeader().sectionClicked.emit(col)
+    order = [t.grid.item(r, 0).text() for r in range(2)]
+    assert order == sorted(means, key=means.get)
+    t.grid.horizontalHeader().sectionClicked.emit(col)
+    assert [t.grid.item(r, 0).text() for r in range(2)] == order[::-1]
+
+    t.export(tmp_path / "table.csv")
+    t.export(tmp_path / "table.tex")
+    lines = list(csv.DictReader((tmp_path / "table.csv").read_text().splitlines()))
+    assert [row["ratio"] for row in lines] == order[::-1]  # as shown
+    for row in lines:
+        for tag, step in (("loss/D", None), ("loss/G", 40), ("metric/high_quality", None)):
+            mean, sd = _expected(sweep_dir, row["ratio"], tag, step)
+            head = tag if step is None else f"{tag} @ {step}"
+            assert (float(row[f"{head} mean"]), float(row[f"{head} sd"]), row[f"{head} n"]) == (mean, sd, "2")
+    tex = (tmp_path / "table.tex").read_text().splitlines()
+    assert tex[2:4] == ["\\toprule", " & ".join(["ratio"] + [h.replace("_", "\\_") for h in headers[2:]]) + " \\\\"]
+    body = tex[tex.index("\\midrule") + 1:tex.index("\\bottomrule")]
+    assert [b.split(" & ")[0] for b in body] == order[::-1]
+    mean, sd = _expected(sweep_dir, order[-1], "loss/D")
+    assert body[0].split(" & ")[1].startswith(f"${tex_number(mean)} \\pm ")
+
+
+def test_an_export_that_would_damage_the_sweep_is_refused_with_one_line(ui, sweep_dir):
+    from training_core import UserError
+    w, view = _view(ui, sweep_dir)
+    with pytest.raises(UserError, match="is part of the sweep in"):
+        view.table.export(sweep_dir / "points" / "x.csv")
+    with pytest.raises(UserError, match="a table is written as .csv or .tex"):
+        view.table.export(sweep_dir / "table.pdf")
+
+
+def test_open_on_the_command_line_takes_a_sweep_directory_and_refuses_a_folder_that_is_neither(sweep_dir, tmp_path):
+    assert parse(["--open", str(sweep_dir)]).open == [str(sweep_dir)]
+    (tmp_path / "empty").mkdir()
+    from training_core import UserError
+    with pytest.raises(UserError, match="nor a sweep's"):
+        parse(["--open", str(tmp_path / "empty")])

@@ -1,0 +1,242 @@
+"""A sweep's table: one row per setting, one column per metric (at the end, or at a chosen step), each
+cell mean ± sd over the setting's seeds; sorted by any column; written as CSV or as a LaTeX table (booktabs).
+
+Why here, Qt-free: the window's table (app/sweep_table.py), `main.py --export SWEEP_DIR --table FILE` and
+the documentation's table are the same numbers, computed once by `runs/groups.py` (groups, `value_at`,
+`summarise`) from each run's own record: the window hands in its `RunData`s, the command line the series
+read from the run directories.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import math
+import re
+from dataclasses import dataclass, replace
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from training_core.rundir.reading import read_scalars
+from training_core.runs.data import RunData
+from training_core.runs.groups import Band, Summary, band, group_runs, smooth, summarise, value_at
+from training_core.runs.sweep import Sweep
+
+#: a run's curves by tag: (steps, values)
+Curves = Mapping[str, tuple[np.ndarray, np.ndarray]]
+
+
+@dataclass(frozen=True)
+class Member:
+    """One run of the table: its setting (axis -> text, the seed left out), its seed and its curves."""
+
+    key: str
+    setting: Mapping[str, str]
+    seed: int | None
+    curves: Curves
+
+
+@dataclass(frozen=True)
+class Column:
+    tag: str
+    step: int | None = None  # None: each run's last record
+
+    @property
+    def header(self) -> str:
+        return self.tag if self.step is None else f"{self.tag} @ {self.step}"
+
+
+@dataclass(frozen=True)
+class Row:
+    setting: tuple[tuple[str, str], ...]  # (axis, text) for the table's setting columns
+    members: tuple[str, ...]
+    seeds: tuple[int | None, ...]
+    cells: tuple[Summary, ...]
+
+    @property
+    def label(self) -> str:
+        return " ".join(f"{k}={v}" for k, v in self.setting) or "all runs"
+
+
+@dataclass(frozen=True)
+class SweepTable:
+    keys: tuple[str, ...]  # the setting columns: the axes whose values differ between rows
+    columns: tuple[Column, ...]
+    rows: tuple[Row, ...]
+
+    @property
+    def headers(self) -> list[str]:
+        return [*self.keys, "seeds", *(c.header for c in self.columns)]
+
+    def sorted(self, by: int, descending: bool = False) -> "SweepTable":
+        """Rows sorted by header `by` (an index into `headers`): a setting column as text (numbers as numbers),
+        `seeds` by count, a metric by its mean; a cell without a value goes last either way."""
+        k = len(self.keys)
+
+        def key(r: Row) -> tuple:
+            if by < k:
+                return _natural(r.setting[by][1])
+            return (0, float(len(r.members)), "") if by == k else (0, r.cells[by - k - 1].mean, "")
+
+        missing = [r for r in self.rows if by > k and math.isnan(r.cells[by - k - 1].mean)]
+        rows = sorted((r for r in self.rows if r not in missing), key=key, reverse=descending)
+        return replace(self, rows=tuple(rows + missing))
+
+    def to_csv(self) -> str:
+        """One line per setting: its setting, the number of seeds, then mean, sd and n for each column."""
+        out = io.StringIO()
+        w = csv.writer(out, lineterminator="\n")
+        w.writerow([*self.keys, "seeds", *(f"{c.header} {x}" for c in self.columns for x in ("mean", "sd", "n"))])
+        for r in self.rows:
+            cells = [x for s in r.cells for x in (_csv_number(s.mean), _csv_number(s.sd), s.n)]
+            w.writerow([*(v for _, v in r.setting), len(r.members), *cells])
+        return out.getvalue()
+
+    def to_latex(self, digits: int = 3) -> str:
+        """A booktabs table (\\toprule, \\midrule, \\bottomrule; `\\usepackage{booktabs}`): the setting columns,
+        then each metric as $mean \\pm sd$ over the seeds ($n$ in the header when it is the same for every
+        row; a cell of fewer seeds says so)."""
+        n_all = {len(r.members) for r in self.rows}
+        spec = "l" * max(1, len(self.keys)) + "r" * len(self.columns)
+        head = [_tex(k) for k in self.keys] or ["setting"]
+        head += [_tex(c.header) for c in self.columns]
+        lines = [f"\\begin{{tabular}}{{{spec}}}", "\\toprule", " & ".join(head) + " \\\\", "\\midrule"]
+        for r in self.rows:
+            cells = [_tex(v) for _, v in r.setting] or ["all runs"]
+            cells += [_tex_cell(s, digits, len(r.members)) for s in r.cells]
+            lines.append(" & ".join(cells) + " \\\\")
+        lines += ["\\bottomrule", "\\end{tabular}"]
+        seeds = f"{n_all.pop()} seeds" if len(n_all) == 1 else "seeds"
+        return f"% mean $\\pm$ sd over {seeds}; made by Freezeframe (main.py --export SWEEP_DIR --table)\n" + \
+            "\n".join(lines) + "\n"
+
+
+def build_table(members: Sequence[Member], tags: Sequence[str] | None = None, step: int | None = None,
+                smoothing: float = 0.0) -> SweepTable:
+    """The table of `members` grouped by setting (groups.group_runs). `tags`: the metrics (default: every
+    `loss/*`, then every `metric/*` a run recorded); each at the end and, with `step`, at that step too.
+    `smoothing`: TensorBoard's EMA weight applied to each seed's curve first (0: the recorded values)."""
+    if tags is None:
+        seen = list(dict.fromkeys(t for m in members for t in m.curves))
+        tags = [t for t in seen if t.startswith("loss/")] + [t for t in seen if t.startswith("metric/")]
+    columns = [Column(t) for t in tags] + ([Column(t, step) for t in tags] if step is not None else [])
+    by_key = {m.key: m for m in members}
+    groups = group_runs({m.key: {"seed": m.seed} for m in members}, {m.key: m.setting for m in members})
+    varying = {k for k, _ in groups[0].differs} if groups else set()
+    keys = tuple(dict.fromkeys(k for m in members for k in m.setting if k in varying))  # in the axes' order
+    rows = []
+    for g in groups:
+        first = by_key[g.members[0]]
+        cells = []
+        for c in columns:
+            values = []
+            for key in g.members:
+                curve = by_key[key].curves.get(c.tag)
+                values.append(value_at(curve[0], smooth(curve[1], smoothing), c.step) if curve is not None
+                              and len(curve[0]) else math.nan)
+            cells.append(summarise(values))
+        rows.append(Row(tuple((k, first.setting.get(k, "-")) for k in keys), g.members, g.seeds, tuple(cells)))
+    return SweepTable(keys, tuple(columns), tuple(rows))
+
+
+def read_members(sweep: Sweep) -> list[Member]:
+    """Each point that has a record, with its losses and metrics read from its run directory (the points
+    not begun are left out; one still training or cut counts with what it recorded so far)."""
+    out = []
+    for point in sweep.points:
+        d = sweep.run_dir(point)
+        if not d.is_dir():
+            continue
+        curves = {t: (s.steps, s.values) for t, s in read_scalars(d).items() if t.startswith(("loss/", "metric/"))}
+        if curves:
+            out.append(Member(point.name, point.setting(), point.seed, curves))
+    return out
+
+
+def members_of(sweep: Sweep, data: Mapping[int, RunData]) -> list[Member]:
+    """The points whose runs are in memory (point index -> `RunData`, as the window holds them), as members."""
+    out = []
+    for point in sweep.points:
+        d = data.get(point.index)
+        if d is None:
+            continue
+        curves = {t: _steps_values(d.scalar(t)) for t in d.scalar_tags if t.startswith(("loss/", "metric/"))}
+        if curves:
+            out.append(Member(point.name, point.setting(), point.seed, curves))
+    return out
+
+
+def _steps_values(series: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    return series[0], series[2]
+
+
+@dataclass(frozen=True)
+class GroupBand:
+    """One setting's curve of one tag: its label (the setting's differing axes), the seeds' band and its runs."""
+
+    label: str
+    band: Band
+    members: tuple[str, ...]
+
+
+def group_bands(members: Sequence[Member], tag: str, spread: str = "minmax", smoothing: float = 0.0) -> list[GroupBand]:
+    """Per setting, the band of `tag` over its seeds (groups.band: each seed smoothed first, then combined on the
+    steps every seed recorded): what the window's sweep plot draws, grouped as the table's rows are."""
+    table = build_table(members, [tag])
+    by_key = {m.key: m for m in members}
+    out = []
+    for row in table.rows:
+        curves = [by_key[k].curves[tag] for k in row.members if tag in by_key[k].curves]
+        out.append(GroupBand(row.label, band(curves, spread, smoothing), row.members))
+    return out
+
+
+def _natural(text: str) -> tuple:
+    """Text with its numbers compared as numbers ("5:1" after "1:1", 4e-4 after 1e-4)."""
+    try:
+        return (0, float(text), "")
+    except ValueError:
+        return (1, 0.0, text)
+
+
+def _csv_number(x: float) -> str:
+    return "" if math.isnan(x) else repr(float(x))
+
+
+_TEX_SPECIAL = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
+                "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "\\": r"\textbackslash{}"}
+
+
+def _tex(text: str) -> str:
+    return "".join(_TEX_SPECIAL.get(ch, ch) for ch in str(text))
+
+
+def tex_number(x: float, digits: int = 3) -> str:
+    """`digits` significant figures, trailing zeros kept (0.600, 6.00: every cell shows the same precision), in
+    math mode's notation: 1.20\\times10^{-5} for 1.2e-05."""
+    text = f"{x:#.{digits}g}"
+    m = re.fullmatch(r"(-?[0-9.]+)e([+-])0*([0-9]+)", text)
+    if m:
+        mant, sign, exp = m.groups()
+        return f"{mant.rstrip('.')}\\times10^{{{'-' if sign == '-' else ''}{exp}}}"
+    return text.rstrip(".")
+
+
+def _tex_cell(s: Summary, digits: int, seeds: int) -> str:
+    if s.n == 0:
+        return "--"
+    fewer = f"\\,(n={s.n})" if s.n < seeds else ""
+    if s.n == 1:
+        return f"${tex_number(s.mean, digits)}{fewer}$"
+    return f"${tex_number(s.mean, digits)} \\pm {_sd_text(s.mean, s.sd, digits)}{fewer}$"
+
+
+def _sd_text(mean: float, sd: float, digits: int) -> str:
+    """The sd to the decimal place the mean is given to (1.22 ± 0.05, not ± 0.0533); to one significant digit
+    where that would round a spread to 0, and in the mean's notation when the mean needs an exponent."""
+    shown = tex_number(mean, digits)
+    if "times" in shown or not math.isfinite(sd):
+        return tex_number(sd, digits)
+    places = len(shown.split(".")[1]) if "." in shown else 0
+    text = f"{sd:.{places}f}"
+    return tex_number(sd, 1) if sd and not float(text) else text
