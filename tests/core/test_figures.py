@@ -59,17 +59,19 @@ def _store_of(paths: tuple[str, ...]) -> RunData:
 def test_an_overlay_with_more_variables_than_looks_says_so_instead_of_naming_curves_wrongly(colour_by, limit):
     """Two runs overlaid: a variable is told apart by its line style (or colour), of which there are only so
     many. Past that, a legend of repeated looks would name curves wrongly (12 ring variables on 4 dashes);
-    the runs stay named and one line says how to choose fewer."""
+    the runs stay named (once, in the figure's legend) and one line says how to choose fewer."""
     def updates(n: int):
         paths = tuple(f"g/layer_{i}/kernel" for i in range(n))
         spec = FigureSpec(plots=["updates"], colour_by=colour_by)
-        return FigureData.from_runs([("a", _store_of(paths)), ("b", _store_of(paths))], spec).plots[0], paths
-    fits, paths = updates(limit)
-    assert fits.problem == "" and {p for p in paths} <= {e.label for e in fits.legend}
-    crowded, paths = updates(limit + 1)
+        data = FigureData.from_runs([("a", _store_of(paths)), ("b", _store_of(paths))], spec)
+        return data.plots[0], paths, [e.label for e in data.run_legend]
+    fits, paths, runs = updates(limit)
+    assert fits.problem == "" and {p for p in paths} <= {e.label for e in fits.legend} and runs == ["a", "b"]
+    crowded, paths, runs = updates(limit + 1)
     assert crowded.problem.startswith(f"{limit + 1} variables per run share {limit} ") and "--vars" in crowded.problem
     labels = {e.label for e in crowded.legend}
-    assert not labels & set(paths) and {"a", "b"} <= labels and len(crowded.curves) == 2 * (limit + 1)
+    assert not labels & set(paths) and runs == ["a", "b"] and len(crowded.curves) == 2 * (limit + 1)
+    assert not {"a", "b"} & labels  # named once for the figure, not again in the panel
 
 
 def test_two_leaves_per_scope_get_dashes():
