@@ -26,13 +26,12 @@ from training_core.runs import RunData
 
 from .axes import step_range
 from .legend import FlowLegend
-from .panel import Panel
+from .panel import MIN_AREA_IN, Panel
 from .text import TextStyle
 from .theme import Theme, theme_named
 
 VECTOR_DPI = 200.0  # SVG/PDF curves keep 2-4 points per 1/200 in: far finer than a 1 pt line
 MAX_HEIGHT_IN = 40.0  # the largest figure side a spec takes: no height past it is suggested
-MIN_AREA_IN = (1.1, 0.75)  # a plot area smaller than this (width, height) is too small to read in print
 
 Runs = RunData | Sequence[tuple[str, RunData]]
 
@@ -119,12 +118,18 @@ class Figure:
                 min(a.bottom() for a in row))
 
     def _grid(self, n: int, w: float, h: float) -> tuple[int, int]:
+        """(rows, columns): one row, one column, or with `auto` the grid whose panels are closest to a 3:2
+        landscape (four panels at 7.16 in: two by two, not four slivers side by side); ties keep the fewer rows."""
         layout = self.spec.layout
-        if layout == "auto":  # the arrangement whose panels are closest to a 3:2 landscape
-            def cost(a: float) -> float:
-                return abs(math.log(a / 1.5))
-            layout = "row" if cost(w / n / h) <= cost(w / (h / n)) else "column"
-        return (1, n) if layout == "row" else (n, 1)
+        if layout != "auto":
+            return (1, n) if layout == "row" else (n, 1)
+        grids = list(dict.fromkeys((r, math.ceil(n / r)) for r in range(1, n + 1)))
+        grids = [(r, c) for r, c in grids if (r - 1) * c < n]  # no empty row
+
+        def cost(grid: tuple[int, int]) -> float:
+            r, c = grid
+            return abs(math.log((w / c) / (h / r) / 1.5))
+        return min(grids, key=lambda g: (round(cost(g), 9), g[0]))
 
     def check(self) -> str:
         """'' if every plot area is large enough to read, else one line naming the problem and the fix."""
@@ -166,7 +171,8 @@ class Figure:
 
 def recommended_height(spec: FigureSpec, data: FigureData | None = None, runs: Runs | None = None) -> float:
     """The smallest height (inches, to 0.05) at which every plot area of the figure is readable
-    (`MIN_AREA_IN`) for the spec's width, layout and number of plots: what the CLI uses when no height is
+    (`MIN_AREA_IN`, and its y label whole) for the spec's width, layout and number of plots, its marker labels'
+    rows and its legend of runs included: what the CLI uses when no height is
     given and what the export dialog suggests."""
     if data is None:
         data = Figure(runs, spec).data
@@ -174,7 +180,8 @@ def recommended_height(spec: FigureSpec, data: FigureData | None = None, runs: R
     probe.theme, probe.data, probe.legend = theme_named(spec.theme), data, None
     for tenths in range(int(max(spec.width_in / 6, 1.0) * 20), int(MAX_HEIGHT_IN) * 20 + 1):
         probe.spec, probe._laid_out = spec.copy(height_in=tenths / 20), None
+        # readable: large enough, and tall enough for its y label in full (a user's label is never cut)
         if not any(pn.area.width() < MIN_AREA_IN[0] * 72 - 0.5 or pn.area.height() < MIN_AREA_IN[1] * 72 - 0.5
-                   for pn in probe.layout()):
+                   or not pn.ylabel_fits for pn in probe.layout()):
             return tenths / 20
     return MAX_HEIGHT_IN

@@ -24,6 +24,7 @@ from .markers import assign_marker_labels, draw_marker_labels, draw_marker_lines
 from .text import PowerLabel, TextStyle
 
 Bounds = tuple[float | None, float | None, float | None, float | None]  # left, top, right, bottom (pt) or None
+MIN_AREA_IN = (1.1, 0.75)  # a plot area smaller than this (width, height) is too small to read in print
 
 
 def empty_text(plot: str) -> str:
@@ -195,7 +196,7 @@ class Panel:
         lw, lh = legend.size()
         right_area = self.area.width() * self.area.height()
         fits = lh <= self.cell.bottom() - self.area.top()
-        if fits and self.area.width() >= 0.4 * self.cell.width():
+        if fits and self.area.width() >= max(0.4 * self.cell.width(), MIN_AREA_IN[0] * 72):
             self.legend_rect = QRectF(self._right_legend_x(lw), self.area.top(), lw, lh)
             return
         self.layout("below", legend)
@@ -273,6 +274,19 @@ class Panel:
             self.letter_style.draw(p, self.cell.left() + 0.4 * self.fs, self.cell.top() + 0.4 * self.fs,
                                    self.letter, QColor(th.foreground), va="top")
 
+    def ylabel_text(self) -> str:
+        """The y label drawn: the default's short form when the long one is taller than the plot."""
+        ylabel, ls = self.ylabel, self.label_style
+        if ls.width(ylabel) > self.area.height() + self.fs and \
+                ylabel == default_labels(self.plot.name, self.spec.update_kind)[1]:
+            ylabel = short_label(ylabel)
+        return ylabel
+
+    @property
+    def ylabel_fits(self) -> bool:
+        """Whether the y label is drawn whole (else it is cut with "…": a height that fits it is recommended)."""
+        return self.label_style.width(self.ylabel_text()) <= self.area.height() + self.fs
+
     def _grid_and_reference(self, p: QPainter) -> None:
         a, th = self.area, self.theme
         p.setPen(make_pen(QColor(th.grid), 0.4))
@@ -323,8 +337,5 @@ class Panel:
         ls = self.label_style
         if self.show_xlabel:
             ls.draw(p, a.center().x(), a.bottom() + self.x_block - ls.height, self.xlabel, fg, ha="center", va="top")
-        ylabel = self.ylabel
-        if ls.width(ylabel) > a.height() + fs and ylabel == default_labels(self.plot.name, self.spec.update_kind)[1]:
-            ylabel = short_label(ylabel)
-        ls.draw(p, self.cell.left() + 0.4 * fs, a.center().y(), ls.elide(ylabel, a.height() + fs), fg,
+        ls.draw(p, self.cell.left() + 0.4 * fs, a.center().y(), ls.elide(self.ylabel_text(), a.height() + fs), fg,
                 ha="center", va="top", rotation=-90)

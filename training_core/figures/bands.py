@@ -116,5 +116,8 @@ def band_curve(curve: Curve, entity: Entity, spread: str, weight: float, x_of) -
         return np.mean([np.interp(grid, s, v) for s, v in pairs], axis=0)
 
     frozen_on = (on_grid(frozen) >= 0.5) if frozen else None  # frozen where most seeds were
+    low, high = b.low, b.high
+    if frozen_on is not None:  # a frozen stretch is drawn as recorded (dotted, grey), not as seeds' EMAs decaying
+        low, high = np.where(frozen_on, np.nan, low), np.where(frozen_on, np.nan, high)
     return Curve(curve.tag, grid.astype(np.int64), on_grid(walls), mean_raw.mean, b.mean, curve.colour, curve.dash,
-                 frozen_on, entity.label, on_grid(xs), low=b.low, high=b.high, seeds=b.n)
+                 frozen_on, entity.label, on_grid(xs), low=low, high=high, seeds=b.n)

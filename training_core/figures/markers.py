@@ -50,10 +50,11 @@ Key = tuple[int, str, str]  # (step, kind, label): the same event in two runs
 
 
 def entity_markers(members: Sequence[tuple[str, "RunData"]], x_of: Callable[["RunData", Any], float],
-                   kinds: Sequence[str]) -> dict[Key, float]:
+                   kinds: Sequence[str]) -> dict[Key, tuple[float, bool]]:
     """The markers of the chosen kinds of an entity (one run, or a group of seeds given as its member runs),
-    each once: an event every member has at the same step is the entity's own (at the members' mean x, which
-    differs on a time axis); one only some members have is named after its run ("seed-2: pause")."""
+    each once, as key -> (x, named): an event every member has at the same step is the entity's own (at the
+    members' mean x, which differs on a time axis); one only some members have is named after its run
+    ("seed-2: pause"), and `named` says so."""
     per = []
     for _, store in members:
         marks: dict[Key, float] = {}
@@ -62,26 +63,26 @@ def entity_markers(members: Sequence[tuple[str, "RunData"]], x_of: Callable[["Ru
                 marks.setdefault((int(m.step), m.kind, m.label), x_of(store, m))
         per.append(marks)
     common = set(per[0]).intersection(*per[1:]) if per else set()
-    out = {k: float(np.mean([p[k] for p in per])) for k in (per[0] if per else {}) if k in common}
+    out = {k: (float(np.mean([p[k] for p in per])), False) for k in (per[0] if per else {}) if k in common}
     for (label, _), marks in zip(members, per):
         for (step, kind, text), x in marks.items():
             if (step, kind, text) not in common:
-                out.setdefault((step, kind, f"{label}: {text}"), x)
+                out.setdefault((step, kind, f"{label}: {text}"), (x, True))
     return out
 
 
-def figure_markers(per_entity: Sequence[dict[Key, float]], names: Sequence[str]) -> list[MarkerLine]:
+def figure_markers(per_entity: Sequence[dict[Key, tuple[float, bool]]], names: Sequence[str]) -> list[MarkerLine]:
     """One line per event: unprefixed when every entity has it, else prefixed by the names of the entities
-    that do ("1:1, 3:1: ratio 2:1")."""
-    owners: dict[Key, list[tuple[str, float]]] = {}
+    that do ("1:1, 3:1: ratio 2:1"), unless it names its run already."""
+    owners: dict[Key, list[tuple[str, float, bool]]] = {}
     for name, marks in zip(names, per_entity):
-        for key, x in marks.items():
-            owners.setdefault(key, []).append((name, x))
+        for key, (x, named) in marks.items():
+            owners.setdefault(key, []).append((name, x, named))
     out = []
     for (_, kind, label), who in owners.items():
-        everyone = len(names) <= 1 or len(who) == len(names)
-        text = label if everyone else f"{', '.join(n for n, _ in who)}: {label}"
-        out.append(MarkerLine(float(np.mean([x for _, x in who])), kind, text))
+        plain = len(names) <= 1 or len(who) == len(names) or all(named for _, _, named in who)
+        text = label if plain else f"{', '.join(n for n, _, _ in who)}: {label}"
+        out.append(MarkerLine(float(np.mean([x for _, x, _ in who])), kind, text))
     return sorted(out)
 
 
