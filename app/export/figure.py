@@ -133,8 +133,14 @@ class Figure:
 
     def check(self) -> str:
         """'' if every plot area is large enough to read, else one line naming the problem and the fix."""
-        small = [pn for pn in self.layout()
+        panels = self.layout()
+        small = [pn for pn in panels
                  if pn.area.width() < MIN_AREA_IN[0] * 72 - 0.5 or pn.area.height() < MIN_AREA_IN[1] * 72 - 0.5]
+        cut = [pn for pn in panels if not pn.ylabel_fits]
+        if not small and cut:
+            better = recommended_height(self.spec, self.data)
+            return (f"at {self.spec.width_in:.2f} × {self.spec.height_in:.2f} in, the y label of plot "
+                    f"{cut[0].plot.name} is cut short; use a height of at least {better:.2f} in (or a shorter label)")
         if not small:
             return ""
         def room(pn: Panel) -> float:

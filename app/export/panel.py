@@ -125,11 +125,13 @@ class Panel:
             if self._whole_numbers():  # a count (modes covered): no tick at 0.5 of a mode
                 ticks = [t for t in ticks if float(t.value).is_integer()] or ticks
             return ticks
-        ticks = log_ticks(*self.yr, n)
-        if self.floor is not None:  # no ticks between the "0" and the first real decade
-            f = math.log10(self.floor)
-            ticks = [t for t in ticks if t.value >= f + 1 - 1e-9] + [Tick(f, "0")]
-        return ticks
+        if self.floor is None:
+            return log_ticks(*self.yr, n)
+        # the decades above the "0" (the floor's own decade is no value: its labels would not count), and
+        # no ticks between the "0" and the first real decade
+        f = math.log10(self.floor)
+        ticks = log_ticks(f + 1, self.yr[1], max(n - 1, 2))
+        return [t for t in ticks if t.value >= f + 1 - 1e-9] + [Tick(f, "0")]
 
     def _whole_numbers(self) -> bool:
         vals = [c.values for c in self.plot.curves if len(c.values)]

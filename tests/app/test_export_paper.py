@@ -125,7 +125,7 @@ def test_the_runs_are_named_once_and_the_panels_line_up(qapp, issue_figures, rin
     assert len(rects) == 4 and len({(round(r[0], 2), round(r[2], 2)) for r in rects}) == 1  # one left, one right
 
 
-@pytest.mark.parametrize("name", ["three", "stacked", "one"])
+@pytest.mark.parametrize("name", ["three", "stacked", "one", "steered"])
 def test_every_log_axis_has_two_labelled_decades(qapp, issue_figures, name):
     """The update plot of three runs had one labelled tick, 10⁻³: no scale can be read from one."""
     texts, shapes = svg.read(issue_figures[name])
