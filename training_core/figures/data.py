@@ -7,9 +7,11 @@ very same ones, so the file holds exactly the curves and the smoothing of the fi
 touches the trainer: it copies arrays the window's `RunData` already holds.
 
 Several runs overlay: by default colour names the run and line style the phase (or the variable),
-`colour_by="phase"` swaps the two; the legend names each run by its label (its directory name
-unless the user typed another). The x axis is the step, or the time since each run began
-(`x_axis="time"`), so runs of different speed can be compared as they ran.
+`colour_by="phase"` swaps the two; the figure's legend (`run_legend`) names each run once by its label (its
+directory name unless the user typed another), and each panel's legend only what that panel draws (the same
+run legend under three panels was three times the ink for one fact). With `bands`, seeds of one setting are
+one entity: one mean line and band, one name (figures/bands.py). The x axis is the step, or the time since
+each run began (`x_axis="time"`), so runs of different speed can be compared as they ran.
 """
 from __future__ import annotations
 
