@@ -21,8 +21,8 @@ from training_core.rundir.outputs import check_output
 from training_core.rundir.reading import scalars_header_problem
 from training_core.base.argparsing import ArgParser, run_cli
 
-from training_core.figures import (COLOUR_BY, FORMATS, LAYOUTS, PLOT_NAMES, THEMES, UNITS, X_AXES, FigureSpec,
-                                   format_from_path, parse_size)
+from training_core.figures import (BANDS, COLOUR_BY, FORMATS, LAYOUTS, MARKER_KINDS, PLOT_NAMES, THEMES, UNITS, X_AXES,
+                                   FigureSpec, format_from_path, label_key, marker_kinds, parse_size)
 from training_core.runs.collection import unique_labels
 
 
@@ -51,7 +51,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--font-size", type=float, default=8.0, help="base font size in points (default 8)")
     p.add_argument("--smoothing", type=float, default=0.6, help="EMA weight 0..0.999 as in TensorBoard (default 0.6)")
     p.add_argument("--no-raw", action="store_true", help="draw only the smoothed curves")
-    p.add_argument("--no-markers", action="store_true", help="no lines at freeze/ratio/lr/pause/NaN/leak events")
+    p.add_argument("--markers", metavar="KINDS", default="all",
+                   help=f"the events marked by a labelled line, comma-separated from: {', '.join(MARKER_KINDS)} "
+                        "(default: all; none for no markers)")
+    p.add_argument("--no-markers", action="store_true", help="no marker lines (as --markers none)")
+    p.add_argument("--bands", choices=BANDS, default="off",
+                   help="runs of one setting that differ only by seed: one mean line with a band from the lowest "
+                        "to the highest seed (minmax) or of ±1 standard deviation (sd); off (default): a line each")
     p.add_argument("--no-legend", action="store_true", help="no legends")
     p.add_argument("--no-panel-labels", action="store_true", help="no (a), (b) on multi-plot figures")
     p.add_argument("--absolute", action="store_true", help="updates plot: ‖ΔW‖ instead of ‖ΔW‖/‖W‖")
@@ -59,7 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--layout", choices=LAYOUTS, default="auto", help="panels side by side (row), stacked "
                                                                       "(column) or auto")
     p.add_argument("--xlabel", help="x-axis label of every plot")
-    p.add_argument("--ylabel", metavar="PLOT=TEXT", action="append", default=[], help="y-axis label of a plot")
+    p.add_argument("--ylabel", metavar="PLOT=TEXT", action="append", default=[],
+                   help="y-axis label of a plot: losses, updates, metrics (every metric panel) or a metric by its "
+                        "name, e.g. pca_fd=PCA-FD")
     p.add_argument("--csv", metavar="FILE", help="also write the drawn curves as step,wall_time,tag,value,smoothed,run")
     return p
 
@@ -78,7 +86,8 @@ def spec_from_args(a: argparse.Namespace) -> tuple[FigureSpec, bool]:
         else:
             (w, h), auto_height = parse_size(a.size, a.units), False
     spec = FigureSpec(plots=plots, width_in=w, height_in=h, format=fmt, dpi=a.dpi, theme=a.theme,
-                      font_size=a.font_size, raw=not a.no_raw, smoothing=a.smoothing, markers=not a.no_markers,
+                      font_size=a.font_size, raw=not a.no_raw, smoothing=a.smoothing,
+                      markers=() if a.no_markers else marker_kinds(a.markers), bands=a.bands,
                       legend=not a.no_legend, panel_labels=not a.no_panel_labels, layout=a.layout,
                       update_kind="update_norm" if a.absolute else "update_ratio",
                       variables=[s.strip() for s in a.vars.split(",") if s.strip()] if a.vars else None,
@@ -88,20 +97,43 @@ def spec_from_args(a: argparse.Namespace) -> tuple[FigureSpec, bool]:
         for plot in spec.plots:
             spec.labels[plot] = (a.xlabel, None)
     for item in a.ylabel:
-        plot, sep, text = item.partition("=")
-        if not sep or plot not in spec.plots and not (plot.startswith("metric/") and "metrics" in spec.plots):
-            raise UserError(f"--ylabel {item!r} is not PLOT=TEXT for a chosen plot, e.g. losses=\"BCE loss\"")
-        spec.labels[plot] = ((spec.labels.get(plot) or (None, None))[0], text)
+        if "=" not in item:
+            raise UserError(f"--ylabel {item!r} is not PLOT=TEXT, e.g. --ylabel losses=\"BCE loss\"")
     return spec, auto_height
 
 
+def apply_ylabels(spec: FigureSpec, items: list[str], metrics: list[str]) -> None:
+    """`--ylabel KEY=TEXT` into the spec, once the runs' metrics are known: a key no panel answers to is refused
+    with the keys that work (`label_key`)."""
+    for item in items:
+        key, _, text = item.partition("=")
+        plot = label_key(key.strip(), spec.plots, metrics)
+        spec.labels[plot] = ((spec.labels.get(plot) or (None, None))[0], text)
+
+
 def run_labels(a: argparse.Namespace) -> list[str]:
+    """One label per run: `--labels`, or the directory names. With --bands, `--labels` may instead name the
+    groups of seeds (`group_names`), and the runs keep their directory names."""
     if a.labels is None:
         return unique_labels(a.export)
     labels = [s.strip() for s in a.labels.split(",")]
+    if a.bands != "off" and len(labels) != len(a.export) and all(labels):
+        return unique_labels(a.export)
     if len(labels) != len(a.export) or not all(labels):
         raise UserError(f"--labels gives {len(labels)} name(s) for {len(a.export)} run(s); give one per run, "
                         "comma-separated, in the order of --export")
+    return labels
+
+
+def group_names(a: argparse.Namespace, n_runs: int, groups: list[list[int]]) -> list[str] | None:
+    """With --bands: `--labels` naming each group of seeds (one per group, in the order of their first run),
+    or None (each group named by what its runs' labels share)."""
+    labels = [s.strip() for s in a.labels.split(",")] if a.labels is not None else []
+    if not labels or len(labels) == n_runs and len(groups) != n_runs:
+        return None if not labels else [labels[g[0]] for g in groups]
+    if len(labels) != len(groups):
+        raise UserError(f"--labels gives {len(labels)} name(s) for {n_runs} run(s) in {len(groups)} group(s) of "
+                        "seeds; give one per run, or one per group in the order of their first run")
     return labels
 
 
@@ -167,19 +199,27 @@ def _main(argv: list[str]) -> int:
     if "metrics" in spec.plots and not metric_tags(runs):
         raise UserError("no metric/ rows in the run(s): the experiment defines no metrics(ctx); "
                         "drop metrics from --plots")
+    apply_ylabels(spec, a.ylabel, [t.removeprefix("metric/") for t in metric_tags(runs)])
     _ensure_gui_app()
     from app.export import Figure, recommended_height, write_csv, write_pdf, write_png, write_svg
+    groups = names = None
+    if spec.bands != "off":
+        from training_core.figures import seed_groups
+        groups = seed_groups(runs)
+        names = group_names(a, len(runs), groups)
+    fig = Figure(runs, spec, groups, names)
     if auto_height:
-        spec.height_in = recommended_height(spec, runs=runs)
-    fig = Figure(runs, spec)
+        spec.height_in = recommended_height(spec, fig.data)
+        fig = Figure(runs, spec, groups, names)
     if a.out:
         for problem in [fig.check()] + [pd.problem for pd in fig.data.plots]:
             if problem:
                 print(f"warning: {problem}", file=sys.stderr)
         {"png": lambda: write_png(fig, a.out, spec.dpi), "svg": lambda: write_svg(fig, a.out),
          "pdf": lambda: write_pdf(fig, a.out)}[spec.format]()
+        grouped = f" in {len(fig.data.runs)} group{'s' if len(fig.data.runs) > 1 else ''}" if groups else ""
         print(f"wrote {a.out} ({spec.width_in:.3g} x {spec.height_in:.3g} in, {spec.format}, "
-              f"{len(runs)} run{'s' if len(runs) > 1 else ''})")
+              f"{len(runs)} run{'s' if len(runs) > 1 else ''}{grouped})")
     if a.csv:
         rows = write_csv(fig.data, a.csv)
         print(f"wrote {a.csv} ({rows} rows)")

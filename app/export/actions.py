@@ -59,7 +59,8 @@ class ExportActions(QObject):
 
     def open_dialog(self) -> ExportDialog:
         if self.dialog is None:
-            self.dialog = ExportDialog(self.store_provider, self.current_spec(), self.window, auto_height=True)
+            self.dialog = ExportDialog(self.store_provider, self.current_spec(), self.window, auto_height=True,
+                                       auto_plots=True)
         self.dialog.show()
         self.dialog.raise_()
         self.dialog.activateWindow()

@@ -94,14 +94,34 @@ def log_range(lo: float, hi: float) -> tuple[float, float]:
     return a - pad, b + pad
 
 
+def two_decades(lo: float, hi: float) -> tuple[float, float]:
+    """(lo, hi), positive, widened to hold at least two powers of ten, so a log axis has two labelled decades
+    to read its scale from (one "10⁻³" alone does not say how far apart the ticks are): by the nearer decade
+    when one is inside, by the decades on either side when none is."""
+    a, b = math.log10(lo), math.log10(hi)
+    k0, k1 = math.ceil(a - 1e-9), math.floor(b + 1e-9)
+    if k1 < k0:  # within one decade
+        a, b = min(a, math.floor(a)), max(b, math.floor(a) + 1)
+    elif k1 == k0:
+        if a - (k0 - 1) <= (k0 + 1) - b:
+            a = k0 - 1
+        else:
+            b = k0 + 1
+    return 10.0 ** a, 10.0 ** b
+
+
 def log_ticks(a: float, b: float, max_labels: int) -> list[Tick]:
-    """Decades (labelled 10^k, every n-th if crowded) and, on short spans, unlabelled 2..9 minors."""
+    """Decades (labelled 10^k, every n-th if crowded, but never fewer than two labelled when the span holds two)
+    and, on short spans, unlabelled 2..9 minors."""
     lo, hi = math.ceil(a - 1e-9), math.floor(b + 1e-9)
     decades = list(range(lo, hi + 1))
     every = max(1, math.ceil(len(decades) / max(max_labels, 1)))
+    labelled = {k for k in decades if k % every == 0}
+    if len(labelled) < 2 and len(decades) >= 2:  # crowded: the lowest and the highest still say the scale
+        labelled = {decades[0], decades[-1]}
     ticks = []
     for k in decades:
-        if k % every == 0:
+        if k in labelled:
             ticks.append(Tick(float(k), "10", str(k).replace("-", MINUS)))
         else:
             ticks.append(Tick(float(k)))

@@ -4,7 +4,9 @@ Rows and formatting follow the run's scalars.csv (same tags, same `.3f` wall tim
 two files can be joined; `smoothed` is training_core.ema_smooth with the figure's weight, i.e. the
 bold line in the figure, computed by the very `Curve` objects the figure drew; `run` is the label the
 figure's legend gives the run (its directory name unless renamed), so an overlay of several runs
-stays one long table.
+stays one long table. With seeds drawn as bands, a group's rows are its mean (`value` of the measured values,
+`smoothed` the line drawn) under the group's name, and two more columns give the band's edges, `low,high`
+(empty for curves that are no band).
 """
 from __future__ import annotations
 
@@ -32,13 +34,16 @@ def _field(text: str) -> str:
 def csv_text(data: FigureData) -> str:
     """All curves of all plots, ordered by step (then in figure order), as scalars.csv is."""
     curves = [c for plot in data.plots for c in plot.curves]
+    bands = any(c.is_band for c in curves)
     rows: list[tuple[int, int, str]] = []
     for ci, c in enumerate(curves):
         run = _field(c.run)
-        for s, w, v, sm in zip(c.steps.tolist(), c.wall.tolist(), c.values.tolist(), c.smoothed.tolist()):
-            rows.append((s, ci, f"{s},{w:.3f},{c.tag},{_num(v)},{_num(sm)},{run}\n"))
+        edges = zip(c.low.tolist(), c.high.tolist()) if c.is_band else iter(lambda: None, 0)
+        for s, w, v, sm, e in zip(c.steps.tolist(), c.wall.tolist(), c.values.tolist(), c.smoothed.tolist(), edges):
+            extra = "" if not bands else (",," if e is None else f",{_num(e[0])},{_num(e[1])}")
+            rows.append((s, ci, f"{s},{w:.3f},{c.tag},{_num(v)},{_num(sm)},{run}{extra}\n"))
     rows.sort(key=lambda r: (r[0], r[1]))
-    return CSV_HEADER + "\n" + "".join(r[2] for r in rows)
+    return CSV_HEADER + (",low,high" if bands else "") + "\n" + "".join(r[2] for r in rows)
 
 
 def write_csv(data: FigureData, path: str | Path) -> int:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Callable
 
 from PySide6.QtCore import Qt, QTimer
-from PySide6.QtGui import QImage, QPainter, QPixmap
+from PySide6.QtGui import QImage, QPixmap
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, QFileDialog,
                                QFormLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit, QPushButton,
                                QSizePolicy, QSpinBox, QVBoxLayout, QWidget)
@@ -24,9 +24,10 @@ from training_core.figures import (FORMATS, PLOT_NAMES, SIZE_PRESETS, FigureSpec
                                    from_units, to_units)
 
 from .clipboard import copy_figure
+from .dialog_options import bands_box, default_plots, marker_boxes
 from .widgets import combo as _combo
 from .widgets import dspin as _dspin
-from .widgets import show_error, version_of as _version_of
+from .widgets import dialog_buttons, preview_image, show_error, version_of as _version_of
 from .csv_export import write_csv
 from .figure import Figure, recommended_height
 from .render import write_pdf, write_png, write_svg
@@ -36,11 +37,14 @@ CUSTOM = "custom"
 
 class ExportDialog(QDialog):
     def __init__(self, store_provider: Callable[[], object], spec: FigureSpec | None = None,
-                 parent: QWidget | None = None, auto_height: bool = False) -> None:
+                 parent: QWidget | None = None, auto_height: bool = False, auto_plots: bool | None = None) -> None:
         """`auto_height`: until the user sets a height, use the one that leaves every plot readable (as the
-        CLI does when --size gives none), instead of opening on a warning about the default's."""
+        CLI does when --size gives none), instead of opening on a warning about the default's. `auto_plots`
+        (default: when no spec is given): until the user ticks or unticks a plot, tick the plots the runs have
+        (their metrics too: dialog_options.py)."""
         super().__init__(parent)
         self._auto_height = auto_height
+        self._auto_plots = spec is None if auto_plots is None else auto_plots
         self.setWindowTitle("Export figure")
         self.setObjectName("exportDialog")
         self._store_provider = store_provider
@@ -132,15 +136,21 @@ class ExportDialog(QDialog):
         form.addRow("Font size", self.font_size)
         self.smoothing = _dspin(0.0, 0.999, 0.05, spec.smoothing, decimals=3)  # the plots' slider goes to 0.999
         form.addRow("Smoothing", self.smoothing)
+        self.bands = bands_box(spec)
+        form.addRow("Seeds", self.bands)
         self.raw, self.markers = QCheckBox("raw curves"), QCheckBox("event markers")
         self.legend, self.panel_labels = QCheckBox("legend"), QCheckBox("(a), (b) labels")
-        for box, on in ((self.raw, spec.raw), (self.markers, spec.markers), (self.legend, spec.legend),
+        for box, on in ((self.raw, spec.raw), (self.markers, bool(spec.markers)), (self.legend, spec.legend),
                         (self.panel_labels, spec.panel_labels)):
             box.setChecked(on)
         row = QHBoxLayout()
         for box in (self.raw, self.markers, self.legend, self.panel_labels):
             row.addWidget(box)
         form.addRow("Show", row)
+        kinds, self.marker_boxes = marker_boxes(spec if spec.markers else spec.copy(markers=True))
+        self.markers.toggled.connect(kinds.setEnabled)
+        kinds.setEnabled(self.markers.isChecked())
+        form.addRow("Markers", kinds)
 
     def _build_axis_labels(self, spec: FigureSpec) -> QGroupBox:
         """The "Axis labels" group: an x and a y label per plot, the defaults as placeholders."""
@@ -180,18 +190,10 @@ class ExportDialog(QDialog):
 
     def _build_buttons(self) -> QDialogButtonBox:
         """Export…, Copy, Export CSV… and Close."""
-        buttons = QDialogButtonBox()
-        self.export_button = buttons.addButton("Export…", QDialogButtonBox.ButtonRole.AcceptRole)
-        self.copy_button = QPushButton("Copy")
-        self.csv_button = QPushButton("Export CSV…")
-        buttons.addButton(self.copy_button, QDialogButtonBox.ButtonRole.ActionRole)
-        buttons.addButton(self.csv_button, QDialogButtonBox.ButtonRole.ActionRole)
-        buttons.addButton(QDialogButtonBox.StandardButton.Close)
-        buttons.rejected.connect(self.reject)
+        buttons, self.export_button, self.copy_button, self.csv_button = dialog_buttons(self)
         self.export_button.clicked.connect(self._ask_export)
         self.copy_button.clicked.connect(self._copy)
         self.csv_button.clicked.connect(self._ask_csv)
-        self.export_button.setDefault(True)
         return buttons
 
     def _lay_out(self, form: QFormLayout, labels: QGroupBox, buttons: QDialogButtonBox) -> None:
@@ -217,9 +219,13 @@ class ExportDialog(QDialog):
 
     def _connect(self, spec: FigureSpec) -> None:
         """Every option redraws the preview; the size's preset, units, width and height keep each other in step."""
-        for w in [*self.plot_boxes.values(), self.raw, self.markers, self.legend, self.panel_labels, self.log_losses]:
+        for w in [*self.plot_boxes.values(), *self.marker_boxes.values(), self.raw, self.markers, self.legend,
+                  self.panel_labels, self.log_losses]:
             w.toggled.connect(self.schedule_preview)
-        for w in (self.update_kind, self.layout_box, self.format_box, self.theme, self.colour_by, self.x_axis):
+        for box in self.plot_boxes.values():  # the user's choice of plots from now on
+            box.toggled.connect(self._plots_chosen)
+        for w in (self.update_kind, self.layout_box, self.format_box, self.theme, self.colour_by, self.x_axis,
+                  self.bands):
             w.currentIndexChanged.connect(self.schedule_preview)
         for w in (self.width_box, self.height_box, self.font_size, self.smoothing, self.dpi):
             w.valueChanged.connect(self.schedule_preview)
@@ -253,6 +259,19 @@ class ExportDialog(QDialog):
             with signals_blocked(self.preset):
                 self.preset.setCurrentText(match)
 
+    def _plots_chosen(self) -> None:
+        self._auto_plots = False
+
+    def _follow_default_plots(self) -> None:
+        """Until the user picks plots: tick what the runs have (metrics appear some seconds into a live run)."""
+        if not self._auto_plots:
+            return
+        wanted = default_plots(self._store_provider())
+        for name, box in self.plot_boxes.items():
+            if box.isChecked() != (name in wanted):
+                with signals_blocked(box):
+                    box.setChecked(name in wanted)
+
     def _height_edited(self) -> None:
         self._auto_height = False  # the user's height from now on, warned about if too small
 
@@ -278,7 +297,8 @@ class ExportDialog(QDialog):
             height_in=from_units(self.height_box.value(), self._units),
             format=self.format_box.currentText().lower(), dpi=self.dpi.value(), theme=self.theme.currentData(),
             font_size=self.font_size.value(), raw=self.raw.isChecked(), smoothing=self.smoothing.value(),
-            markers=self.markers.isChecked(), legend=self.legend.isChecked(),
+            markers=tuple(k for k, b in self.marker_boxes.items() if b.isChecked()) if self.markers.isChecked() else (),
+            bands=self.bands.currentData(), legend=self.legend.isChecked(),
             panel_labels=self.panel_labels.isChecked(), update_kind=self.update_kind.currentData(),
             variables=variables or None, layout=self.layout_box.currentText(), colour_by=self.colour_by.currentData(),
             x_axis=self.x_axis.currentData(), log_losses=self.log_losses.isChecked())
@@ -299,6 +319,7 @@ class ExportDialog(QDialog):
             self.refresh_preview()
 
     def refresh_preview(self) -> None:
+        self._follow_default_plots()
         try:
             fig = self.figure()
         except UserError as e:
@@ -317,17 +338,7 @@ class ExportDialog(QDialog):
         styles = "; ".join(pd.problem for pd in fig.data.plots if pd.problem)
         self.warning.setText("\n".join(t for t in (f"Too small: {problem}" if problem else "", styles) if t))
         self.fix_height.setVisible(bool(problem))
-        w_pt, h_pt = fig.size_pt
-        ratio = self.devicePixelRatioF()
-        avail_w, avail_h = max(self.preview.width() - 16, 100), max(self.preview.height() - 16, 100)
-        scale = min(avail_w / w_pt, avail_h / h_pt) * ratio
-        img = QImage(max(1, round(w_pt * scale)), max(1, round(h_pt * scale)), QImage.Format.Format_ARGB32)
-        img.fill(0)
-        p = QPainter(img)
-        p.scale(scale, scale)
-        fig.paint(p, dpi_equiv=72.0 * scale)
-        p.end()
-        img.setDevicePixelRatio(ratio)
+        img = preview_image(fig, self.preview.width() - 16, self.preview.height() - 16, self.devicePixelRatioF())
         self.preview_image = img
         self.preview.setPixmap(QPixmap.fromImage(img))
         spec = fig.spec

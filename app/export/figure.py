@@ -7,9 +7,11 @@ one point, pens are non-cosmetic, fonts are set in those units (see text.py), an
 feeds the PNG, the SVG, the PDF, the clipboard and the dialog's preview, so they all agree.
 Curves are min/max decimated to the output's resolution before drawing (training_core.figures.minmax_decimate).
 
-Nothing is dropped for want of room: a marker label that fits in no row above the plot becomes a
-number with its text in a footnote under the figure, and `check()` says when the chosen height leaves
-a plot too small to read (`recommended_height` gives one that does not).
+Nothing is dropped for want of room: every marker label is drawn at its line, in as many rows above the
+plot as the labels need, and `check()` says when the chosen height leaves a plot too small to read
+(`recommended_height` gives one that does, rows of labels included). Several runs are named once, in a
+legend across the top of the figure, not under every panel; and panels line up whatever their own legends
+(side by side: one top and one bottom for their plots; stacked: one left and one right).
 """
 from __future__ import annotations
 
@@ -23,13 +25,13 @@ from training_core.figures import FigureData, FigureSpec
 from training_core.runs import RunData
 
 from .axes import step_range
-from .markers import Footnotes
-from .panel import Panel
+from .legend import FlowLegend
+from .panel import MIN_AREA_IN, Panel
+from .text import TextStyle
 from .theme import Theme, theme_named
 
 VECTOR_DPI = 200.0  # SVG/PDF curves keep 2-4 points per 1/200 in: far finer than a 1 pt line
 MAX_HEIGHT_IN = 40.0  # the largest figure side a spec takes: no height past it is suggested
-MIN_AREA_IN = (1.1, 0.75)  # a plot area smaller than this (width, height) is too small to read in print
 
 Runs = RunData | Sequence[tuple[str, RunData]]
 
@@ -38,14 +40,18 @@ class Figure:
     """`Figure(runs, spec).paint(painter)` draws the whole figure in (0, 0)-(width_pt, height_pt);
     `runs` is one `RunData` or a list of (label, RunData) to overlay."""
 
-    def __init__(self, runs: Runs, spec: FigureSpec) -> None:
+    def __init__(self, runs: Runs, spec: FigureSpec, groups: Sequence[Sequence[int]] | None = None,
+                 names: Sequence[str] | None = None) -> None:
+        """`groups` and `names`: with `spec.bands`, which runs are seeds of one setting and what the legend calls
+        each group (default: by their configurations, named by what their labels share)."""
         self.spec = spec.copy()
         self.theme: Theme = theme_named(spec.theme)
         if isinstance(runs, RunData):
             self.data = FigureData.from_store(runs, self.spec)
         else:
-            self.data = FigureData.from_runs(list(runs), self.spec)
+            self.data = FigureData.from_runs(list(runs), self.spec, groups, names)
         self._laid_out: tuple | None = None
+        self.legend: FlowLegend | None = None
 
     @property
     def size_pt(self) -> tuple[float, float]:
@@ -62,63 +68,79 @@ class Figure:
         return (0.0, last) if last > 0 else (0.0, 1.0)
 
     # -- layout ------------------------------------------------------------------------------------
-    def layout(self, dpi_equiv: float = VECTOR_DPI) -> tuple[list[Panel], Footnotes]:
-        """Panels and footnotes for the figure's size: footnotes take room at the bottom, which can move
-        labels into or out of them, so this settles in a few rounds."""
+    def layout(self, dpi_equiv: float = VECTOR_DPI) -> list[Panel]:
+        """The panels for the figure's size, under the figure's legend of runs (if any)."""
         key = (dpi_equiv,)
         if self._laid_out is not None and self._laid_out[0] == key:
             return self._laid_out[1]
         w, h = self.size_pt
-        notes = Footnotes(self, w)
-        reserved = 0.0
-        for _ in range(4):
-            panels = self._panels(w, h - reserved, dpi_equiv)
-            notes.collect(panels)
-            need = notes.height()
-            if abs(need - reserved) < 0.5:
-                break
-            reserved = need
-        notes.top = h - reserved
-        self._laid_out = (key, (panels, notes))
-        return panels, notes
+        top = 0.0
+        self.legend = None
+        if self.spec.legend and self.data.run_legend:
+            fs = self.spec.font_size
+            self.legend = FlowLegend(self.data.run_legend, TextStyle(max(4.0, fs - 1)), self.theme)
+            self.legend.fit(w - 0.8 * fs)
+            top = self.legend.height + 0.3 * fs
+        panels = self._panels(w, h, top, dpi_equiv)
+        self._laid_out = (key, panels)
+        return panels
 
-    def _panels(self, w: float, h: float, dpi_equiv: float) -> list[Panel]:
+    def _panels(self, w: float, h: float, top: float, dpi_equiv: float) -> list[Panel]:
         n = len(self.data.plots)
-        rows, cols = self._grid(n, w, h)
+        rows, cols = self._grid(n, w, h - top)
+        ch = (h - top) / rows
         panels = []
         for i, plot in enumerate(self.data.plots):
             r, c = divmod(i, cols)
-            cell = QRectF(c * w / cols, r * h / rows, w / cols, h / rows)
+            cell = QRectF(c * w / cols, top + r * ch, w / cols, ch)
             letter = f"({chr(ord('a') + i)})" if n > 1 and self.spec.panel_labels else None
             panels.append(Panel(self, plot, cell, letter, label_markers=(i == 0), dpi_equiv=dpi_equiv))
-            panels[-1].top_row = r == 0
+            panels[-1].grid = (r, c)
         if cols == 1:  # stacked panels share the x axis: its label only under the bottom one
             for upper in panels[:-1]:
                 upper.show_xlabel = upper.xlabel != panels[-1].xlabel
-        label_rows = max(pn.prepare() for pn in panels)
-        for pn in panels:  # panels side by side get the same top margin, so their axes line up
-            if pn.top_row and pn.rows != label_rows:
-                pn.prepare(label_rows)
-        if cols == 1 and n > 1:  # stacked: the narrowest plot area for all, so their step axes line up
-            for _ in range(2):
-                extent = (max(pn.area.left() for pn in panels), min(pn.area.right() for pn in panels))
-                for pn in panels:
-                    pn.x_extent = extent
-                    pn.prepare(pn.rows)
+        for pn in panels:
+            pn.prepare()
+        for _ in range(3):  # line the plots up: a row shares its top and bottom, a column its left and right
+            bounds = {pn: self._bounds_of(pn, panels) for pn in panels}
+            if all(bounds[pn] == pn.bounds for pn in panels):
+                break
+            for pn in panels:
+                pn.bounds = bounds[pn]
+                pn.prepare(pn.rows)
         return panels
 
+    @staticmethod
+    def _bounds_of(pn: Panel, panels: list[Panel]) -> tuple[float, float, float, float]:
+        row = [q.area for q in panels if q.grid[0] == pn.grid[0]]
+        col = [q.area for q in panels if q.grid[1] == pn.grid[1]]
+        return (max(a.left() for a in col), max(a.top() for a in row), min(a.right() for a in col),
+                min(a.bottom() for a in row))
+
     def _grid(self, n: int, w: float, h: float) -> tuple[int, int]:
+        """(rows, columns): one row, one column, or with `auto` the grid whose panels are closest to a 3:2
+        landscape (four panels at 7.16 in: two by two, not four slivers side by side); ties keep the fewer rows."""
         layout = self.spec.layout
-        if layout == "auto":  # the arrangement whose panels are closest to a 3:2 landscape
-            def cost(a: float) -> float:
-                return abs(math.log(a / 1.5))
-            layout = "row" if cost(w / n / h) <= cost(w / (h / n)) else "column"
-        return (1, n) if layout == "row" else (n, 1)
+        if layout != "auto":
+            return (1, n) if layout == "row" else (n, 1)
+        grids = list(dict.fromkeys((r, math.ceil(n / r)) for r in range(1, n + 1)))
+        grids = [(r, c) for r, c in grids if (r - 1) * c < n]  # no empty row
+
+        def cost(grid: tuple[int, int]) -> float:
+            r, c = grid
+            return abs(math.log((w / c) / (h / r) / 1.5))
+        return min(grids, key=lambda g: (round(cost(g), 9), g[0]))
 
     def check(self) -> str:
         """'' if every plot area is large enough to read, else one line naming the problem and the fix."""
-        small = [pn for pn in self.layout()[0]
+        panels = self.layout()
+        small = [pn for pn in panels
                  if pn.area.width() < MIN_AREA_IN[0] * 72 - 0.5 or pn.area.height() < MIN_AREA_IN[1] * 72 - 0.5]
+        cut = [pn for pn in panels if not pn.ylabel_fits]
+        if not small and cut:
+            better = recommended_height(self.spec, self.data)
+            return (f"at {self.spec.width_in:.2f} × {self.spec.height_in:.2f} in, the y label of plot "
+                    f"{cut[0].plot.name} is cut short; use a height of at least {better:.2f} in (or a shorter label)")
         if not small:
             return ""
         def room(pn: Panel) -> float:
@@ -141,28 +163,31 @@ class Figure:
     # -- drawing -----------------------------------------------------------------------------------
     def paint(self, p: QPainter, dpi_equiv: float = VECTOR_DPI) -> None:
         w, h = self.size_pt
-        panels, notes = self.layout(dpi_equiv)
+        panels = self.layout(dpi_equiv)
         p.save()
         p.setRenderHint(QPainter.RenderHint.Antialiasing, True)
         p.setRenderHint(QPainter.RenderHint.TextAntialiasing, True)
         p.fillRect(QRectF(0, 0, w, h), QColor(self.theme.background))
+        if self.legend is not None:
+            self.legend.draw(p, 0.0, 0.15 * self.spec.font_size, w)
         for pn in panels:
             pn.draw(p)
-        notes.draw(p)
         p.restore()
 
 
 def recommended_height(spec: FigureSpec, data: FigureData | None = None, runs: Runs | None = None) -> float:
     """The smallest height (inches, to 0.05) at which every plot area of the figure is readable
-    (`MIN_AREA_IN`) for the spec's width, layout and number of plots: what the CLI uses when no height is
+    (`MIN_AREA_IN`, and its y label whole) for the spec's width, layout and number of plots, its marker labels'
+    rows and its legend of runs included: what the CLI uses when no height is
     given and what the export dialog suggests."""
     if data is None:
         data = Figure(runs, spec).data
     probe = Figure.__new__(Figure)
-    probe.theme, probe.data = theme_named(spec.theme), data
+    probe.theme, probe.data, probe.legend = theme_named(spec.theme), data, None
     for tenths in range(int(max(spec.width_in / 6, 1.0) * 20), int(MAX_HEIGHT_IN) * 20 + 1):
         probe.spec, probe._laid_out = spec.copy(height_in=tenths / 20), None
+        # readable: large enough, and tall enough for its y label in full (a user's label is never cut)
         if not any(pn.area.width() < MIN_AREA_IN[0] * 72 - 0.5 or pn.area.height() < MIN_AREA_IN[1] * 72 - 0.5
-                   for pn in probe.layout()[0]):
+                   or not pn.ylabel_fits for pn in probe.layout()):
             return tenths / 20
     return MAX_HEIGHT_IN

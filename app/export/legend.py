@@ -1,8 +1,9 @@
 """Legends: measuring, placing where they hide the least data, and drawing.
 
-Placement follows what people do by hand for a paper: inside the axes in the emptiest corner when it
-is small enough to cover (almost) nothing; otherwise beside the axes; otherwise under them in
-columns, so a long legend never shrinks the plot to a sliver in a narrow journal column.
+A panel's own legend follows what people do by hand for a paper: inside the axes in the emptiest corner
+when it is small enough to cover (almost) nothing; otherwise beside the axes; otherwise under them in
+columns, so a long legend never shrinks the plot to a sliver in a narrow journal column. The runs of an
+overlay are named once for the whole figure (`FlowLegend`, across its top), not under each panel.
 """
 from __future__ import annotations
 
@@ -49,6 +50,7 @@ class Legend:
     entries: list[LegendEntry]
     style: TextStyle
     ncol: int = 1
+    max_col: float | None = None  # a column no wider than this: longer labels are elided (`fit_columns`)
 
     def header_style(self) -> TextStyle:
         if not hasattr(self, "_header"):
@@ -69,8 +71,9 @@ class Legend:
 
     def col_w(self) -> float:
         line = self.sample + 0.5 * self.style.size
-        return max((self.header_style().width(e.label) if e.colour is None else line + self.style.width(e.label)
-                    for e in self.entries), default=0.0)
+        w = max((self.header_style().width(e.label) if e.colour is None else line + self.style.width(e.label)
+                 for e in self.entries), default=0.0)
+        return w if self.max_col is None else min(w, self.max_col)
 
     def size(self) -> tuple[float, float]:
         rows = math.ceil(len(self.entries) / self.ncol)
@@ -79,6 +82,9 @@ class Legend:
 
     def fit_columns(self, max_width: float) -> None:
         gap = 1.0 * self.style.size
+        self.max_col = None
+        if self.col_w() > max_width - 2 * self.pad:  # a label wider than the room: cut, never past the page
+            self.max_col = max(max_width - 2 * self.pad, self.sample)
         self.ncol = max(1, min(len(self.entries), int((max_width - 2 * self.pad + gap) // (self.col_w() + gap))))
 
     def draw(self, p: QPainter, x: float, y: float, theme: Theme, frame: bool = True) -> None:
@@ -96,13 +102,73 @@ class Legend:
             row, col = divmod(i, self.ncol) if across else divmod(i, rows)[::-1]
             ex = x + self.pad + col * (self.col_w() + gap)
             ey = y + self.pad + (row + 0.5) * self.row_h
+            room = self.col_w()
             if e.colour is None:  # a header: the scope the entries below belong to
-                self.header_style().draw(p, ex, ey, e.label, QColor(theme.foreground), va="center")
+                hs = self.header_style()
+                hs.draw(p, ex, ey, hs.elide(e.label, room), QColor(theme.foreground), va="center")
                 continue
-            p.setPen(entry_pen(theme, e))
-            p.drawLine(QLineF(ex, ey, ex + self.sample, ey))
-            self.style.draw(p, ex + self.sample + 0.5 * self.style.size, ey, e.label,
+            draw_sample(p, theme, e, ex, ey, self.sample, self.style.height)
+            self.style.draw(p, ex + self.sample + 0.5 * self.style.size, ey,
+                            self.style.elide(e.label, room - self.sample - 0.5 * self.style.size),
                             QColor(theme.foreground), va="center")
+
+
+BAND_ALPHA = 0.22  # as the bands' fill (curves.py)
+
+
+def draw_sample(p: QPainter, theme: Theme, e: LegendEntry, x: float, y: float, length: float, height: float) -> None:
+    """An entry's line sample at (x, y) to x + length; a group of seeds gets its band behind the line."""
+    if e.band:
+        fill = QColor(colour_of(theme, e.colour))
+        fill.setAlphaF(BAND_ALPHA)
+        p.fillRect(QRectF(x, y - 0.3 * height, length, 0.6 * height), fill)
+    p.setPen(entry_pen(theme, e))
+    p.drawLine(QLineF(x, y, x + length, y))
+
+
+class FlowLegend:
+    """One legend for the figure: entries side by side, each as wide as it needs, in as many centred lines as
+    the width takes; a header entry (colour None) is a note in italics (what a band means)."""
+
+    def __init__(self, entries: list[LegendEntry], style: TextStyle, theme: Theme) -> None:
+        self.entries, self.style, self.theme = entries, style, theme
+        self.note_style = TextStyle(style.size, italic=True)
+        self.sample, self.gap = 1.6 * style.size, 1.2 * style.size
+        self.lines: list[list[tuple[LegendEntry, float]]] = []
+        self.row_h = style.height * 1.12
+
+    def width_of(self, e: LegendEntry) -> float:
+        if e.colour is None:
+            return self.note_style.width(e.label)
+        return self.sample + 0.4 * self.style.size + self.style.width(e.label)
+
+    def fit(self, width: float) -> None:
+        self.lines = [[]]
+        used = 0.0
+        for e in self.entries:
+            w = self.width_of(e)
+            if self.lines[-1] and used + self.gap + w > width:
+                self.lines.append([])
+                used = 0.0
+            used += (self.gap if self.lines[-1] else 0.0) + w
+            self.lines[-1].append((e, w))
+
+    @property
+    def height(self) -> float:
+        return len(self.lines) * self.row_h
+
+    def draw(self, p: QPainter, x: float, y: float, width: float) -> None:
+        fg = QColor(self.theme.foreground)
+        for i, line in enumerate(self.lines):
+            total = sum(w for _, w in line) + self.gap * (len(line) - 1)
+            ex, ey = x + (width - total) / 2, y + (i + 0.5) * self.row_h
+            for e, w in line:
+                if e.colour is None:
+                    self.note_style.draw(p, ex, ey, e.label, fg, va="center")
+                else:
+                    draw_sample(p, self.theme, e, ex, ey, self.sample, self.style.height)
+                    self.style.draw(p, ex + self.sample + 0.4 * self.style.size, ey, e.label, fg, va="center")
+                ex += w + self.gap
 
 
 def best_corner(plot: QRectF, size: tuple[float, float], points: np.ndarray, inset: float) -> tuple[QRectF, int]:

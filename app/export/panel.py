@@ -1,9 +1,11 @@
 """One panel of an exported figure: a plot's axes, curves, legend and marker lines, laid out in points.
 
-Everything is measured in points at print size (see figure.py): tick labels, the legend (inside the
-emptiest corner when it covers nothing, else beside or under the plot), marker labels above the plot
-area. The panel reports how much room its plot area got, so the figure can say when a chosen height
-leaves a plot too small to read.
+Everything is measured in points at print size (see figure.py): tick labels, the legend of what only this
+panel draws (inside the emptiest corner when it covers nothing, else beside or under the plot; the runs are
+named once for the figure), marker labels above the plot area at their lines. The figure lines panels up
+(`bounds`: panels side by side share their plot's top and bottom, stacked ones its left and right, whatever
+their legends), and the panel reports how much room its plot area got, so the figure can say when a chosen
+height leaves a plot too small to read.
 """
 from __future__ import annotations
 
@@ -11,17 +13,18 @@ import math
 
 import numpy as np
 from PySide6.QtCore import QLineF, QRectF
-from PySide6.QtGui import QColor, QPainter, QPainterPath
-from pyqtgraph.functions import arrayToQPath
+from PySide6.QtGui import QColor, QPainter
 
-from training_core.figures import DASHES, PlotData, default_labels, minmax_decimate, short_label
+from training_core.figures import PlotData, default_labels, short_label
 
-from .axes import Tick, linear_range, linear_ticks, log_range, log_ticks
+from .axes import Tick, linear_range, linear_ticks, log_range, log_ticks, two_decades
+from .curves import LONE_POINT_PT, draw_curves, layers, line_path  # noqa: F401 - LONE_POINT_PT: tests read it
 from .legend import Legend, best_corner, make_pen
 from .markers import assign_marker_labels, draw_marker_labels, draw_marker_lines, label_row_height
 from .text import PowerLabel, TextStyle
 
-LONE_POINT_PT = 1.5  # a point with no neighbour to join is drawn as a dash this long, so a 2-step run shows
+Bounds = tuple[float | None, float | None, float | None, float | None]  # left, top, right, bottom (pt) or None
+MIN_AREA_IN = (1.1, 0.75)  # a plot area smaller than this (width, height) is too small to read in print
 
 
 def empty_text(plot: str) -> str:
@@ -49,8 +52,9 @@ class Panel:
         self.steps_axis = fig.data.x_unit == "step"
         self.xlabel, self.ylabel = self.spec.axis_labels(plot.name, fig.data.x_unit)
         self.show_xlabel = bool(self.xlabel)
-        self.top_row = True
-        self.x_extent: tuple[float, float] | None = None  # (left, right) of the plot area, shared when stacked
+        self.grid = (0, 0)  # (row, column) in the figure
+        #: the plot area's edges the figure imposes, to line this panel up with its neighbours
+        self.bounds: Bounds = (None, None, None, None)
         # metrics are drawn as measured (a few points, not smoothed): no faint copy behind them
         self.show_raw = self.spec.raw and self.spec.smoothing > 0 and not plot.name.startswith("metric")
         self._data_ranges()
@@ -63,7 +67,9 @@ class Panel:
         for c in self.plot.curves:
             live = np.ones(len(c.values), bool) if c.frozen is None else ~c.frozen
             out += [c.smoothed[live], c.values[~live]]
-            if self.show_raw:
+            if c.is_band:
+                out += [c.low[live], c.high[live]]
+            elif self.show_raw:
                 out.append(c.values[live])
         return out
 
@@ -80,12 +86,13 @@ class Panel:
         pos = vals[vals > 0]
         lo = float(pos.min()) if pos.size else 1e-8
         hi = float(pos.max()) if pos.size else 1e-7
-        if self.plot.zero_floor and (vals <= 0).any():  # zeros sit one decade below the smallest real value
-            self.floor = 10.0 ** (math.floor(math.log10(lo)) - 1)
-            lo = self.floor
         ref = self.plot.reference
         if ref and lo / 100 <= ref <= hi * 100:
             lo, hi = min(lo, ref), max(hi, ref)
+        lo, hi = two_decades(lo, hi)  # two labelled decades at least, above the "0" floor if there is one
+        if self.plot.zero_floor and (vals <= 0).any():  # zeros sit one decade below the smallest real value
+            self.floor = 10.0 ** (math.floor(math.log10(lo)) - 1)
+            lo = self.floor
         self.yr = log_range(lo, hi)
 
     def ty(self, v: np.ndarray) -> np.ndarray:
@@ -118,11 +125,13 @@ class Panel:
             if self._whole_numbers():  # a count (modes covered): no tick at 0.5 of a mode
                 ticks = [t for t in ticks if float(t.value).is_integer()] or ticks
             return ticks
-        ticks = log_ticks(*self.yr, n)
-        if self.floor is not None:  # no ticks between the "0" and the first real decade
-            f = math.log10(self.floor)
-            ticks = [t for t in ticks if t.value >= f + 1 - 1e-9] + [Tick(f, "0")]
-        return ticks
+        if self.floor is None:
+            return log_ticks(*self.yr, n)
+        # the decades above the "0" (the floor's own decade is no value: its labels would not count), and
+        # no ticks between the "0" and the first real decade
+        f = math.log10(self.floor)
+        ticks = log_ticks(f + 1, self.yr[1], max(n - 1, 2))
+        return [t for t in ticks if t.value >= f + 1 - 1e-9] + [Tick(f, "0")]
 
     def _whole_numbers(self) -> bool:
         vals = [c.values for c in self.plot.curves if len(c.values)]
@@ -139,20 +148,22 @@ class Panel:
         top = c.top() + 0.6 * fs + max(head, self.rows * label_row_height(self) + 0.3 * fs)
         right_extra = below_extra = 0.0
         if legend_mode == "right" and legend:
-            legend.ncol = 1
-            right_extra = legend.size()[0] + 0.8 * fs
+            legend.ncol, legend.max_col = 1, None
+            right_extra = legend.size()[0] + self._legend_gap() - max(self._half_last_tick(), 0.3 * fs)
         if legend_mode == "below" and legend:
             legend.fit_columns(c.width() - fs)
             below_extra = legend.size()[1] + 0.5 * fs
         self.x_block = tl + 0.3 * fs + ts.height + (0.4 * fs + self.label_style.height if self.show_xlabel else 0.0)
         bottom = c.bottom() - 0.4 * fs - self.x_block - below_extra
+        b = self.bounds  # lined up with the neighbours: a step, or a value, at the same place in each
+        top = max(top, b[1]) if b[1] is not None else top
+        bottom = min(bottom, b[3]) if b[3] is not None else bottom
         self.yticks = self._yticks(bottom - top)
         ytw = max((self._tick_w(t) for t in self.yticks), default=0.0)
         left = c.left() + 0.4 * fs + self.label_style.height + 0.45 * fs + ytw + 0.3 * fs + tl
-        last_label = linear_ticks(*self.xr, 2, steps_axis=self.steps_axis)[-1].text
-        right = c.right() - 0.4 * fs - right_extra - max(ts.width(last_label) / 2, 0.3 * fs)
-        if self.x_extent is not None:  # stacked panels: one x extent, so a step is at the same place in each
-            left, right = max(left, self.x_extent[0]), min(right, self.x_extent[1])
+        right = c.right() - 0.4 * fs - right_extra - max(self._half_last_tick(), 0.3 * fs)
+        left = max(left, b[0]) if b[0] is not None else left
+        right = min(right, b[2]) if b[2] is not None else right
         self.area = QRectF(left, top, max(right - left, 10.0), max(bottom - top, 10.0))
         self.xticks = self._xticks()
         self.legend_mode, self.legend = legend_mode, legend
@@ -187,7 +198,7 @@ class Panel:
         lw, lh = legend.size()
         right_area = self.area.width() * self.area.height()
         fits = lh <= self.cell.bottom() - self.area.top()
-        if fits and self.area.width() >= 0.4 * self.cell.width():
+        if fits and self.area.width() >= max(0.4 * self.cell.width(), MIN_AREA_IN[0] * 72):
             self.legend_rect = QRectF(self._right_legend_x(lw), self.area.top(), lw, lh)
             return
         self.layout("below", legend)
@@ -199,15 +210,28 @@ class Panel:
         self.legend_rect = QRectF(self.cell.center().x() - lw / 2,
                                   self.area.bottom() + self.x_block + 0.5 * self.fs, lw, lh)
 
+    def _half_last_tick(self) -> float:
+        """How far the last x tick label reaches past the plot's right edge."""
+        return self.tick_style.width(linear_ticks(*self.xr, 2, steps_axis=self.steps_axis)[-1].text) / 2
+
+    def _legend_gap(self) -> float:
+        """Between the plot and a legend beside it: clear of the last x tick label, which a tall legend reaches."""
+        return max(0.8 * self.fs, self._half_last_tick() + 0.5 * self.fs)
+
     def _right_legend_x(self, lw: float) -> float:
         """Beside the plot area (not at the cell's edge: a stacked panel's area may end short of it)."""
-        return min(self.cell.right() - 0.4 * self.fs - lw, self.area.right() + 0.8 * self.fs)
+        return min(self.cell.right() - 0.4 * self.fs - lw, self.area.right() + self._legend_gap())
 
     def _obstacles(self) -> np.ndarray:
         """Points (in pt), one per pt of width, along every line drawn: what a legend must not cover."""
         xs = np.arange(self.area.left(), self.area.right() + 1.0, 1.0)
         out = []
-        for _, x, y in [line for layer in self._layers() for line in layer]:
+        lines = [(x, y) for layer in layers(self) for _, x, y in layer]
+        for c in self.plot.curves:  # a band is covered anywhere between its edges, not only along them
+            if c.is_band:
+                lo, hi = self.ty(c.low), self.ty(c.high)
+                lines += [(c.x, lo + f * (hi - lo)) for f in (0.0, 0.25, 0.5, 0.75, 1.0)]
+        for x, y in lines:
             px, py = self.X(x), self.Y(y)
             ok = np.isfinite(py)
             if ok.sum() >= 2:
@@ -221,17 +245,18 @@ class Panel:
     def prepare(self, rows: int | None = None) -> int:
         """Lay out the panel; `rows` asks for at least that many marker-label rows (to line up panels side by
         side). Laying out again for the rows the labels need can move the legend and so the markers' x,
-        and the labels may then need another row: the rows only grow until they hold every label (a
-        footnote number was drawn above the page in a row that had no room reserved)."""
+        and the labels may then need another row: the rows only grow until they hold every label."""
         self.rows = rows or 0
         self._choose_legend()
         self.labels = assign_marker_labels(self)
-        needed = max((lab.row + 1 for lab in self.labels), default=0)
-        while needed > self.rows:
+        needed = max((f.row + 1 for f in self.labels), default=0)
+        for _ in range(8):
+            if needed <= self.rows:
+                break
             self.rows = needed
             self._choose_legend()
             self.labels = assign_marker_labels(self)
-            needed = max((lab.row + 1 for lab in self.labels), default=0)
+            needed = max((f.row + 1 for f in self.labels), default=0)
         return self.rows
 
     def draw(self, p: QPainter) -> None:
@@ -241,7 +266,7 @@ class Panel:
         if self.plot.empty:
             self.label_style.draw(p, a.center().x(), a.center().y(), empty_text(self.plot.name), QColor(th.muted),
                                   ha="center", va="center")
-        self._curves(p)
+        draw_curves(self, p)
         self._axes(p)
         draw_marker_labels(self, p, self.labels)
         if self.legend is not None and self.legend_rect is not None:
@@ -250,6 +275,19 @@ class Panel:
         if self.letter:
             self.letter_style.draw(p, self.cell.left() + 0.4 * self.fs, self.cell.top() + 0.4 * self.fs,
                                    self.letter, QColor(th.foreground), va="top")
+
+    def ylabel_text(self) -> str:
+        """The y label drawn: the default's short form when the long one is taller than the plot."""
+        ylabel, ls = self.ylabel, self.label_style
+        if ls.width(ylabel) > self.area.height() + self.fs and \
+                ylabel == default_labels(self.plot.name, self.spec.update_kind)[1]:
+            ylabel = short_label(ylabel)
+        return ylabel
+
+    @property
+    def ylabel_fits(self) -> bool:
+        """Whether the y label is drawn whole (else it is cut with "…": a height that fits it is recommended)."""
+        return self.label_style.width(self.ylabel_text()) <= self.area.height() + self.fs
 
     def _grid_and_reference(self, p: QPainter) -> None:
         a, th = self.area, self.theme
@@ -266,54 +304,11 @@ class Panel:
                 p.setPen(make_pen(QColor(th.muted), 0.8, [3.0, 2.0]))
                 p.drawLine(QLineF(a.left(), y, a.right(), y))
 
-    def _path(self, x: np.ndarray, y: np.ndarray) -> QPainterPath:
-        px, py = self.X(x), self.Y(y)
-        bins = max(16, int(self.area.width() / 72.0 * self.dpi))
-        idx = minmax_decimate(px, py, self.area.left(), self.area.right(), bins)
-        px, py = px[idx], py[idx]
-        # one subpath per finite run of 2+ points: a lone point or an empty path makes PDF readers
-        # complain ("no current point in closepath")
-        ok = np.isfinite(py)
-        edges = np.flatnonzero(np.diff(np.r_[False, ok, False].astype(np.int8)))
-        path = QPainterPath()
-        for a, b in zip(edges[::2], edges[1::2]):
-            if b - a >= 2:
-                path.addPath(arrayToQPath(px[a:b], py[a:b], connect="all"))
-            elif px[a] == px[a]:  # a lone point (a phase's only step, or one between gaps): a dot, not nothing
-                path.moveTo(px[a] - LONE_POINT_PT / 2, py[a])
-                path.lineTo(px[a] + LONE_POINT_PT / 2, py[a])
-        return path
+    def _path(self, x: np.ndarray, y: np.ndarray):
+        return line_path(self, x, y)
 
     def _layers(self) -> list[list[tuple]]:
-        """(pen, steps, y in axis units) per drawn line: raw behind smoothed behind frozen stretches."""
-        th = self.theme
-        layers: list[list[tuple]] = [[], [], []]
-        for c in self.plot.curves:
-            if not len(c.steps):
-                continue
-            x = c.x
-            colour = th.colour(c.colour)
-            frozen = c.frozen if c.frozen is not None and c.frozen.any() else None
-            live = np.ones(len(x), bool) if frozen is None else ~frozen
-            sm = self.ty(c.smoothed)
-            if self.show_raw:
-                faint = th.tint(colour, th.raw_alpha)
-                layers[0].append((make_pen(faint, th.raw_width), x, np.where(live, self.ty(c.values), np.nan)))
-            layers[1].append((make_pen(colour, th.line_width, DASHES[c.dash]), x, np.where(live, sm, np.nan)))
-            if frozen is not None:  # joined to the live parts on both sides
-                near = frozen | np.r_[frozen[1:], False] | np.r_[False, frozen[:-1]]
-                joined = np.where(frozen, self.ty(c.values), sm)
-                layers[2].append((make_pen(QColor(th.muted), th.line_width, dots=True), x,
-                                  np.where(near, joined, np.nan)))
-        return layers
-
-    def _curves(self, p: QPainter) -> None:
-        for layer in self._layers():
-            for pen, x, y in layer:
-                path = self._path(x, y)
-                if not path.isEmpty():
-                    p.setPen(pen)
-                    p.drawPath(path)
+        return layers(self)
 
     def _axes(self, p: QPainter) -> None:
         a, th, fs, ts = self.area, self.theme, self.fs, self.tick_style
@@ -344,8 +339,5 @@ class Panel:
         ls = self.label_style
         if self.show_xlabel:
             ls.draw(p, a.center().x(), a.bottom() + self.x_block - ls.height, self.xlabel, fg, ha="center", va="top")
-        ylabel = self.ylabel
-        if ls.width(ylabel) > a.height() + fs and ylabel == default_labels(self.plot.name, self.spec.update_kind)[1]:
-            ylabel = short_label(ylabel)
-        ls.draw(p, self.cell.left() + 0.4 * fs, a.center().y(), ls.elide(ylabel, a.height() + fs), fg,
+        ls.draw(p, self.cell.left() + 0.4 * fs, a.center().y(), ls.elide(self.ylabel_text(), a.height() + fs), fg,
                 ha="center", va="top", rotation=-90)

@@ -18,6 +18,7 @@ from training_core import UserError
 from training_core.rundir.outputs import check_output
 
 from .figure import VECTOR_DPI, Figure
+from .pdf_fonts import tag_subset_fonts
 
 PDF_RESOLUTION = 1200  # device units per inch inside the PDF; only affects coordinate rounding
 
@@ -83,7 +84,7 @@ def write_pdf(fig: Figure, path: str | Path) -> None:
     Qt makes custom pages whole points (up to 0.007 in off), so the page is made the next whole size
     up, the figure is drawn against its lower-left corner (PDF's origin), and the MediaBox numbers are
     rewritten, same byte length, to the exact size: the page is what was asked for, nothing is
-    clipped, and the file's offsets stay valid.
+    clipped, and the file's offsets stay valid. Its fonts are subsets, and named so (`tag_subset_fonts`).
     """
     check_output(path, "the figure")
     w_pt, h_pt = fig.size_pt
@@ -105,6 +106,7 @@ def write_pdf(fig: Figure, path: str | Path) -> None:
     fig.paint(p, dpi_equiv=VECTOR_DPI)
     p.end()
     _exact_mediabox(Path(path), w_pt, h_pt)
+    tag_subset_fonts(path)  # the subsets Qt embeds, named as subsets (pdf_fonts.py says why)
 
 
 def _exact_mediabox(path: Path, w_pt: float, h_pt: float) -> None:

@@ -4,8 +4,11 @@ generator/dense_1, at 55% D's learning rate drops to 5e-5, at 70% the ratio beco
 sent from an observer, as any script can steer a run.
 
     python resources/docs/make_example_run.py /tmp/example-run 3000
-    python main.py --export /tmp/example-run --plots losses,updates --size 7.16x2.8 --out fig.pdf
+    python main.py --export /tmp/example-run --plots losses,updates --size 7.16 --out fig.pdf
     pdftoppm -png -r 300 -singlefile fig.pdf docs/images/example_figure
+
+Two optional arguments after the steps: the seed (default 0), and a number of steps by which every change comes
+later (default 0): the tests make seeds of one setting with it (tests/app/conftest.py, `steered_runs`).
 """
 import sys
 from pathlib import Path
@@ -16,10 +19,11 @@ from training_core import Observer, RunConfig, SetFreeze, SetLearningRate, SetRa
 
 
 class Plan(Observer):
-    def __init__(self, steps: int) -> None:
+    def __init__(self, steps: int, shift: int = 0) -> None:
         self.trainer: Trainer | None = None
-        self.plan = {int(steps * 0.3): SetFreeze(("generator/dense_1",)), int(steps * 0.55): SetLearningRate("D", 5e-5),
-                     int(steps * 0.7): SetRatio({"policy": "fixed", "ratio": [2, 1]})}
+        self.plan = {int(steps * 0.3) + shift: SetFreeze(("generator/dense_1",)),
+                     int(steps * 0.55) + shift: SetLearningRate("D", 5e-5),
+                     int(steps * 0.7) + shift: SetRatio({"policy": "fixed", "ratio": [2, 1]})}
 
     def on_prepared(self, trainer: Trainer) -> None:
         self.trainer = trainer
@@ -31,5 +35,6 @@ class Plan(Observer):
 
 if __name__ == "__main__":
     run_dir, steps = sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 3000
-    Trainer(RunConfig(example="ring", steps=steps, run_dir=run_dir, freeze=["discriminator/dense_1"], fetch_every=20),
-            Plan(steps)).run()
+    seed, shift = (int(a) for a in (sys.argv[3:5] + ["0", "0"])[:2])
+    Trainer(RunConfig(example="ring", steps=steps, run_dir=run_dir, freeze=["discriminator/dense_1"], fetch_every=20,
+                      seed=seed), Plan(steps, shift)).run()

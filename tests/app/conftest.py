@@ -176,3 +176,28 @@ def panel_of(qtbot):
         panel.resize(1100, 700)
         return panel
     return make
+
+
+@pytest.fixture(scope="session")
+def steered_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Path]]:
+    """Real ring runs steered as a user steers them, for the paper-figure tests (tests/app/test_export_paper.py,
+    test_export_bands.py): "steered", three seeds of one setting (400 steps, discriminator/dense_1 frozen,
+    then a new freeze set, D's learning rate and the ratio changed from an observer, each seed's changes 12
+    steps after the previous one's: resources/docs/make_example_run.py), and "ratio", two seeds of another
+    setting (2:1 from the start, nothing changed). Made at once through the headless CLI and the docs' script,
+    each forked from one TensorFlow import (tests/zygote.py), and only read by the tests."""
+    import sys
+    from tests.core.helpers import REPO, main_cmd, run_all
+    base = tmp_path_factory.mktemp("steered")
+    script = str(REPO / "resources" / "docs" / "make_example_run.py")
+    dirs = {"steered": [base / f"steered-seed{s}" for s in (1, 2, 3)], "ratio": [base / f"ratio-2to1-seed{s}" for s in (1, 2)]}
+    commands = {d.name: [sys.executable, script, str(d), "400", str(s), str(12 * (s - 1))]
+                for s, d in zip((1, 2, 3), dirs["steered"])}
+    commands.update({d.name: main_cmd("--headless", "--example", "ring", "--steps", "400", "--ratio", "2:1",
+                                      "--freeze", "discriminator/dense_1", "--seed", str(s), "--run-dir", str(d),
+                                      "--quiet", "--no-tensorboard", "--checkpoint-every", "0")
+                     for s, d in zip((1, 2), dirs["ratio"])})
+    done = run_all(commands, timeout=300)
+    for name, r in done.items():
+        assert r.returncode == 0, (name, r.stderr[-2000:])
+    return dirs

@@ -22,3 +22,21 @@ def test_tick_labels(lo, hi, kw, labels, exponent):
         return
     assert [t.text for t in ticks] == labels
     assert {t.exponent for t in ticks if t.text != "0"} == {exponent}
+
+
+@pytest.mark.parametrize("lo, hi, decades", [
+    (4e-4, 9e-4, [-4, -3]),  # within one decade: the decades on either side
+    (6e-4, 1.5e-3, [-4, -3]),  # one decade inside, the nearer one added
+    (8e-4, 4e-3, [-3, -2]),
+    (1e-6, 1e-1, [-6, -5, -4, -3, -2, -1]),  # wide enough already: unchanged
+])
+def test_a_log_axis_spans_two_decades_and_labels_two(lo, hi, decades):
+    """An update plot of three runs had one labelled tick, 10⁻³: no scale can be read from one."""
+    from app.export.axes import log_range, log_ticks, two_decades
+    a, b = two_decades(lo, hi)
+    assert a <= lo * (1 + 1e-12) and b >= hi * (1 - 1e-12)
+    ticks = log_ticks(*log_range(a, b), 1)  # room for one label only
+    labelled = [round(t.value) for t in ticks if t.text == "10"]
+    assert len(labelled) >= 2 and set(labelled) <= set(decades)
+    if len(decades) == 2:
+        assert labelled == decades

@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QFileDialog, QLabel, QMainWindow
 from app.export.actions import install_export_menu
 from app.export.clipboard import save_window_screenshot
 from app.export.dialog import ExportDialog
+from training_core.figures import FigureSpec
 from training_core.runs import RunData, read_run
 from training_core import MetricsBatch, PhaseBlock
 
@@ -30,7 +31,7 @@ def store(run_dir) -> RunData:
 
 @pytest.fixture
 def dialog(qtbot, store) -> ExportDialog:
-    d = ExportDialog(lambda: store)
+    d = ExportDialog(lambda: store, FigureSpec())  # losses and updates (the runs' own defaults: test_export_paper.py)
     qtbot.addWidget(d)
     d.resize(1100, 650)
     d.show()  # never exec(): the dialog is modeless and the test keeps control

@@ -214,8 +214,8 @@ def test_a_cramped_figure_gets_advice_that_fixes_what_is_short(store, size, layo
 
 def test_marker_label_rows_grow_to_hold_every_label(qapp):
     """A panel laid out again for fewer label rows than its labels take (stacked panels share the narrowest
-    plot width, which crowds the labels) reserves the rows they need: a footnote number was drawn above
-    the page, in a row with no room kept for it."""
+    plot width, which crowds the labels) reserves the rows they need: a label was drawn above the page, in a
+    row with no room kept for it."""
     store = RunData()
     steps = np.arange(1, 3001)
     r = np.full((3000, 1), 1e-3)
@@ -225,7 +225,7 @@ def test_marker_label_rows_grow_to_hold_every_label(qapp):
                          (969, [])):
         store.add_event(events.Freeze(step=step, scopes=scopes))
     fig = Figure(store, FigureSpec(plots=["losses"], width_in=7.16, height_in=3))
-    [panel], _ = fig.layout()
+    [panel] = fig.layout()
     need = max(lab.row for lab in panel.labels) + 1
     assert need >= 2  # two long freeze labels overlap: a second row
     for asked in range(need):  # as Figure.layout asks panels side by side for the rows of the tallest
@@ -244,7 +244,7 @@ def test_a_lone_point_is_drawn_and_an_empty_update_plot_says_why(qapp):
                                                  np.array([loss]), z, z, z, np.zeros((1, 1), bool),
                                                  np.zeros(1, bool))]))
     fig = Figure(store, FigureSpec(plots=["losses", "updates"], width_in=7.16, height_in=2))
-    losses, updates = fig.layout()[0]
+    losses, updates = fig.layout()
     paths = [losses._path(x, y) for layer in losses._layers() for _, x, y in layer]
     assert sum(1 for pth in paths if not pth.isEmpty()) >= 2  # a dash for each phase's one point
     assert all(pth.isEmpty() or abs(pth.boundingRect().width() - LONE_POINT_PT) < 1e-6 for pth in paths)

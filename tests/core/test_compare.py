@@ -107,13 +107,17 @@ def test_figure_of_several_runs_names_each_and_swaps_colour_and_style():
     losses, updates, q = data.plots
     assert [(c.tag, c.run, c.colour, c.dash) for c in losses.curves] == [
         ("loss/D", "1:1", 0, 0), ("loss/G", "1:1", 0, 1), ("loss/D", "5:1", 1, 0), ("loss/G", "5:1", 1, 1)]
-    assert [(e.label, e.colour) for e in losses.legend] == [("1:1", 0), ("5:1", 1), ("D", "fg"), ("G", "fg")]
+    # the runs named once for the figure; each panel's legend holds what only it draws
+    assert [(e.label, e.colour) for e in data.run_legend] == [("1:1", 0), ("5:1", 1)]
+    assert [(e.label, e.colour) for e in losses.legend] == [("D", "fg"), ("G", "fg")]
     assert {c.run for c in updates.curves} == {"1:1", "5:1"} and q.name == "metric/q"
-    assert [m[2] for m in data.markers] == ["1:1: lr D=0.0001", "5:1: lr D=0.0001"] and data.last_step == 40
+    # both runs changed D's learning rate at step 5: one line, one plain label
+    assert [m[2] for m in data.markers] == ["lr D=0.0001"] and data.last_step == 40
     swapped = FigureData.from_runs(runs, FigureSpec(plots=["losses"], colour_by="phase")).plots[0]
     assert [(c.colour, c.dash) for c in swapped.curves] == [(0, 0), (1, 0), (0, 1), (1, 1)]
-    assert [(e.label, e.colour, e.dash) for e in swapped.legend] == [
-        ("D", 0, None), ("G", 1, None), ("1:1", "fg", DASHES[0]), ("5:1", "fg", DASHES[1])]
+    assert [(e.label, e.colour, e.dash) for e in swapped.legend] == [("D", 0, None), ("G", 1, None)]
+    assert [(e.label, e.colour, e.dash) for e in FigureData.from_runs(runs, FigureSpec(
+        plots=["losses"], colour_by="phase")).run_legend] == [("1:1", "fg", DASHES[0]), ("5:1", "fg", DASHES[1])]
     timed = FigureData.from_runs(runs, FigureSpec(plots=["losses"], x_axis="time"))
     assert timed.x_unit == "s" and timed.plots[0].curves[0].x[0] == pytest.approx(0.5)
     assert timed.markers[0][0] == pytest.approx(2.5)  # the lr change 2.5 s after the start

@@ -59,17 +59,19 @@ def _store_of(paths: tuple[str, ...]) -> RunData:
 def test_an_overlay_with_more_variables_than_looks_says_so_instead_of_naming_curves_wrongly(colour_by, limit):
     """Two runs overlaid: a variable is told apart by its line style (or colour), of which there are only so
     many. Past that, a legend of repeated looks would name curves wrongly (12 ring variables on 4 dashes);
-    the runs stay named and one line says how to choose fewer."""
+    the runs stay named (once, in the figure's legend) and one line says how to choose fewer."""
     def updates(n: int):
         paths = tuple(f"g/layer_{i}/kernel" for i in range(n))
         spec = FigureSpec(plots=["updates"], colour_by=colour_by)
-        return FigureData.from_runs([("a", _store_of(paths)), ("b", _store_of(paths))], spec).plots[0], paths
-    fits, paths = updates(limit)
-    assert fits.problem == "" and {p for p in paths} <= {e.label for e in fits.legend}
-    crowded, paths = updates(limit + 1)
+        data = FigureData.from_runs([("a", _store_of(paths)), ("b", _store_of(paths))], spec)
+        return data.plots[0], paths, [e.label for e in data.run_legend]
+    fits, paths, runs = updates(limit)
+    assert fits.problem == "" and {p for p in paths} <= {e.label for e in fits.legend} and runs == ["a", "b"]
+    crowded, paths, runs = updates(limit + 1)
     assert crowded.problem.startswith(f"{limit + 1} variables per run share {limit} ") and "--vars" in crowded.problem
     labels = {e.label for e in crowded.legend}
-    assert not labels & set(paths) and {"a", "b"} <= labels and len(crowded.curves) == 2 * (limit + 1)
+    assert not labels & set(paths) and runs == ["a", "b"] and len(crowded.curves) == 2 * (limit + 1)
+    assert not {"a", "b"} & labels  # named once for the figure, not again in the panel
 
 
 def test_two_leaves_per_scope_get_dashes():
@@ -115,3 +117,63 @@ def test_the_frozen_entry_claims_dw_0_only_when_every_frozen_record_is_0(leak, r
     data = FigureData.from_runs([(f"run{i}", store) for i in range(runs)], FigureSpec(plots=["updates"]))
     labels = [e.label for e in data.plots[0].legend]
     assert (FROZEN_LEAKING in labels) == bool(leak) and (FROZEN_EXACT in labels) == (not leak)
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from training_core.figures import (MARKER_KINDS, MarkerLine, group_name, label_key, marker_kinds,  # noqa: E402
+                                   place_flags)
+from training_core.figures.markers import figure_markers  # noqa: E402
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 300), st.floats(5, 120)), min_size=1, max_size=14))
+def test_flags_never_overlap_and_each_starts_or_ends_at_its_line(marks):
+    marks = sorted(marks)
+    xs, widths = [m[0] for m in marks], [m[1] for m in marks]
+    flags = place_flags(xs, widths, 0.0, 300.0, 2.4, 4.8)
+    for f in flags:
+        assert 0.0 - 1e-9 <= f.left and f.right <= 300.0 + 1e-9
+        at_line = abs(f.left - (f.x + 2.4)) < 1e-9 if f.side == "right" else abs(f.right - (f.x - 2.4)) < 1e-9
+        assert at_line or f.width > 300 - 2.4 - max(f.x, 300 - f.x)  # kept inside only when too wide to be at it
+    for i, a in enumerate(flags):
+        for b in flags[i + 1:]:
+            assert a.row != b.row or a.right <= b.left or b.right <= a.left  # never over one another
+
+
+def test_flags_climb_over_the_lines_their_texts_cover():
+    """A long label whose text covers its neighbour's line sits a row higher, so that line ends below it."""
+    flags = place_flags([10.0, 40.0, 200.0], [60.0, 30.0, 30.0], 0.0, 300.0, 2.4, 4.8)
+    assert [f.row for f in flags] == [1, 0, 0] and all(f.side == "right" for f in flags)
+    near_edge = place_flags([100.0, 290.0], [50.0, 50.0], 0.0, 300.0, 2.4, 4.8)
+    assert near_edge[1].side == "left" and near_edge[1].right == pytest.approx(290.0 - 2.4)
+
+
+def test_markers_by_kind_and_axis_label_keys_name_what_works():
+    assert marker_kinds("ratio,freeze") == ("freeze", "ratio") and marker_kinds("all") == MARKER_KINDS
+    assert marker_kinds("none") == () and marker_kinds(False) == ()
+    with pytest.raises(UserError, match="unknown marker kind 'lrate'; choose from: freeze, ratio, lr"):
+        marker_kinds("freeze,lrate")
+    plots, metrics = ["losses", "metrics"], ["pca_fd", "modes"]
+    assert label_key("pca_fd", plots, metrics) == "metric/pca_fd" == label_key("metric/pca_fd", plots, metrics)
+    assert label_key("losses", plots, metrics) == "losses" and label_key("metrics", plots, metrics) == "metrics"
+    with pytest.raises(UserError, match=r"no plot 'updates' in this figure; use one of: losses, metrics, pca_fd, modes"):
+        label_key("updates", plots, metrics)
+
+
+def test_an_event_every_run_has_is_one_plain_label():
+    both = {(100, "freeze", "freeze: g"): (100.0, False)}
+    one = {(200, "lr", "lr D=1e-05"): (200.0, False)}
+    lines = figure_markers([{**both, **one}, dict(both)], ["1:1", "3:1"])
+    assert lines == [MarkerLine(100.0, "freeze", "freeze: g"), MarkerLine(200.0, "lr", "1:1: lr D=1e-05")]
+
+
+@pytest.mark.parametrize("labels, name", [
+    (["ratio-1to1-seed1", "ratio-1to1-seed2"], "ratio-1to1"),
+    (["lr=1e-4 s1", "lr=1e-4 s2", "lr=1e-4 s3"], "lr=1e-4"),
+    (["a", "b"], "a"),  # nothing shared: the first run's name
+    (["run7", "run8"], "run7"),  # a word cut in two is no name
+])
+def test_a_group_is_named_by_what_its_runs_names_share(labels, name):
+    assert group_name(labels) == name

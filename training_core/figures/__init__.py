@@ -1,27 +1,26 @@
-"""Figure data, Qt-free: what a paper figure of one run or several shows (`FigureSpec`) and its numbers (`FigureData`,
-copied out of a `RunData` and smoothed once). app/export/ only draws these; the CSV export writes them.
+"""Figure data, Qt-free: what a paper figure of one run or several shows (`FigureSpec`), its numbers
+(`FigureData`, copied out of `RunData`s and smoothed once) and where its marker labels go. app/export/ only
+draws these; the CSV export writes them.
 
-  FigureSpec, parse_size, format_from_path, default_labels   what to draw                  spec.py
-  FigureData, PlotData, Curve, LegendEntry, DASHES           the numbers and legend          data.py
-  variable_styles                                            colour and line style per variable  styles.py
-  minmax_decimate                                            peak-preserving decimation      decimate.py
+  FigureSpec, parse_size, format_from_path, default_labels    what to draw                        spec.py
+  FigureData, metric_tags                                     the numbers, legends and markers    data.py
+  Curve, LegendEntry, PlotData, DASHES                        what a panel is made of             curves.py
+  MarkerLine, Flag, place_flags                               which events, and labels at their lines  markers.py
+  seed_groups, Entity, band_curve                             seeds of one setting as a band      bands.py
+  variable_styles                                             colour and line style per variable  styles.py
+  minmax_decimate                                             peak-preserving decimation          decimate.py
 """
-from training_core.figures.data import (
-    DASHES,
-    N_COLOURS,
-    NO_UPDATE_NOTE,
-    REFERENCE_RATIO,
-    Curve,
-    FigureData,
-    LegendEntry,
-    PlotData,
-    metric_tags,
-)
+from training_core.figures.bands import Entity, band_curve, group_name, seed_groups
+from training_core.figures.curves import DASHES, N_COLOURS, Curve, LegendEntry, PlotData
+from training_core.figures.data import NO_UPDATE_NOTE, REFERENCE_RATIO, FigureData, metric_tags
 from training_core.figures.decimate import minmax_decimate
+from training_core.figures.markers import Flag, MarkerLine, merge_repeats, place_flags, repeat_text
 from training_core.figures.spec import (
+    BANDS,
     COLOUR_BY,
     FORMATS,
     LAYOUTS,
+    MARKER_KINDS,
     PLOT_NAMES,
     SIZE_PRESETS,
     THEMES,
@@ -32,6 +31,8 @@ from training_core.figures.spec import (
     default_labels,
     format_from_path,
     from_units,
+    label_key,
+    marker_kinds,
     parse_size,
     short_label,
     to_units,

@@ -7,9 +7,11 @@ very same ones, so the file holds exactly the curves and the smoothing of the fi
 touches the trainer: it copies arrays the window's `RunData` already holds.
 
 Several runs overlay: by default colour names the run and line style the phase (or the variable),
-`colour_by="phase"` swaps the two; the legend names each run by its label (its directory name
-unless the user typed another). The x axis is the step, or the time since each run began
-(`x_axis="time"`), so runs of different speed can be compared as they ran.
+`colour_by="phase"` swaps the two; the figure's legend (`run_legend`) names each run once by its label (its
+directory name unless the user typed another), and each panel's legend only what that panel draws (the same
+run legend under three panels was three times the ink for one fact). With `bands`, seeds of one setting are
+one entity: one mean line and band, one name (figures/bands.py). The x axis is the step, or the time since
+each run began (`x_axis="time"`), so runs of different speed can be compared as they ran.
 """
 from __future__ import annotations
 
@@ -20,7 +22,10 @@ import numpy as np
 
 from training_core.base.scopes import in_scope
 from training_core.base.smoothing import ema_smooth
-from training_core.figures.spec import FigureSpec
+from training_core.figures.bands import SPREAD_TEXT, Entity, band_curve, entities, seed_groups
+from training_core.figures.curves import DASHES, N_COLOURS, Curve, LegendEntry, PlotData
+from training_core.figures.markers import MarkerLine, entity_markers, figure_markers
+from training_core.figures.spec import FigureSpec, marker_kinds
 from training_core.figures.styles import leaves_of, split_path, variable_styles
 from training_core.runs.heat import scope_order
 
@@ -28,63 +33,19 @@ if TYPE_CHECKING:
     from training_core.runs import RunData
 
 REFERENCE_RATIO = 1e-3  # the usual healthy ‖ΔW‖/‖W‖ per step (Karpathy's rule of thumb)
-
-#: dash patterns (in pen widths) for the leaves of a scope: kernel solid, bias dashed, ...; a curve
-#: names one by index (`Curve.dash`), and the legend carries the pattern itself
-DASHES: list[list[float] | None] = [None, [4.0, 2.5], [5.0, 2.0, 1.0, 2.0], [1.0, 1.8]]
-N_COLOURS = 8  # the paper palette (Okabe-Ito); the screen theme has as many
 METRIC_PREFIX = "metric/"
 NO_UPDATE_NOTE = "0 = no update (not frozen)"
 
 
 @dataclass
-class Curve:
-    tag: str  # as in scalars.csv: loss/D, update_ratio/generator/dense_1/kernel, metric/modes_covered
-    steps: np.ndarray
-    wall: np.ndarray
-    values: np.ndarray
-    smoothed: np.ndarray
-    colour: int  # palette index
-    dash: int = 0  # index into DASHES
-    frozen: np.ndarray | None = None  # per point: the variable was frozen (drawn grey, dotted)
-    run: str = ""  # the run's label (the CSV's `run` column)
-    x: np.ndarray | None = None  # where each point is drawn: its step, or its time in `FigureData.x_unit`
-
-    def __post_init__(self) -> None:
-        if self.x is None:
-            self.x = self.steps.astype(np.float64)
-
-
-@dataclass
-class LegendEntry:
-    label: str
-    colour: int | str | None  # palette index, "fg" / "muted", or None for a header (no line sample)
-    dash: list[float] | None = None
-    frozen: bool = False
-
-
-@dataclass
-class PlotData:
-    name: str  # losses, updates, or metric/<name>
-    curves: list[Curve]
-    legend: list[LegendEntry]
-    log_y: bool = False
-    reference: float | None = None  # dashed horizontal line
-    zero_floor: bool = False  # log axis: exact zeros sit on a "0" floor below the data (else: gaps)
-    problem: str = ""  # the plot draws, but cannot tell its curves apart: one line naming the fix
-
-    @property
-    def empty(self) -> bool:
-        return not any(len(c.steps) for c in self.curves)
-
-
-@dataclass
 class FigureData:
     plots: list[PlotData]
-    markers: list[tuple[float, str, str]] = field(default_factory=list)  # (x, kind, label)
+    markers: list[MarkerLine] = field(default_factory=list)  # (x, kind, label), the chosen kinds only
     last_step: int = 0
-    runs: list[str] = field(default_factory=list)  # labels, in drawing order
+    runs: list[str] = field(default_factory=list)  # the legend's names (runs, or groups of seeds), in drawing order
     x_unit: str = "step"  # step, s, min or h
+    #: the runs (or groups) named once for the whole figure, not in every panel; empty for one run
+    run_legend: list[LegendEntry] = field(default_factory=list)
 
     @classmethod
     def from_store(cls, store: "RunData", spec: FigureSpec, label: str = "") -> "FigureData":
@@ -92,20 +53,58 @@ class FigureData:
         return cls.from_runs([(label or _dir_label(store), store)], spec)
 
     @classmethod
-    def from_runs(cls, runs: Sequence[tuple[str, "RunData"]], spec: FigureSpec) -> "FigureData":
-        """Several runs overlaid, each named by its label."""
+    def from_runs(cls, runs: Sequence[tuple[str, "RunData"]], spec: FigureSpec,
+                  groups: Sequence[Sequence[int]] | None = None, names: Sequence[str] | None = None) -> "FigureData":
+        """Several runs overlaid, each named by its label; with `spec.bands` the runs of one setting (`groups`
+        of indices into `runs`, by default their configurations' settings) as one mean line and a band,
+        named by `names` (by default what their labels share)."""
         runs = list(runs)
         clock = _Clock(runs, spec.x_axis)
+        if spec.bands == "off":
+            groups = None
+        elif groups is None:
+            groups = seed_groups(runs)
+        ents = entities(runs, groups, names)
+        shown = [(e.label, e.store) for e in ents]
         plots: list[PlotData] = []
         for name in spec.plots:
             if name == "losses":
-                plots.append(_losses(runs, spec, clock))
+                plots.append(_losses(shown, spec, clock))
             elif name == "updates":
-                plots.append(_updates(runs, spec, clock))
+                plots.append(_updates(shown, spec, clock))
             else:
-                plots += _metrics(runs, spec, clock)
-        return cls(plots, _markers(runs, clock), max((int(s.last_step) for _, s in runs), default=0),
-                   [label for label, _ in runs], clock.unit)
+                plots += _metrics(shown, spec, clock)
+        if any(len(e.members) > 1 for e in ents):
+            _as_bands(plots, ents, spec, clock)
+        kinds = marker_kinds(spec.markers)
+        per_entity = [entity_markers(e.members, clock.marker_x, kinds) for e in ents]
+        return cls(plots, figure_markers(per_entity, [e.label for e in ents]),
+                   max((int(s.last_step) for _, s in runs), default=0), [e.label for e in ents], clock.unit,
+                   _run_legend(ents, spec))
+
+
+def _as_bands(plots: list[PlotData], ents: list[Entity], spec: FigureSpec, clock: "_Clock") -> None:
+    """Each curve of a group of seeds replaced by their mean line and band."""
+    by_label = {e.label: e for e in ents}
+    for plot in plots:
+        weight = 0.0 if plot.name.startswith(METRIC_PREFIX) else spec.smoothing
+        plot.curves = [band_curve(c, by_label[c.run], spec.bands, weight, clock.x)
+                       if c.run in by_label and len(by_label[c.run].members) > 1 else c for c in plot.curves]
+
+
+def _run_legend(ents: list[Entity], spec: FigureSpec) -> list[LegendEntry]:
+    """The runs (or groups) by colour, or by line style with `colour_by="phase"`; and, when seeds are drawn as
+    bands, what the lines and bands are."""
+    out = []
+    if len(ents) > 1:
+        for i, e in enumerate(ents):
+            look = (i, None) if spec.colour_by == "run" else ("fg", DASHES[i % len(DASHES)])
+            out.append(LegendEntry(e.label, look[0], look[1], band=len(e.members) > 1))
+    seeds = sorted({len(e.members) for e in ents if len(e.members) > 1})
+    if seeds:
+        n = str(seeds[0]) if len(seeds) == 1 else f"{seeds[0]}–{seeds[-1]}"
+        out.append(LegendEntry(f"line: mean of {n} seeds, band: {SPREAD_TEXT[spec.bands]}", None))
+    return out
 
 
 def metric_tags(runs: Sequence[tuple[str, "RunData"]]) -> list[str]:
@@ -130,8 +129,11 @@ class _Clock:
 
     def x(self, store: "RunData", steps: np.ndarray, wall: np.ndarray) -> np.ndarray:
         if self.axis != "time":
-            return steps.astype(np.float64)
+            return np.asarray(steps).astype(np.float64)
         return (np.asarray(wall, dtype=np.float64) - self.t0[id(store)]) / self.scale
+
+    def marker_x(self, store: "RunData", m) -> float:
+        return float(m.step) if self.axis != "time" else (m.time - self.t0[id(store)]) / self.scale
 
 
 def _wall_span(store: "RunData", t0: float) -> float:
@@ -153,13 +155,13 @@ def _pair(run: int, item: int, spec: FigureSpec) -> tuple[int, int]:
     return (run, item % len(DASHES)) if spec.colour_by == "run" else (item, run % len(DASHES))
 
 
-def _overlay_legend(labels: list[str], items: list[str], spec: FigureSpec) -> list[LegendEntry]:
-    """Runs by colour and items (phases, variables) by line style, or the other way round."""
-    by_colour, by_dash = (labels, items) if spec.colour_by == "run" else (items, labels)
-    out = [LegendEntry(name, i) for i, name in enumerate(by_colour)]
-    if len(by_dash) > 1:
-        out += [LegendEntry(name, "fg", DASHES[i % len(DASHES)]) for i, name in enumerate(by_dash)]
-    return out
+def _overlay_legend(items: list[str], spec: FigureSpec) -> list[LegendEntry]:
+    """A panel's own entries in an overlay: its items (phases, variables) by line style, or by colour with
+    `colour_by="phase"`; the runs are named once for the figure (`_run_legend`)."""
+    if spec.colour_by == "run":
+        return [LegendEntry(name, "fg", DASHES[i % len(DASHES)]) for i, name in enumerate(items)] if len(items) > 1 \
+            else []
+    return [LegendEntry(name, i) for i, name in enumerate(items)]
 
 
 def overlay_problem(n_items: int, spec: FigureSpec) -> str:
@@ -185,7 +187,7 @@ def _losses(runs: list, spec: FigureSpec, clock: _Clock) -> PlotData:
     if len(runs) == 1:
         legend = [LegendEntry(p, i) for i, p in enumerate(phases)]
     else:
-        legend = _overlay_legend([label for label, _ in runs], phases, spec)
+        legend = _overlay_legend(phases, spec)
     return PlotData("losses", curves, legend, log_y=spec.log_losses)
 
 
@@ -201,8 +203,7 @@ def _metrics(runs: list, spec: FigureSpec, clock: _Clock) -> list[PlotData]:
             if tag in store.scalar_tags:
                 series = store.scalar(tag)
                 curves.append(_curve(tag, series, 0.0, r, 0, run=label, x=clock.x(store, series[0], series[1])))
-        legend = [LegendEntry(label, r) for r, (label, _) in enumerate(runs)] if len(runs) > 1 else []
-        plots.append(PlotData(tag, curves, legend))
+        plots.append(PlotData(tag, curves, []))  # several runs: named in the figure's legend
     return plots
 
 
@@ -229,10 +230,10 @@ def _updates(runs: list, spec: FigureSpec, clock: _Clock) -> PlotData:
                 curves.append(_curve(f"{kind}/{p}", series, spec.smoothing, colour, dash, store.frozen_series(p),
                                      label, clock.x(store, series[0], series[1])))
         problem = overlay_problem(len(paths), spec)
-        if problem:  # a legend of repeated looks would name curves wrongly: the runs, and why no more
-            legend = _overlay_legend([label for label, _ in runs], [], spec) + [LegendEntry(problem.split(";")[0], None)]
+        if problem:  # a legend of repeated looks would name curves wrongly: why there is none
+            legend = [LegendEntry(problem.split(";")[0], None)]
         else:
-            legend = _overlay_legend([label for label, _ in runs], paths, spec)
+            legend = _overlay_legend(paths, spec)
         if len(paths) == 1:  # the one variable compared: named, since no line style stands for it
             legend.insert(0, LegendEntry(paths[0], None))
         if any(c.frozen is not None and c.frozen.any() for c in curves):
@@ -320,18 +321,4 @@ def _tree(items: list[tuple[str, int | str, list[float] | None, bool]]) -> list[
             out.append(LegendEntry(head, None))
             current = head
         out.append(LegendEntry(label + (" (frozen)" if is_frozen else ""), colour, dash, frozen=is_frozen))
-    return out
-
-
-def _markers(runs: list, clock: _Clock) -> list[tuple[float, str, str]]:
-    """Every marker of every run, once per step and label; with several runs each label names its run."""
-    out, seen = [], set()
-    for label, store in runs:
-        for m in list(store.markers):
-            key = (label, int(m.step), m.label)
-            if key in seen:
-                continue
-            seen.add(key)
-            x = float(m.step) if clock.axis != "time" else (m.time - clock.t0[id(store)]) / clock.scale
-            out.append((x, m.kind, m.label if len(runs) == 1 else f"{label}: {m.label}"))
     return out

@@ -21,6 +21,11 @@ UPDATE_KINDS = ("update_ratio", "update_norm")
 COLOUR_BY = ("run", "phase")  # several runs: colour names the run (line style the phase), or the reverse
 X_AXES = ("step", "time")
 MM_PER_IN = 25.4
+#: the kinds of event a figure can mark (runs/data.py labels each), in the order the options list them
+MARKER_KINDS = ("freeze", "ratio", "lr", "method", "pause", "nan", "leak", "rollback", "resumed")
+#: runs of one setting that differ only by their seed: separate lines (off), or one mean line with a band
+#: from the lowest to the highest seed (minmax) or of one standard deviation either side (sd)
+BANDS = ("off", "minmax", "sd")
 
 #: journal column widths in inches (IEEE/ACM two-column templates; most others are within 0.1 in)
 SIZE_PRESETS = {"single column (3.5 in)": 3.5, "double column (7.16 in)": 7.16}
@@ -35,8 +40,8 @@ def default_labels(plot: str, update_kind: str = "update_ratio", x_unit: str = "
     x = TIME_LABELS.get(x_unit, "Training step")
     if plot == "losses":
         return x, "Loss"
-    if plot.startswith("metric/") or plot == "metrics":
-        return x, plot.removeprefix("metric/").replace("_", " ").capitalize() if plot != "metrics" else "Metric"
+    if plot.startswith("metric/") or plot == "metrics":  # as the experiment wrote it: "pca_fd" is no "Pca fd"
+        return x, plot.removeprefix("metric/") if plot != "metrics" else "Metric"
     if update_kind == "update_norm":
         return x, "Update norm ‖ΔW‖"
     return x, "Relative update ‖ΔW‖ / ‖W‖"
@@ -62,7 +67,8 @@ class FigureSpec:
     font_size: float = 8.0  # points, at print size
     raw: bool = True  # faint unsmoothed curve behind the smoothed one
     smoothing: float = 0.6  # TensorBoard-style EMA weight, as training_core.ema_smooth
-    markers: bool = True  # vertical lines at freeze/ratio/lr/pause/nan/leak events
+    #: the kinds of event marked by a vertical line and its label (True: every kind, False: none)
+    markers: tuple[str, ...] | bool = MARKER_KINDS
     legend: bool = True
     update_kind: str = "update_ratio"  # relative ‖ΔW‖/‖W‖ or absolute ‖ΔW‖
     variables: list[str] | None = None  # scope prefixes to show on the updates plot; None = all
@@ -72,6 +78,7 @@ class FigureSpec:
     colour_by: str = "run"  # several runs: colour by run and line style by phase, or "phase": the reverse
     x_axis: str = "step"  # or "time": seconds (minutes, hours) since each run began
     log_losses: bool = False  # the loss plot on a log axis (losses that fall by decades)
+    bands: str = "off"  # seeds of one setting: separate lines, or a mean line with a min-max or sd band
 
     def axis_labels(self, plot: str, x_unit: str = "step") -> tuple[str, str]:
         """The labels of panel `plot` (losses, updates, metric/<name>): the user's where given (None or ""
@@ -79,7 +86,7 @@ class FigureSpec:
         x, y = default_labels(plot, self.update_kind, x_unit)
         own = self.labels.get(plot) or (None, None)
         group = (self.labels.get("metrics") or (None, None)) if plot.startswith("metric/") else (None, None)
-        return own[0] or group[0] or x, own[1] or y
+        return own[0] or group[0] or x, own[1] or group[1] or y
 
     @property
     def size_pt(self) -> tuple[float, float]:
@@ -106,6 +113,9 @@ class FigureSpec:
             raise UserError(f"unknown colouring {self.colour_by!r}; choose run or phase")
         if self.x_axis not in X_AXES:
             raise UserError(f"unknown x axis {self.x_axis!r}; choose step or time")
+        if self.bands not in BANDS:
+            raise UserError(f"unknown bands {self.bands!r}; choose {', '.join(BANDS)}")
+        self.markers = marker_kinds(self.markers)
         if self.update_kind not in UPDATE_KINDS:
             raise UserError(f"unknown update kind {self.update_kind!r}; choose update_ratio or update_norm")
         if not (0.5 <= self.width_in <= 40 and 0.5 <= self.height_in <= 40):
@@ -118,6 +128,38 @@ class FigureSpec:
         if not 0.0 <= self.smoothing < 1.0:
             raise UserError(f"smoothing {self.smoothing:g} is out of range; use 0 (none) up to 0.999")
         return self
+
+
+def marker_kinds(value: "tuple[str, ...] | list[str] | str | bool") -> tuple[str, ...]:
+    """The marker kinds `value` names: True or "all" every kind, False, "none" or "" none, else a list (or a
+    comma-separated text) of kinds; an unknown kind is a UserError that lists the kinds there are."""
+    if value is True:
+        return MARKER_KINDS
+    if value is False:
+        return ()
+    if isinstance(value, str):
+        value = [k.strip() for k in value.split(",") if k.strip()]
+        if value in (["all"], ["none"]):
+            return MARKER_KINDS if value == ["all"] else ()
+    wrong = [k for k in value if k not in MARKER_KINDS]
+    if wrong:
+        raise UserError(f"unknown marker kind {wrong[0]!r}; choose from: {', '.join(MARKER_KINDS)} (or all, or none)")
+    return tuple(k for k in MARKER_KINDS if k in value)
+
+
+def label_key(key: str, plots: "list[str]", metrics: "list[str]") -> str:
+    """The panel an axis-label KEY (`--ylabel KEY=TEXT`) names: losses, updates, metrics (every metric panel),
+    or one metric as the experiment named it (`pca_fd`, or `metric/pca_fd`). `metrics` are the metric names
+    the runs recorded. A key no panel of the figure answers to is a UserError listing the ones that do."""
+    shown = metrics if "metrics" in plots else []
+    valid = [p for p in plots if p != "metrics"] + (["metrics", *shown] if shown else [])
+    if key in valid:
+        return key if key not in shown or key == "metrics" else "metric/" + key
+    if key.removeprefix("metric/") in shown:
+        return key
+    example = shown[0] if shown else valid[0] if valid else "losses"
+    raise UserError(f"--ylabel {key}=...: no plot {key!r} in this figure; use one of: {', '.join(valid)} "
+                    f"(e.g. --ylabel {example}=\"My label\")")
 
 
 def parse_size(text: str, units: str = "in") -> tuple[float, float]:

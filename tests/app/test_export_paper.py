@@ -1,0 +1,194 @@
+"""Figures that go into a paper unedited (issue 26, item 3), checked on what the exported SVG draws, as a
+reviewer reads it: each marker's label at its own line and clear of every other text, one legend of runs,
+panels lined up, log axes with two labelled decades, metrics named as the experiment named them, markers
+chosen by kind, axis-label keys that say which keys work, and the dialog's defaults. The runs are real ring
+training steered as a user steers one (tests/app/conftest.py: `steered_runs`, `ring_runs`), exported with
+the two commands of the issue."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from app.export import Figure, svg_bytes
+from app.export.dialog import ExportDialog
+from app.export.text import TextStyle
+from training_core.figures import MARKER_KINDS, FigureSpec
+from training_core.runs import read_run
+from tests import zygote
+from tests.app import svg_shapes as svg
+
+REPO = Path(__file__).resolve().parents[2]
+MARKER_TEXT = "#4d4d4d"  # the paper theme's colour of control markers' labels (theme.py)
+MARKER_LINE = "#8c8c8c"
+AXIS = "#000000"
+
+
+def export(*args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    env["QT_QPA_PLATFORM"] = "offscreen"
+    return zygote.run([sys.executable, "main.py", "--export", *args], cwd=REPO, env=env, capture_output=True,
+                      text=True, timeout=180)
+
+
+def rect(t: svg.Text) -> tuple[float, float, float, float]:
+    """(left, top, right, bottom) of an upright text on the page, measured in the font it was drawn with."""
+    style = TextStyle(t.size)
+    return t.x, t.y - style.ascent, t.x + style.width(t.text), t.y + style.descent
+
+
+def overlap(a: tuple, b: tuple) -> bool:
+    return a[0] < b[2] - 0.05 and b[0] < a[2] - 0.05 and a[1] < b[3] - 0.05 and b[1] < a[3] - 0.05
+
+
+def plot_rects(shapes: list[svg.Shape]) -> list[tuple[float, float, float, float]]:
+    """(left, top, right, bottom) of each panel's plot area: its y axis and x axis, drawn one after the other."""
+    axes = [s for s in shapes if s.stroke == AXIS and abs(s.width - 0.6) < 1e-6 and not s.dashed
+            and (svg.vertical(s) or svg.horizontal(s))]
+    out = []
+    for left, bottom in zip(axes[::2], axes[1::2]):
+        assert svg.vertical(left) and svg.horizontal(bottom)
+        out.append((left.xs[0], min(left.ys), max(bottom.xs), bottom.ys[0]))
+    return out
+
+
+@pytest.fixture(scope="module")
+def issue_figures(steered_runs, ring_runs, tmp_path_factory) -> dict[str, bytes]:
+    """The issue's two exports as SVG: three runs with losses, metrics and updates at 7.16 in, and one run with
+    losses and updates at 3.5 in; and three steered runs, whose markers crowd each other, at 7.16 in."""
+    out = tmp_path_factory.mktemp("paper")
+    made = {}
+    for name, args in {
+        "three": [*map(str, ring_runs), "--plots", "losses,metrics,updates", "--size", "7.16"],
+        "one": [str(steered_runs["steered"][0]), "--plots", "losses,updates", "--size", "3.5"],
+        "steered": [*map(str, steered_runs["steered"]), "--plots", "losses,updates", "--size", "7.16"],
+        "stacked": [*map(str, ring_runs), "--plots", "losses,metrics,updates", "--vars",
+                    "discriminator/dense_1/kernel", "--size", "7.16", "--layout", "column"],
+    }.items():
+        path = out / f"{name}.svg"
+        r = export(*args, "--out", str(path))
+        assert r.returncode == 0, r.stderr
+        made[name] = path.read_bytes()
+    return made
+
+
+@pytest.mark.parametrize("name", ["one", "steered"])
+def test_each_marker_label_stands_at_its_line_clear_of_every_other_text(qapp, issue_figures, name):
+    texts, shapes = svg.read(issue_figures[name])
+    labels = [t for t in texts if t.fill == MARKER_TEXT]
+    lines = [s for s in shapes if s.stroke == MARKER_LINE and s.dashed and svg.vertical(s)]
+    leaders = [s for s in shapes if s.stroke == MARKER_LINE and not s.dashed and svg.vertical(s)]
+    first = plot_rects(shapes)[0]  # panel (a), whose markers are labelled above it
+    first_panel_lines = sorted({round(s.xs[0], 2) for s in lines if first[0] <= s.xs[0] <= first[2]
+                                and abs(min(s.ys) - first[1]) < 0.01})
+    assert len(labels) >= 3 and len(labels) == len(first_panel_lines), ([t.text for t in labels], first_panel_lines)
+    if name == "steered":  # each seed changed things later than the previous: up to nine lines, each labelled
+        for change in ("freeze: generator/dense_1", "lr D=5e-05", "ratio 2:1"):  # with the seeds that made it
+            assert sum(t.text.count("steered-seed") for t in labels if t.text.endswith(change)) == 3, change
+    others = [rect(t) for t in texts if not t.rotated and t.fill != MARKER_TEXT]
+    for t in labels:
+        left, top, right, bottom = rect(t)
+        at = [x for x in first_panel_lines if abs(left - x) <= 3.0 or abs(right - x) <= 3.0]
+        assert at, (t.text, left, right, first_panel_lines)  # starts (or ends) within 3 pt of a line
+        # ... and that line is drawn on up to the label's row, so the eye can follow it
+        assert any(abs(s.xs[0] - at[0]) < 0.01 and top - 1 <= min(s.ys) <= bottom for s in leaders), t.text
+        for o in others:
+            assert not overlap((left, top, right, bottom), o), (t.text, o)
+    boxes = [rect(t) for t in labels]
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1:]:
+            assert not overlap(a, b)  # never over one another
+        for s in leaders:  # no other label's line runs through this label
+            if not (a[0] - 3 <= s.xs[0] <= a[0]) and not (a[2] <= s.xs[0] <= a[2] + 3):
+                assert not (a[0] < s.xs[0] < a[2] and min(s.ys) < a[3] and max(s.ys) > a[1]), (labels[i].text, s.xs)
+
+
+def test_the_runs_are_named_once_and_the_panels_line_up(qapp, issue_figures, ring_runs):
+    texts, shapes = svg.read(issue_figures["three"])
+    words = [t.text for t in texts]
+    for run in ring_runs:  # the legend of runs was drawn under each of three panels
+        assert words.count(run.name) == 1, words
+    rects = plot_rects(shapes)
+    assert len(rects) == 4  # losses, two metrics, updates, in a grid of two by two at 7.16 in
+    for i, a in enumerate(rects):  # panels side by side share a top and an x axis height; above one another
+        for b in rects[i + 1:]:  # a left and a right edge, whatever their legends
+            side_by_side = abs(a[1] - b[1]) < 0.01 and abs(a[3] - b[3]) < 0.01
+            stacked = abs(a[0] - b[0]) < 0.01 and abs(a[2] - b[2]) < 0.01
+            diagonal = (a[2] < b[0] or b[2] < a[0]) and (a[3] < b[1] or b[3] < a[1])
+            assert side_by_side or stacked or diagonal, (a, b)
+    assert len({round(r[1], 2) for r in rects}) == 2 and len({round(r[0], 2) for r in rects}) == 2
+    _, shapes = svg.read(issue_figures["stacked"])
+    rects = plot_rects(shapes)
+    assert len(rects) == 4 and len({(round(r[0], 2), round(r[2], 2)) for r in rects}) == 1  # one left, one right
+
+
+@pytest.mark.parametrize("name", ["three", "stacked", "one", "steered"])
+def test_every_log_axis_has_two_labelled_decades(qapp, issue_figures, name):
+    """The update plot of three runs had one labelled tick, 10⁻³: no scale can be read from one."""
+    texts, shapes = svg.read(issue_figures[name])
+    rects = plot_rects(shapes)
+    left, top, right, bottom = rects[-1]  # the updates panel, the last
+    decades = [t for t in texts if t.text == "10" and t.x < left and top - 4 <= t.y <= bottom + 4]
+    assert len(decades) >= 2, [t.text for t in texts]
+
+
+def test_metrics_are_named_as_written_and_relabelled_by_their_names(qapp, issue_figures, ring_runs, tmp_path):
+    words = [t.text for t in svg.read(issue_figures["three"])[0]]
+    assert "modes_covered" in words and "high_quality" in words and "Modes covered" not in words
+    out = tmp_path / "relabelled.svg"
+    r = export(*map(str, ring_runs), "--plots", "metrics", "--ylabel", "modes_covered=Modes (of 8)",
+               "--ylabel", "metric/high_quality=High-quality fraction", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    words = [t.text for t in svg.read(out.read_bytes())[0]]
+    assert "Modes (of 8)" in words and "High-quality fraction" in words and "modes_covered" not in words
+
+
+def test_a_wrong_ylabel_key_is_one_line_listing_the_keys_that_work(ring_runs, tmp_path):
+    out = tmp_path / "fig.pdf"
+    r = export(str(ring_runs[0]), "--plots", "losses,metrics", "--ylabel", "pca_fd=PCA-FD", "--out", str(out))
+    assert r.returncode == 2 and not out.exists()
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "pca_fd" in lines[0], r.stderr
+    for key in ("losses", "metrics", "modes_covered", "high_quality"):  # the keys this figure has
+        assert key in lines[0].split("use one of:")[1], lines[0]
+    assert "updates" not in lines[0]  # not a plot of this figure
+
+
+def test_markers_are_chosen_by_kind(qapp, steered_runs, tmp_path):
+    run = str(steered_runs["steered"][0])
+    out = tmp_path / "fig.svg"
+    r = export(run, "--plots", "losses", "--markers", "freeze,ratio", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    texts, shapes = svg.read(out.read_bytes())
+    labels = sorted(t.text for t in texts if t.fill == MARKER_TEXT)
+    assert labels == ["freeze: generator/dense_1", "ratio 2:1"]  # the learning rate's change left out
+    assert sum(1 for s in shapes if s.stroke == MARKER_LINE and s.dashed and svg.vertical(s)) == 2
+    r = export(run, "--plots", "losses", "--markers", "freeze,lrate", "--out", str(out.with_suffix(".pdf")))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "'lrate'" in r.stderr
+    assert all(kind in r.stderr for kind in MARKER_KINDS)  # the kinds there are, in the one line
+    assert not out.with_suffix(".pdf").exists()
+
+
+def test_the_dialog_ticks_the_runs_metrics_and_offers_markers_and_bands(qtbot, ring_runs, steered_runs):
+    runs = [(d.name, read_run(d)) for d in ring_runs]
+    d = ExportDialog(lambda: runs)
+    qtbot.addWidget(d)
+    d.show()
+    d.refresh_preview()
+    assert [n for n, b in d.plot_boxes.items() if b.isChecked()] == ["losses", "updates", "metrics"]
+    assert all(b.isChecked() for b in d.marker_boxes.values()) and d.bands.currentData() == "off"
+    d.marker_boxes["pause"].setChecked(False)
+    d.bands.setCurrentIndex(d.bands.findData("sd"))
+    spec = d.spec()
+    assert "pause" not in spec.markers and "freeze" in spec.markers and spec.bands == "sd"
+    d.markers.setChecked(False)
+    assert d.spec().markers == ()
+    d.plot_boxes["metrics"].click()  # the user's choice stands from now on
+    d.refresh_preview()
+    assert not d.plot_boxes["metrics"].isChecked()
+    seeds = [(p.name, read_run(p)) for p in steered_runs["steered"]]
+    fig = Figure(seeds, d.spec().copy(markers=MARKER_KINDS))  # the dialog's bands: one group of three seeds
+    assert fig.data.runs == ["steered"] and "mean of 3 seeds" in svg_bytes(fig).decode()
