@@ -140,8 +140,14 @@ def _describe_structure(data: tuple | dict, where: str) -> DataSpec:
 def _describe_dataset(ds: Any, where: str) -> DataSpec:
     import tensorflow as tf
     spec = ds.element_spec
-    flat = tf.nest.flatten(spec)
-    paths = [p for p, _ in tf.nest.flatten_with_joined_string_paths(spec)] if not isinstance(spec, tf.TypeSpec) else [""]
+    if isinstance(spec, dict) and not all(isinstance(k, str) for k in spec):
+        raise UserError(f"{where} is a Dataset of dicts whose keys are not all strings; name each member with a string")
+    members = sorted(spec.items()) if isinstance(spec, dict) else list(enumerate(spec)) \
+        if isinstance(spec, tuple) else [("", spec)]
+    if any(isinstance(s, (tuple, dict)) for _, s in members):
+        raise UserError(f"{where} is a Dataset of nested structures; give elements of one level: a tensor, a tuple "
+                        f"or a dict of tensors")
+    paths, flat = [str(k) for k, _ in members], [s for _, s in members]  # (tf.nest's order: a dict's keys sorted)
     for path, s in zip(paths, flat):
         name = f" (element {path!r})" if path else ""
         if not isinstance(s, tf.TensorSpec):
@@ -153,12 +159,6 @@ def _describe_dataset(ds: Any, where: str) -> DataSpec:
         if s.shape.rank is None:
             raise UserError(f"{where} is a Dataset whose elements{name} have no known shape; give them one "
                             f"(.map(lambda x: tf.ensure_shape(x, shape)))")
-    if isinstance(spec, dict) and not all(isinstance(k, str) for k in spec):
-        raise UserError(f"{where} is a Dataset of dicts whose keys are not all strings; name each member with a string")
-    if isinstance(spec, (tuple, dict)) and any(isinstance(v, (tuple, dict)) for v in
-                                               (spec.values() if isinstance(spec, dict) else spec)):
-        raise UserError(f"{where} is a Dataset of nested structures; give elements of one level: a tensor, a tuple "
-                        f"or a dict of tensors")
     batched = dataset_is_batched(ds)
     for path, s in zip(paths, flat):
         shape = tuple(s.shape[1:] if batched else s.shape)
