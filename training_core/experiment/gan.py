@@ -139,6 +139,15 @@ def dry_run(g: Any, d: Any, spec: DataSpec, split: Split, noise_dim: int, path: 
     rows = zeros_like_rows(spec, 2) if spec.kind == "dataset" else \
         map_rows(lambda a: a[:2], spec.arrays) if spec.kind == "structure" else spec.arrays[:2]
     x, y = split(rows)
+    if split.conditional:
+        for name, m, two in (("generator", g, "[z, y]"), ("discriminator", d, "[x, y]")):
+            try:
+                n = len(m.inputs)
+            except (AttributeError, TypeError, ValueError):  # a subclassed model: its call() says, when called
+                continue
+            if n != 2:  # Keras would pass the first of [z, y] and drop the labels, with a warning only
+                raise UserError(f"conditional = True in {path.name}, but its {name} takes {n} input"
+                                f"{'s' if n != 1 else ''}; give it two, {two} (a functional keras.Model({two}, ...))")
     fix = ("check noise_dim, the data shape and that both models take [input, label] (the generator [z, y], the "
            "discriminator [x, y])" if split.conditional else "check noise_dim and the data shape")
     with user_code(f"the models in {path.name}", path, verb="do not fit together:", fix=fix):
