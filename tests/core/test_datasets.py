@@ -8,7 +8,9 @@
   samples and metrics on (so the rows they draw from were taken while preparing, and took nothing from the
   training's batches);
 * tuple and dict batches reach the loss, the samples and the metrics with their members' rows together;
-* with two mirrored replicas, the pipeline's global batch is split among them, and a resumed run is exact.
+* with two mirrored replicas, the pipeline's global batch is split among them, and a resumed run is exact;
+  two workers of a multi-worker run on loopback, each reading the pipeline whole and training on its share,
+  give the mirrored run's losses exactly.
 """
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ from training_core.rundir.samples import list_samples, load_samples
 from .helpers import (Script, assert_bitwise_equal, config, main_cmd, run, run_all, snapshot, start, wait_for,
                       write_file)
 from .test_exactness import FREEZES, STEPS, _frozen_at
+from .test_multiworker import start_cluster
 
 #: a pipeline as research code writes one: labelled rows, a seeded shuffle, augmentation by stateless ops keyed by
 #: the row's position in the stream, in a parallel map, as a dict
@@ -335,3 +338,9 @@ def test_a_pipeline_with_mirrored_replicas_splits_the_batch_and_resumes_exactly(
     assert done["resume"].returncode == 0, done["resume"].stderr
     assert "resumed: checkpoints/ckpt-20" in done["resume"].stdout + done["resume"].stderr
     _assert_same_losses(part, whole, 60)
+    workers = tmp_path / "workers"
+    procs = start_cluster(main_cmd(*args[:-6], "--strategy", "multiworker", "--deterministic", "--quiet", "--run-dir",
+                                   str(workers)))
+    outs = [p.communicate(timeout=600) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [o[1][-2000:] for o in outs]
+    _assert_same_losses(workers, whole, 60)

@@ -16,7 +16,8 @@ or replayed run takes the batches the run never interrupted took, when the pipel
 Not `prefetch_to_device` nor `strategy.experimental_distribute_dataset`: the first's state cannot be saved
 (tf.data: "GeneratorDataset does not support checkpointing"), the second's iterator is not trackable
 (`tf.train.Checkpoint` refuses a DistributedIterator). With replicas, the one host iterator's global batch is
-split among them in the step (engine/replicated.py), as experimental_distribute_dataset would split it.
+split among them in the step (engine/replicated.py), as experimental_distribute_dataset would split it; in a
+multi-worker run every worker reads the whole Dataset and makes the same global batch (nothing is sharded).
 
 Samples and metrics (engine/sampling.py) draw real rows from `pool`: rows taken once, while preparing, from a
 second iterator over the Dataset. A second iterator moves the seeds a shuffled Dataset gives its iterators
@@ -85,7 +86,7 @@ class Pipeline:
         self.batched = spec.batched
         ds = ds.repeat()
         ds = ds.rebatch(batch_size, drop_remainder=True) if spec.batched else ds.batch(batch_size, drop_remainder=True)
-        self.dataset = ds.prefetch(PREFETCH)
+        self.dataset = ds.prefetch(PREFETCH) if PREFETCH else ds
         self.iterator = iter(self.dataset)
         self.pool = self._take_pool(pool_rows, where)
 
