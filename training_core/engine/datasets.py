@@ -88,11 +88,15 @@ class Pipeline:
         ds = ds.rebatch(batch_size, drop_remainder=True) if spec.batched else ds.batch(batch_size, drop_remainder=True)
         self.dataset = ds.prefetch(PREFETCH) if PREFETCH else ds
         self.iterator = iter(self.dataset)
+        # One traced get_next that every step calls: tf.data refuses a 33rd `get_next()` traced without autograph
+        # on one iterator ("An unusually high number of get_next() calls"), and every variant of every phase
+        # traces one (17 phases would pass the limit).
+        self._get_next = tf.function(self.iterator.get_next, autograph=False)
         self.pool = self._take_pool(pool_rows, where)
 
     def draw(self, rng: Any = None, b: int | None = None) -> Any:
         """The next batch (inside the compiled step: the iterator's `get_next`)."""
-        return self.iterator.get_next()
+        return self._get_next()
 
     def whole(self) -> None:
         return None  # a Dataset has no "all of it"

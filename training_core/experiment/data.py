@@ -58,14 +58,26 @@ def is_dataset(obj: Any) -> bool:
     return tf is not None and isinstance(obj, tf.data.Dataset)
 
 
+#: the last data described and its spec: preparing asks three times (the file's checks, --batch-size, the run's
+#: data), and checking a large array (NaN, the float32 copy of a float64 one) is not free. The object itself is
+#: held, so its id cannot be reused while it is here.
+_last: tuple[Any, DataSpec] | None = None
+
+
 def describe(data: Any, where: str) -> DataSpec:
     """`data` told apart and checked; `where` names it in an error ("the data of the experiment in x.py")."""
+    global _last
+    if _last is not None and _last[0] is data:
+        return _last[1]
     if is_dataset(data):
-        return _describe_dataset(data, where)
-    if isinstance(data, (tuple, dict)):
-        return _describe_structure(data, where)
-    arr = _array(data, where, single=True)
-    return DataSpec("array", arrays=arr, rows=Row(tuple(arr.shape[1:]), str(arr.dtype)), count=len(arr))
+        spec = _describe_dataset(data, where)
+    elif isinstance(data, (tuple, dict)):
+        spec = _describe_structure(data, where)
+    else:
+        arr = _array(data, where, single=True)
+        spec = DataSpec("array", arrays=arr, rows=Row(tuple(arr.shape[1:]), str(arr.dtype)), count=len(arr))
+    _last = (data, spec)
+    return spec
 
 
 def _kind_of(obj: Any) -> str:
