@@ -280,6 +280,63 @@ def test_measures_beside_training_are_recorded_at_the_step_whose_weights_they_me
     assert not [e for e in read_events(run_dir) if e.kind == "warning" and "more than its interval" not in e.message]
 
 
+_NOISY = '''
+"""A tiny GAN whose generator adds noise at every call, training or not, from a SeedGenerator of its own (as
+the Keras VAE example's Sampling layer draws its epsilon)."""
+import keras
+import numpy as np
+
+noise_dim = 2
+batch_size = 16
+
+
+class Noise(keras.layers.Layer):
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.seeds = keras.random.SeedGenerator(1)
+
+    def call(self, x):
+        return x + 0.1 * keras.random.normal(keras.ops.shape(x), seed=self.seeds)
+
+
+def generator():
+    return keras.Sequential([keras.Input((noise_dim,)), keras.layers.Dense(4, activation="tanh", name="dense_1"),
+                             Noise(name="noise"), keras.layers.Dense(2, name="out")], name="generator")
+
+
+def discriminator():
+    return keras.Sequential([keras.Input((2,)), keras.layers.Dense(4, activation="tanh", name="dense_1"),
+                             keras.layers.Dense(1, name="out")], name="discriminator")
+
+
+def real_data():
+    return (np.random.default_rng(0).normal(size=(256, 2)) * 0.5 + 1.0).astype("float32")
+'''
+
+_SPREAD = '''
+
+def metrics(ctx):
+    return {"spread": float(np.std(np.asarray(ctx.models.generator(ctx.normal((ctx.n, noise_dim))))))}
+'''
+
+
+def test_a_run_with_metrics_trains_on_the_noise_of_the_run_without(tmp_path):
+    """A generator layer that draws from its own SeedGenerator at every call: the shadows are checked by calling
+    the model once, which moved its seed state; now the losses are those of the run without metrics, bit for
+    bit, and the measures ran beside training."""
+    plain = write_file(tmp_path, "noisy.py", _NOISY)
+    measured = write_file(tmp_path, "noisy_measured.py", _NOISY + _SPREAD)
+    run(config(plain, tmp_path / "plain", steps=40))
+    run(config(measured, tmp_path / "measured", steps=40, metrics_seconds=0.05))
+    a, b = read_scalars(tmp_path / "plain"), read_scalars(tmp_path / "measured")
+    assert "metric/spread" in b and not [t for t in a if t.startswith("metric/")]
+    for tag in ("loss/D", "loss/G"):
+        np.testing.assert_array_equal(a[tag].steps, b[tag].steps)
+        assert np.array_equal(a[tag].values, b[tag].values), tag
+    assert not [e for e in read_events(tmp_path / "measured") if e.kind == "warning"
+                and "more than its interval" not in e.message]
+
+
 def test_batch_normalization_statistics_are_in_the_snapshot(tmp_path, monkeypatch):
     """A generator with BatchNormalization, whose moving statistics change at every step: each measure's sum of
     the shadows' non-trainable variables equals the training's at the step it is recorded at."""

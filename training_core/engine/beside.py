@@ -138,10 +138,16 @@ def _shadow(name: str, model: Any) -> Any:
         v.assign(w.value)
     x = _probe_input(model)
     if x is not None:
+        # the model's values are put back after its call: a layer that draws in call() (the Keras VAE's Sampling)
+        # advances its SeedGenerator's state, and the training would then draw other noise than without metrics
+        kept = [np.array(w.numpy(), copy=True) for w in want]
         try:
             expected = _outputs(model, x)
         except Exception:  # noqa: BLE001 - the model wants another input than the probe: unchecked, as it comes
             return shadow
+        finally:
+            for w, k in zip(want, kept):
+                w.assign(k)
         try:
             outputs = _outputs(shadow, x)
         except Exception as e:  # noqa: BLE001
