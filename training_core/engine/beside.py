@@ -13,7 +13,7 @@ of each variable pays one copy of it. It stays on the variable's device.
 The metrics thread puts the snapshot into shadow models, one per model, made once when the run begins
 (`keras.models.clone_model`; twice the models' memory), and calls `metrics(ctx)` with a `SampleContext`
 whose models are the shadows and whose random numbers come from the measure's own generator
-(`sampling.metrics_generator`), so the training's generators never move. The shadow of a model is what
+(`measuring.metrics_generator`), so the training's generators never move. The shadow of a model is what
 `keras.models.clone_model` makes: a `keras.Sequential` or a functional `keras.Model` rebuilt from its layers,
 each layer remade from its config; a model that is a layer of the experiment's own (the factorisation's
 factors) is remade the same way. A subclassed `keras.Model` (its `call` is code only its class knows, and
@@ -40,7 +40,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from training_core.engine.sampling import compute_metrics
+from training_core.engine.measuring import compute_metrics
 
 
 class Measured(NamedTuple):

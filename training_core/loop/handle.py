@@ -114,7 +114,7 @@ class TrainerHandle:
         self._t.sample()
 
     def measure(self) -> dict[str, float] | None:
-        from training_core.engine.sampling import compute_metrics
+        from training_core.engine.measuring import compute_metrics
         return compute_metrics(self._t.prepared, self._t.state.step)
 
     def shadow_models(self) -> str | None:

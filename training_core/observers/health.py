@@ -3,7 +3,7 @@
 Why: a GAN's losses say little about whether it works (they hover while the generator collapses to
 one mode); the measures researchers trust are computed from samples, like the ring's modes covered.
 An experiment may define `metrics(ctx) -> {name: number}`, with a `SampleContext` of
-`engine.sampling.METRIC_SAMPLES` rows and a generator of the measure's own (so it never shifts the
+`engine.measuring.METRIC_SAMPLES` rows and a generator of the measure's own (so it never shifts the
 training's random numbers).
 
 Where it runs: beside training, never on it. A real measure (FID, KID) takes seconds, and on the training
