@@ -85,6 +85,10 @@ class TrainerHandle:
     def has_metrics(self) -> bool:
         return self._t.prepared.experiment.metrics is not None
 
+    @property
+    def measure_step(self) -> int | None:
+        return self._t.measures.step
+
     # -- what it may ask ---------------------------------------------------------------------------------
     def emit(self, event: E.Event) -> None:
         self._t.emit(event)
@@ -120,8 +124,8 @@ class TrainerHandle:
     def shadow_models(self) -> str | None:
         return self._t.measures.shadow_models(self._t.prepared)
 
-    def measure_beside(self, done: "Callable[[Measured], None]") -> None:
-        self._t.measures.start(self._t.state.step, done)
+    def measure_beside(self, on_result: "Callable[[Measured], None]") -> None:
+        self._t.measures.start(self._t.state.step, on_result)
 
     def collect_measure(self, wait: bool = False) -> bool:
         return self._t.measures.collect(wait)
@@ -129,5 +133,5 @@ class TrainerHandle:
     def drop_metrics(self) -> None:
         self._t.prepared.experiment.metrics = None
 
-    def record_scalars(self, values: dict[str, float], step: int | None = None) -> None:
-        self._t.record_scalars(values, step)
+    def record_scalars(self, values: dict[str, float], step: int | None = None, wall: float | None = None) -> None:
+        self._t.record_scalars(values, step, wall)

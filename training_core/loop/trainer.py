@@ -46,9 +46,9 @@ from training_core.observers.defaults import default_observers
 from training_core.rundir import lock as runlock
 
 IDLE_POLL_S = 0.25  # while paused: how often observers (a command file reader) get a look
-#: steps the record may hold back for a measure in flight before the loop waits for it: memory (each is a
-#: small device tensor) and how late the live curves may run; ~30 s of the ring at 600 steps/s, and more than
-#: one 3-second measure of any model this project has run
+#: steps the record may hold back for a measure in flight before the loop waits for it: memory (a few numbers per
+#: step on the host) and how late scalars.csv (what an attached view reads) may run; ~30 s of the ring at 600
+#: steps/s, and more than one 3-second measure of any model this project has run
 HOLD_MAX_STEPS = 20_000
 
 
@@ -78,7 +78,7 @@ class Trainer:
         #: where this run's lines of commands.jsonl begin (restore.begin: a resume skips the older lines)
         self.command_file_start: int | None = None
         self._fetcher = Fetcher()
-        self.measures = Measures(self._fetcher)  # metrics(ctx) beside training, when it runs there
+        self.measures = Measures()  # metrics(ctx) beside training, when it runs there
         self._phase = -1
         self._use_masked: list[bool] = []
         self._frozen_rows: list[np.ndarray] = []
@@ -190,12 +190,12 @@ class Trainer:
         except BaseException as e:  # noqa: BLE001 - recorded, then raised again below
             reason, error = "error", e
         try:
-            self.measures.collect(wait=True)  # a measure in flight is recorded, and the steps it held back
+            self.measures.collect(wait=True)  # a measure in flight is recorded
+            self.measures.close()
             self._fetch()
             self.warm.end()
             for o in self.observers:
                 o.on_run_end(self.handle, reason)
-            self.measures.collect(wait=True)
             self._fetch()  # what observers recorded at the end (final metrics)
         except BaseException as e:  # noqa: BLE001 - the final checkpoint failed (a full disk): not "done"
             if error is None:
@@ -265,7 +265,8 @@ class Trainer:
                     self.pause("step")
             now = time.perf_counter()
             if ready >= fetch_every or now >= next_fetch:
-                if len(self._fetcher.held) >= HOLD_MAX_STEPS:
+                measuring = self.measures.step
+                if measuring is not None and st.step - measuring >= HOLD_MAX_STEPS:  # the record holds too many back
                     self.measures.collect(wait=True)
                 self._fetch()
                 next_fetch = now + fetch_s
@@ -292,7 +293,6 @@ class Trainer:
         decided, pause = self.source.exchange(envelopes)
         with self.source.applying():
             if decided:
-                self.measures.collect(wait=True)
                 self._fetch()  # what ran before the change is reported (leaks, NaN) before the change's event
             for env in decided:
                 command_table.apply(self, env)
@@ -380,10 +380,10 @@ class Trainer:
             for o in self.observers:
                 o.on_samples(samples)
 
-    def record_scalars(self, values: dict[str, float], step: int | None = None) -> None:
-        """`metric/<name>` values at this step (or at `step`, one not yet in the record: a measure's), sent with
-        the next batch (so in step order). Training thread."""
-        self._fetcher.add_scalars(self.state.step if step is None else step, values)
+    def record_scalars(self, values: dict[str, float], step: int | None = None, wall: float | None = None) -> None:
+        """`metric/<name>` values at this step and now (or at `step` and `wall`: a measure's, whose later steps the
+        record holds back), sent with the next batch. Training thread."""
+        self._fetcher.add_scalars(self.state.step if step is None else step, values, wall)
 
     def report_status(self) -> None:
         status = self.status()

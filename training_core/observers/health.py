@@ -58,14 +58,13 @@ class HealthMetrics(Observer):
         self.seconds = seconds
         self._run: RunHandle | None = None
         self._on = False
-        self._beside = False  # measures run beside training (shadow models), not on the training thread
-        self._in_flight: int | None = None  # the step of the measure beside training not yet taken
+        self._on_shadows = False  # measures run beside training (shadow models), not on the training thread
         self._next = math.inf
         self._interval = seconds
         self._started = 0.0  # perf_counter when the last measure began
         self._last_step = -1
         self._steps_per_measure = 0  # training steps the last measure beside training lasted
-        self._measures = 0  # measures this run took
+        self._count = 0  # measures this run took
         self._warned = False
 
     def on_run_begin(self, run: RunHandle) -> None:
@@ -75,7 +74,7 @@ class HealthMetrics(Observer):
         self._on = True
         if self.seconds > 0:
             why = run.shadow_models()
-            self._beside = why is None
+            self._on_shadows = why is None
             if why:
                 run.emit(E.Warning(message=f"metrics() runs on the training thread, between steps, which waits for "
                                            f"it: {why}"))
@@ -86,18 +85,17 @@ class HealthMetrics(Observer):
             self._measure(run)
 
     def on_step_end(self, run: RunHandle) -> None:
-        if self._in_flight is not None and not run.collect_measure():
+        if run.measure_step is not None and not run.collect_measure():
             return
         if time.perf_counter() >= self._next and not self._checkpoint_soon(run):
             self._measure(run)
 
     def on_idle(self, run: RunHandle) -> None:
-        if self._in_flight is not None:
+        if run.measure_step is not None:
             run.collect_measure()
 
     def on_run_end(self, run: RunHandle, reason: str) -> None:
-        if self._in_flight is not None:
-            run.collect_measure(wait=True)
+        # (the run took the measure in flight, or dropped it, before its observers' on_run_end)
         if reason != "error" and self._on:
             self._measure(run, here=True)
 
@@ -106,7 +104,7 @@ class HealthMetrics(Observer):
         """Whether the next periodic checkpoint comes before a measure started now would be done (by the steps the
         last one lasted); at a checkpoint's own step never, so that measures go on when checkpoints are dense."""
         every = run.config.checkpoint_every
-        if not (self._beside and every and self._steps_per_measure):
+        if not (self._on_shadows and every and self._steps_per_measure):
             return False
         to_next = every - run.step % every
         return to_next < every and to_next <= CHECKPOINT_MARGIN * self._steps_per_measure
@@ -117,10 +115,9 @@ class HealthMetrics(Observer):
             return
         self._last_step = run.step
         self._started = time.perf_counter()
-        if self._beside and not here:
-            self._in_flight = run.step
-            self._next = math.inf  # set when it is done, from its cost
-            run.measure_beside(self._done)
+        if self._on_shadows and not here:
+            self._next = math.inf  # set when it is taken, from its cost
+            run.measure_beside(self._taken)
             return
         try:
             values = run.measure()
@@ -131,15 +128,15 @@ class HealthMetrics(Observer):
         if values:
             run.record_scalars({METRIC_PREFIX + k: v for k, v in values.items()})
 
-    def _done(self, got: Any) -> None:
+    def _taken(self, got: Any) -> None:
         """The measure beside training is in (`engine.beside.Measured`): its values at the step it measured."""
-        run, started_at, self._in_flight = self._run, self._in_flight, None
+        run = self._run
         if run is None:
             return
         if got.error is not None:
             self._fail(run, got.error)
             return
-        self._steps_per_measure = max(1, run.step - (started_at or 0))
+        self._steps_per_measure = max(1, run.step - got.step)
         self._paced(run, got.seconds)
         if got.values:
             run.record_scalars({METRIC_PREFIX + k: v for k, v in got.values.items()}, step=got.step)
@@ -151,17 +148,17 @@ class HealthMetrics(Observer):
         call of everything it uses, and at the start the training's own first steps (and the warm-up's traces)
         compete with it (0.23-0.35 s for the ring's 25 ms measure, which would have spaced the early measures 5-7 s
         apart). One slower than the interval is slow by any account, and paces the next at once."""
-        self._measures += 1
+        self._count += 1
         if self.seconds == 0:
             self._next = 0.0
             return
-        if self._measures == 1 and cost <= self.seconds:  # a cheap measure's first call, slowed by warm-up
+        if self._count == 1 and cost <= self.seconds:  # a cheap measure's first call, slowed by warm-up
             cost = 0.0
         self._next = self._started + max(self._interval, cost / SHARE)
         self._interval = min(2 * self._interval, self.seconds)
         if cost > self.seconds and not self._warned:
             self._warned = True
-            where = "beside training" if self._beside else "on the training thread, which waits for it"
+            where = "beside training" if self._on_shadows else "on the training thread, which waits for it"
             run.emit(E.Warning(message=f"metrics() took {cost:.2f} s, more than its interval of {self.seconds:g} s "
                                        f"(metrics_seconds); it now runs every {cost / SHARE:.3g} s, {where}, so that "
                                        f"it takes at most {SHARE:.0%} of the time"))
