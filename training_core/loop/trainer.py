@@ -190,8 +190,9 @@ class Trainer:
         except BaseException as e:  # noqa: BLE001 - recorded, then raised again below
             reason, error = "error", e
         try:
-            self.measures.collect(wait=True)  # a measure in flight is recorded
-            self.measures.close()
+            if reason == "done":  # the measure in flight is recorded: a finished run's last ones are worth the wait
+                self.measures.collect(wait=True)
+            self.measures.close()  # a Stop or an error drops it: the run ends now (its held rows are written)
             self._fetch()
             self.warm.end()
             for o in self.observers:

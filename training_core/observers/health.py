@@ -95,8 +95,11 @@ class HealthMetrics(Observer):
             run.collect_measure()
 
     def on_run_end(self, run: RunHandle, reason: str) -> None:
-        # (the run took the measure in flight, or dropped it, before its observers' on_run_end)
-        if reason != "error" and self._on:
+        """A run that reached its step target is measured at its last step (the run took the measure in flight
+        first). A Stop or an error is not: the run ends now, without a measure's seconds (the measure in flight
+        is dropped), and the window's exit, which kills a training process that takes over a minute to end,
+        keeps the final checkpoint and the `stop` event."""
+        if reason == "done" and self._on:
             self._measure(run, here=True)
 
     # -- measuring ----------------------------------------------------------------------------------------------
