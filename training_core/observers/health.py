@@ -132,7 +132,8 @@ class HealthMetrics(Observer):
             run.record_scalars({METRIC_PREFIX + k: v for k, v in values.items()})
 
     def _taken(self, got: Any) -> None:
-        """The measure beside training is in (`engine.beside.Measured`): its values at the step it measured."""
+        """The measure beside training is in (`engine.beside.Measured`): its values at the step it measured, at the
+        wall time of its snapshot (plotted against wall time, a measure lands where its step is)."""
         run = self._run
         if run is None:
             return
@@ -142,7 +143,7 @@ class HealthMetrics(Observer):
         self._steps_per_measure = max(1, run.step - got.step)
         self._paced(run, got.seconds)
         if got.values:
-            run.record_scalars({METRIC_PREFIX + k: v for k, v in got.values.items()}, step=got.step)
+            run.record_scalars({METRIC_PREFIX + k: v for k, v in got.values.items()}, step=got.step, wall=got.wall)
 
     def _paced(self, run: RunHandle, cost: float) -> None:
         """When the next measure may start, after one that took `cost` seconds: the interval (0.25, 0.5, 1, 2,
