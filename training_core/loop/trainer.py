@@ -19,7 +19,6 @@ loop/measures.py's; the loop waits for it where the record must hold every step 
 from __future__ import annotations
 
 import time
-import traceback
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
@@ -32,7 +31,6 @@ from training_core.base.config import RunConfig
 from training_core.base.errors import UserError
 from training_core.base.metrics import PendingStep, Status
 from training_core.base.scopes import frozen_mask
-from training_core.experiment.usercode import failure_line
 from training_core.loop import command_table
 from training_core.loop.dispatch import EventDispatch
 from training_core.loop.fetch import Fetcher
@@ -189,43 +187,11 @@ class Trainer:
                 reason = self._loop()
         except BaseException as e:  # noqa: BLE001 - recorded, then raised again below
             reason, error = "error", e
-        try:
-            if reason == "done":  # the measure in flight is recorded: a finished run's last ones are worth the wait
-                self.measures.collect(wait=True)
-            self.measures.close()  # a Stop or an error drops it: the run ends now (its held rows are written)
-            self._fetch()
-            self.warm.end()
-            for o in self.observers:
-                o.on_run_end(self.handle, reason)
-            self._fetch()  # what observers recorded at the end (final metrics)
-        except BaseException as e:  # noqa: BLE001 - the final checkpoint failed (a full disk): not "done"
-            if error is None:
-                reason, error = "error", e
-        finally:
-            self.measures.close()
-        self.flow.stopping, self.flow.running = True, False
-        if error is not None:
-            self.emit(E.Error(message=self.failure_line(error),
-                              detail=getattr(error, "detail", None) or "".join(traceback.format_exception(error))))
-        stop = self.flow.stop_command
-        self.emit(E.Stop(reason=reason, traces=self.traces, retraces=self.retraces,
-                         command=None if stop is None else stop.command.to_dict(),
-                         id=None if stop is None else stop.id))
-        self.report_status()
-        if self.lock is not None:
-            runlock.release(self.lock)
+        from training_core.loop.ending import end
+        error = end(self, reason, error)  # the record closed with a true `stop` event, however the run ended
         if error is not None:
             raise error
         return self.status()
-
-    def failure_line(self, error: BaseException) -> str:
-        """The one line that says why the run failed (a lost multi-worker peer, or where user code raised)."""
-        p = self.prepared
-        lost = self.source.failure_line(error, self.state.step, self.run_dir)
-        if lost or p is None:
-            return lost or " ".join(str(error).split())
-        return failure_line(error, p.source, p.phase_names[self._phase] if self._phase >= 0 else None,
-                            self.state.step)
 
     def _loop(self) -> str:
         p, cfg, st, flow = self.prepared, self.config, self.state, self.flow
@@ -269,7 +235,7 @@ class Trainer:
                 measuring = self.measures.step
                 if measuring is not None and st.step - measuring >= HOLD_MAX_STEPS:  # the record holds too many back
                     self.measures.collect(wait=True)
-                self._fetch()
+                self.fetch()
                 next_fetch = now + fetch_s
             for o in step_observers:
                 o.on_step_end(self.handle)
@@ -281,7 +247,7 @@ class Trainer:
             return
         self._apply_all(self.commands.drain() if src.leads else [])
         while flow.paused and not flow.stopping:
-            self._fetch()
+            self.fetch()
             waiting: list[C.Envelope] = []
             if src.leads:
                 for o in self.observers:
@@ -294,7 +260,7 @@ class Trainer:
         decided, pause = self.source.exchange(envelopes)
         with self.source.applying():
             if decided:
-                self._fetch()  # what ran before the change is reported (leaks, NaN) before the change's event
+                self.fetch()  # what ran before the change is reported (leaks, NaN) before the change's event
             for env in decided:
                 command_table.apply(self, env)
             if pause:
@@ -350,7 +316,7 @@ class Trainer:
         when it is done (a checkpoint at the step of a measure need not wait for it)."""
         if not (measure_may_follow and self.measures.step == self.state.step):
             self.measures.collect(wait=True)
-        self._fetch()
+        self.fetch()
         for o in self.observers:
             o.on_sync()
 
@@ -391,7 +357,8 @@ class Trainer:
         for o in self.observers:
             o.on_status(status)
 
-    def _fetch(self) -> None:
+    def fetch(self) -> None:
+        """Bring the steps still on the device to every observer (`on_metrics`), as one batch."""
         p = self.prepared
         batch = self._fetcher.fetch(p.phase_names, p.phase_paths, self.state.step, self.status)
         if batch is None:
