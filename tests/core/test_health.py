@@ -546,3 +546,30 @@ def test_a_run_killed_with_a_measure_in_flight_resumes_into_one_record(tmp_path)
     assert measured[0] == 0 and measured[-1] == resumed_at + 150
     kept = [r for r in before if r[0] <= resumed_at]
     assert [r for r in _all_rows(d) if r[0] <= resumed_at] == kept  # the checkpoint's record, as the kill left it
+
+
+def test_a_rollback_from_the_last_step_still_measures_the_last_step(run_dir):
+    """A measure begins at the run's last step (the clock set due one step before), and a rollback is sent while
+    it is in flight: the rollback cuts that measure with the rest, the run trains up to the last step again, and
+    it is measured there at the end (the measure's step used to be remembered past the rollback, so the end's
+    measure was skipped as already taken)."""
+    last, back = 300, 200
+
+    class Drive(Observer):
+        sent = False
+
+        def on_step_end(self, run_) -> None:
+            t = run_._t
+            if not self.sent and run_.step == last - 1 and t.measures.step is None:
+                next(o for o in t.observers if isinstance(o, health.HealthMetrics))._next = 0.0  # due now
+            if not self.sent and run_.step == last and t.measures.step == last:
+                self.sent = True
+                run_.send(Rollback(step=back, reason="test"))
+
+    drive = Drive()
+    run(RunConfig(example="ring", steps=last, seed=0, run_dir=str(run_dir), metrics_seconds=2.0, checkpoint_every=100,
+                  fetch_every=20, tensorboard=False), drive)
+    assert drive.sent
+    assert [(e.step, e.from_step) for e in read_events(run_dir) if e.kind == "rollback"] == [(back, last)]
+    sc = _assert_one_ordered_record(run_dir, last)
+    assert sc["metric/modes_covered"].steps[-1] == last

@@ -84,6 +84,10 @@ class HealthMetrics(Observer):
         if not run.resumed:  # a resumed run's record keeps the measures up to its checkpoint, at its step too
             self._measure(run)
 
+    def on_event(self, event: E.Event) -> None:
+        if isinstance(event, E.Rollback):  # the measures after the checkpoint were cut: their steps come again
+            self._last_step = -1
+
     def on_step_end(self, run: RunHandle) -> None:
         if run.measure_step is not None and not run.collect_measure():
             return
