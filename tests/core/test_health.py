@@ -573,3 +573,34 @@ def test_a_rollback_from_the_last_step_still_measures_the_last_step(run_dir):
     assert [(e.step, e.from_step) for e in read_events(run_dir) if e.kind == "rollback"] == [(back, last)]
     sc = _assert_one_ordered_record(run_dir, last)
     assert sc["metric/modes_covered"].steps[-1] == last
+
+
+def test_a_measure_at_a_checkpoints_own_step_lost_to_a_crash_is_taken_again_on_resume(run_dir):
+    """A measure begins at step 100 (the clock set due one step before), the checkpoint at 100 is saved without
+    waiting for it (its snapshot is the checkpoint's weights), and the run dies at that boundary (as a kill would:
+    the measure never comes in). Resumed from step 100, the run measures step 100 again, once: the record had
+    none there, and a resumed run used never to measure at its first step."""
+    class Crash(Exception):
+        pass
+
+    class Die(Observer):
+        in_flight = None
+
+        def on_step_end(self, run_) -> None:
+            t = run_._t
+            if run_.step == 99:
+                next(o for o in t.observers if isinstance(o, health.HealthMetrics))._next = 0.0  # due at 100
+            if run_.step == 100:
+                self.in_flight = t.measures.step
+                raise Crash("killed")
+
+    die = Die()
+    cfg = RunConfig(example="ring", steps=1000, seed=0, run_dir=str(run_dir), metrics_seconds=1000.0,
+                    checkpoint_every=100, fetch_every=20, tensorboard=False)
+    with pytest.raises(Crash):
+        Trainer(cfg, die).run()
+    assert die.in_flight == 100 and max(checkpoint_steps(run_dir)) == 100
+    assert 100 not in read_scalars(run_dir)["metric/modes_covered"].steps
+    Trainer(replace(RunConfig.read_toml(run_dir / "config.toml"), steps=150), resume=True).run()
+    sc = _assert_one_ordered_record(run_dir, 150)
+    assert sc["metric/modes_covered"].steps.tolist().count(100) == 1 and sc["metric/modes_covered"].steps[-1] == 150

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 import time
+from pathlib import Path
 from typing import Any
 
 from training_core.base import events as E
@@ -81,7 +82,7 @@ class HealthMetrics(Observer):
         self._interval = min(FIRST_INTERVAL_S, self.seconds)
         self._started = time.perf_counter()
         self._next = self._started + self._interval
-        if not run.resumed:  # a resumed run's record keeps the measures up to its checkpoint, at its step too
+        if not (run.resumed and self._measured_here(run)):
             self._measure(run)
 
     def on_event(self, event: E.Event) -> None:
@@ -107,6 +108,17 @@ class HealthMetrics(Observer):
             self._measure(run, here=True)
 
     # -- measuring ----------------------------------------------------------------------------------------------
+    def _measured_here(self, run: RunHandle) -> bool:
+        """Whether the record holds a measure at this step: a resumed run's record keeps the measures up to its
+        checkpoint, but one begun at the checkpoint's own step was not waited for by it (its snapshot is the
+        checkpoint's weights), and a run killed before it came in has none there: it is measured again, with the
+        same value (the generator is keyed by the seed and the step, the weights are the checkpoint's)."""
+        from training_core.rundir.layout import SCALARS_FILE
+        from training_core.rundir.trim import tags_at_step
+        if run.run_dir is None:
+            return False
+        return any(t.startswith(METRIC_PREFIX) for t in tags_at_step(Path(run.run_dir) / SCALARS_FILE, run.step))
+
     def _checkpoint_soon(self, run: RunHandle) -> bool:
         """Whether the next periodic checkpoint comes before a measure started now would be done (by the steps the
         last one lasted); at a checkpoint's own step never, so that measures go on when checkpoints are dense."""
