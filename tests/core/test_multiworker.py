@@ -263,3 +263,59 @@ def test_a_resumed_multiworker_run_rolls_back_to_a_checkpoint_from_before_the_re
         assert [d["event"] for d in got if "event" in d] == ["rollback"], got
     chief, worker = (got[-1] for got in lines)
     assert chief["weights"] == worker["weights"] and chief["step"] == worker["step"] == 70
+
+
+class Loopback:
+    """A one-worker collective: what the chief broadcasts comes back to it (a non-chief worker would receive the
+    same bytes), each message kept with the step it was sent at."""
+
+    def __init__(self, trainer) -> None:
+        self.trainer, self.sent = trainer, []
+
+    def __call__(self, message: bytes) -> bytes:
+        self.sent.append((self.trainer.step, json.loads(message)))
+        return message
+
+
+def test_a_nan_found_before_a_command_pauses_every_worker_at_one_boundary(tmp_path):
+    """The chief fetches before it applies a command (so the alarms see the steps before the change); a NaN found
+    by that fetch paused the chief at once, outside the broadcast every worker acts on, and the workers trained on
+    into the next all-reduce while the chief waited in the broadcast. Now an observer's pause waits for the next
+    boundary's broadcast, which carries it to every worker. In process: the chief's command source with a
+    loopback broadcast; D's weights become NaN after step 30, and a learning rate is sent after step 31 (no
+    fetch but that one sees the NaN)."""
+    import numpy as np
+
+    from training_core import Observer, RunConfig, SetLearningRate, Stop, Trainer
+    from training_core.loop.multiworker import CommandSync
+
+    class Diverge(Observer):
+        def on_prepared(self, run) -> None:
+            self.t = run._t
+
+        def on_step_end(self, run) -> None:
+            if run.step == 30:
+                for v in self.t.prepared.experiment.models["discriminator"].trainable_variables:
+                    v.assign(np.full(v.shape, np.nan, "float32"))
+            if run.step == 31:
+                run.send(SetLearningRate(phase="D", value=1e-4))
+
+        def on_event(self, e) -> None:
+            if e.kind == "pause":
+                self.t.send(Stop())
+
+    run_dir = tmp_path / "run"
+    t = Trainer(RunConfig(example="ring", steps=200, seed=0, run_dir=str(run_dir), fetch_every=10**6,
+                          fetch_seconds=1e6, checkpoint_every=0, metrics_seconds=1e6, on_nan="pause",
+                          tensorboard=False), Diverge())
+    t.prepare()
+    bc = Loopback(t)
+    t.source = CommandSync(bc, chief=True, every=1)
+    t.run()
+    events = read_events(run_dir)
+    nan = next(e for e in events if e.kind == "nan")
+    pause = next(e for e in events if e.kind == "pause")
+    carried = [(step, m["pause"]) for step, m in bc.sent if m["pause"]]
+    assert nan.step == 31 and pause.reason == "nan"
+    assert carried == [(pause.step, "nan")], (carried, pause.step)  # the pause every worker applies, where it applies
+    assert events[-1].kind == "stop" and events[-1].step == pause.step

@@ -18,18 +18,13 @@ stop reaches all of them at once.
 from __future__ import annotations
 
 import json
-from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, ContextManager, Iterator, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from training_core.base import commands as C
 
 if TYPE_CHECKING:
     from training_core.engine.collective import Broadcast
-
-#: pauses every worker reaches by itself at the same step (no need to wait for the chief's word)
-DETERMINISTIC_PAUSES = ("step", "nothing to train")
-
 
 class CommandSource(Protocol):
     """When a boundary takes commands, and which (see the module docstring)."""
@@ -44,10 +39,9 @@ class CommandSource(Protocol):
         """The commands to apply here, in order, and a pause decided since the last boundary."""
 
     def defer_pause(self, reason: str) -> bool:
-        """A pause decided between boundaries waits for the next one (True when deferred)."""
-
-    def applying(self) -> ContextManager[None]:
-        """Around applying what `exchange` returned."""
+        """A pause an observer asks for (a NaN): whether it waits for the next boundary's exchange (True), which
+        carries it to every worker, or applies now (False). The loop's own pauses (a Step count run out, nothing
+        to train), a Pause command and the exchange's pause are every worker's at the same step: never deferred."""
 
     def failure_line(self, error: BaseException, step: int, run_dir: Path | None) -> str | None:
         """The one line for an error that is a lost peer, or None."""
@@ -67,10 +61,6 @@ class LocalCommands:
     def defer_pause(self, reason: str) -> bool:
         return False
 
-    @contextmanager
-    def applying(self) -> Iterator[None]:
-        yield
-
     def failure_line(self, error: BaseException, step: int, run_dir: Path | None) -> str | None:
         return None
 
@@ -81,7 +71,6 @@ class CommandSync:
     def __init__(self, broadcast: "Broadcast", chief: bool, every: int) -> None:
         self.broadcast, self.leads, self.every = broadcast, chief, every
         self.pending_pause: str | None = None
-        self._applying = False
         self._last = -1
 
     def due(self, step: int, paused: bool, pending: bool) -> bool:
@@ -91,19 +80,9 @@ class CommandSync:
         return True
 
     def defer_pause(self, reason: str) -> bool:
-        if self._applying or reason in DETERMINISTIC_PAUSES:
-            return False
         if self.leads and self.pending_pause is None:
             self.pending_pause = reason
         return True
-
-    @contextmanager
-    def applying(self) -> Iterator[None]:
-        self._applying = True
-        try:
-            yield
-        finally:
-            self._applying = False
 
     def exchange(self, envelopes: list[C.Envelope]) -> tuple[list[C.Envelope], str | None]:
         message = b""

@@ -215,7 +215,7 @@ class Trainer:
             if i is None:
                 self.emit(E.Warning(message="every phase has all its scopes frozen; nothing can train. "
                                             "Unfreeze a scope to continue"))
-                self.pause("nothing to train")
+                self.pause("nothing to train", decided=True)
                 continue
             self._phase = i
             out = steps[i].masked() if self._use_masked[i] else steps[i].fast()
@@ -229,7 +229,7 @@ class Trainer:
                 flow.steps_left -= 1
                 if flow.steps_left <= 0:
                     flow.steps_left = None
-                    self.pause("step")
+                    self.pause("step", decided=True)
             now = time.perf_counter()
             if ready >= fetch_every or now >= next_fetch:
                 measuring = self.measures.step
@@ -258,18 +258,20 @@ class Trainer:
 
     def _apply_all(self, envelopes: list[C.Envelope]) -> None:
         decided, pause = self.source.exchange(envelopes)
-        with self.source.applying():
-            if decided:
-                self.fetch()  # what ran before the change is reported (leaks, NaN) before the change's event
-            for env in decided:
-                command_table.apply(self, env)
-            if pause:
-                self.pause(pause)
+        if decided:
+            self.fetch()  # what ran before the change is reported (leaks, NaN) before the change's event
+        for env in decided:
+            command_table.apply(self, env)
+        if pause:
+            self.pause(pause, decided=True)
 
     # -- state changes ----------------------------------------------------------------------------------------
-    def pause(self, reason: str, cmd: C.Command | None = None, cid: str | None = None) -> None:
-        """Pause at the next boundary (`reason`: user, step, nan, nothing to train). Training thread only."""
-        if self.flow.paused or self.source.defer_pause(reason):
+    def pause(self, reason: str, cmd: C.Command | None = None, cid: str | None = None, decided: bool = False) -> None:
+        """Pause now: no further step is taken (`reason`: user, step, nan, nothing to train). Training thread only.
+        `decided`: every worker pauses here too (a Pause command, a Step count run out, nothing to train, the
+        pause a boundary's exchange carried); otherwise (an observer's: a NaN) a multi-worker run defers it to
+        the next sync boundary, whose exchange carries it to every worker."""
+        if self.flow.paused or (not decided and self.source.defer_pause(reason)):
             return
         self.flow.paused = True
         self.emit(E.Pause(reason=reason, command=None if cmd is None else cmd.to_dict(), id=cid))

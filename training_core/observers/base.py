@@ -97,7 +97,8 @@ class RunHandle(Protocol):
         """Queue a command for the next step boundary (the same path as the window's and the file's)."""
 
     def pause(self, reason: str) -> None:
-        """Pause at this boundary (reason: nan, nothing to train, ...)."""
+        """Pause (reason: nan, ...): with one device now, so the loop takes no further step; in a multi-worker
+        run at the next sync boundary, where every worker pauses at the same step."""
 
     def note_nan(self, at_step: int | None) -> None:
         """A loss went non-finite at `at_step` (None: every phase's loss is finite again)."""
