@@ -99,6 +99,7 @@ def test_gan_shortcut_metrics_and_a_failing_metrics_is_turned_off(tmp_path):
     run(config(bad, tmp_path / "bad", steps=20, metrics_seconds=0.0))
     warnings = [e for e in read_events(tmp_path / "bad") if e.kind == "warning"]
     assert len(warnings) == 1 and "metrics() failed and is turned off: AttributeError" in warnings[0].message
+    assert warnings[0].detail and warnings[0].at_step == 0  # (on the training thread: metrics_seconds = 0)
     sc = read_scalars(tmp_path / "bad")
     assert not [t for t in sc if t.startswith("metric/")] and len(sc["loss/D"].steps) == 10  # training went on
 
@@ -604,3 +605,29 @@ def test_a_measure_at_a_checkpoints_own_step_lost_to_a_crash_is_taken_again_on_r
     Trainer(replace(RunConfig.read_toml(run_dir / "config.toml"), steps=150), resume=True).run()
     sc = _assert_one_ordered_record(run_dir, 150)
     assert sc["metric/modes_covered"].steps.tolist().count(100) == 1 and sc["metric/modes_covered"].steps[-1] == 150
+
+
+_BROKEN_MEASURE = '''
+
+def metrics(ctx):
+    values = {"spread": float(np.std(np.asarray(ctx.models.generator(ctx.normal((ctx.n, noise_dim))))))}
+    return values["nope"]  # line MARK
+'''
+
+
+def test_a_failing_measure_beside_training_is_reported_like_other_user_code(tmp_path):
+    """metrics() raises on the metrics thread, measuring step 0: the warning is one line with the exception's
+    first line and the experiment file's line, its detail the traceback from the metrics thread, and it names
+    the step measured (`at_step`, where the plots mark it) though it is reported at a later boundary."""
+    src = tiny_gan(tmp_path).read_text() + _BROKEN_MEASURE
+    line = next(i for i, text in enumerate(src.splitlines(), 1) if "# line MARK" in text)
+    exp = write_file(tmp_path, "broken_measure.py", src)
+    run(config(exp, tmp_path / "run", steps=40, metrics_seconds=0.05))
+    warnings = [e for e in read_events(tmp_path / "run") if e.kind == "warning"]
+    assert len(warnings) == 1, [w.message for w in warnings]
+    w = warnings[0]
+    assert w.message == f"metrics() failed and is turned off: KeyError: 'nope' at line {line}; fix the experiment " \
+                        f"file (measuring step 0)", w.message
+    assert w.at_step == 0 and w.marker_step == 0 and w.step >= 1  # taken at a later boundary than it measured
+    assert "Traceback" in w.detail and f'broken_measure.py", line {line}, in metrics' in w.detail
+    assert not [t for t in read_scalars(tmp_path / "run") if t.startswith("metric/")]

@@ -105,9 +105,19 @@ class Checkpoint(Event):
 
 @dataclass(frozen=True, kw_only=True)
 class Warning(Event):  # noqa: A001 - the event kind's name
+    """Something the run went on despite. A failure in user code turned off (sample(), metrics()) keeps its
+    traceback in `detail`; `at_step` is the step it concerns when that is not the step it is reported at (a
+    measure beside training fails at the step it measured and is taken at a later boundary)."""
+
     kind: ClassVar[str] = "warning"
     message: str = ""
     phase: str | None = None
+    detail: str | None = None
+    at_step: int | None = None
+
+    @property
+    def marker_step(self) -> int:
+        return self.step if self.at_step is None else self.at_step
 
 
 @dataclass(frozen=True, kw_only=True)

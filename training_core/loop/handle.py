@@ -86,6 +86,10 @@ class TrainerHandle:
         return self._t.prepared.experiment.metrics is not None
 
     @property
+    def experiment_source(self) -> Path | None:
+        return self._t.prepared.source
+
+    @property
     def measure_step(self) -> int | None:
         return self._t.measures.step
 

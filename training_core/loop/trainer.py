@@ -19,6 +19,7 @@ loop/measures.py's; the loop waits for it where the record must hold every step 
 from __future__ import annotations
 
 import time
+import traceback
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
@@ -31,6 +32,7 @@ from training_core.base.config import RunConfig
 from training_core.base.errors import UserError
 from training_core.base.metrics import PendingStep, Status
 from training_core.base.scopes import frozen_mask
+from training_core.experiment.usercode import first_line, user_line
 from training_core.loop import command_table
 from training_core.loop.dispatch import EventDispatch
 from training_core.loop.fetch import Fetcher
@@ -343,7 +345,9 @@ class Trainer:
             samples = draw_samples(self.prepared, self.state.step)
         except Exception as e:  # noqa: BLE001 - a broken sample view must not stop training
             self.prepared.experiment.sample = None
-            self.emit(E.Warning(message=f"sample() failed and is turned off: {type(e).__name__}: {e}"))
+            self.emit(E.Warning(message=f"sample() failed and is turned off: {first_line(e)}"
+                                        f"{user_line(e, self.prepared.source)}; fix the experiment file",
+                                detail="".join(traceback.format_exception(e))))
             return
         if samples is not None:
             for o in self.observers:

@@ -85,6 +85,10 @@ class RunHandle(Protocol):
         """Whether the experiment measures anything (`metrics(ctx)`)."""
 
     @property
+    def experiment_source(self) -> Path | None:
+        """The experiment's file, where a failure of its code points (None: an experiment given as an object)."""
+
+    @property
     def measure_step(self) -> int | None:
         """The step of the measure in flight beside training (`measure_beside`), until its result is taken or
         dropped; None: none is. The record holds back the rows of later steps meanwhile."""

@@ -32,10 +32,12 @@ from __future__ import annotations
 
 import math
 import time
+import traceback
 from pathlib import Path
 from typing import Any
 
 from training_core.base import events as E
+from training_core.experiment.usercode import first_line, user_line
 from training_core.observers.base import Observer, RunHandle
 
 METRIC_PREFIX = "metric/"
@@ -141,7 +143,7 @@ class HealthMetrics(Observer):
         try:
             values = run.measure()
         except Exception as e:  # noqa: BLE001 - a broken measure must not stop training
-            self._fail(run, e)
+            self._fail(run, e, run.step)
             return
         self._paced(run, time.perf_counter() - self._started)
         if values:
@@ -154,7 +156,7 @@ class HealthMetrics(Observer):
         if run is None:
             return
         if got.error is not None:
-            self._fail(run, got.error)
+            self._fail(run, got.error, got.step)
             return
         self._steps_per_measure = max(1, run.step - got.step)
         self._paced(run, got.seconds)
@@ -183,7 +185,12 @@ class HealthMetrics(Observer):
                                        f"(metrics_seconds); it now runs every {cost / SHARE:.3g} s, {where}, so that "
                                        f"it takes at most {SHARE:.0%} of the time"))
 
-    def _fail(self, run: RunHandle, e: BaseException) -> None:
+    def _fail(self, run: RunHandle, e: BaseException, step: int) -> None:
+        """metrics() raised measuring `step` (on this thread or on the metrics thread, whose traceback the
+        exception keeps): turned off, with a warning worded as every failure of user code is (its first line and
+        the experiment file's line, experiment/usercode.py), the traceback as its detail, marked at `step`."""
         run.drop_metrics()
         self._on, self._next = False, math.inf
-        run.emit(E.Warning(message=f"metrics() failed and is turned off: {type(e).__name__}: {e}"))
+        run.emit(E.Warning(message=f"metrics() failed and is turned off: {first_line(e)}"
+                                   f"{user_line(e, run.experiment_source)}; fix the experiment file (measuring step "
+                                   f"{step})", detail="".join(traceback.format_exception(e)), at_step=step))
