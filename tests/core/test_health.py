@@ -201,7 +201,6 @@ class Watch(Observer):
         self.trainer: Trainer | None = None
         self.live: dict[int, tuple[float, float]] = {}
         self.calls: list[tuple[str, int, int]] = []  # (thread name, step before, step after)
-        self.sleeping = threading.Event()
 
     def on_prepared(self, run_) -> None:
         t = self.trainer = run_._t if isinstance(run_, TrainerHandle) else run_
@@ -211,13 +210,11 @@ class Watch(Observer):
         def metrics(ctx):
             before = t.state.step
             if self.sleep and len(self.calls) >= self.slow_from:
-                self.sleeping.set()
                 time.sleep(self.sleep)
                 guard = time.monotonic() + 120
                 while (self.until_step is not None and before < self.until_step and t.state.step == before
                        and time.monotonic() < guard):
                     time.sleep(0.005)
-                self.sleeping.clear()
             out = dict(own(ctx)) if own is not None else {}
             out["weights"] = _weights(ctx.models)
             out["stats"] = _weights(ctx.models, trainable=False)
@@ -378,15 +375,46 @@ class CheckpointWitness(Observer):
             self.seen[event.step] = _all_rows(self.run_dir)
 
 
+class MeasureBeforeACheckpoint(Observer):
+    """Once, from step 100 on, at a step with no measure in flight whose next step is no checkpoint's: the clock is
+    set due (and the checkpoint margin's estimate cleared), so a measure begins at the next step F; on the metrics
+    thread that measure waits until the training has reached the next checkpoint's step C, where the checkpoint
+    waits for it. Put before a `Watch`, whose wrapper then notes the steps before and after the wait."""
+
+    def __init__(self, every: int) -> None:
+        self.every, self.forced = every, None
+
+    def on_prepared(self, run_) -> None:
+        t = run_._t
+        own = t.prepared.experiment.metrics
+
+        def metrics(ctx):
+            f = self.forced
+            if threading.current_thread().name == METRICS_THREAD and f is not None and t.measures.step == f:
+                until, guard = (f // self.every + 1) * self.every, time.monotonic() + 120
+                while t.state.step < until and time.monotonic() < guard:
+                    time.sleep(0.002)  # (polled: the wait ends when the training has reached the checkpoint)
+            return own(ctx)
+
+        t.prepared.experiment.metrics = metrics
+
+    def on_step_end(self, run_) -> None:
+        if self.forced is None and run_.step >= 100 and (run_.step + 1) % self.every and run_.measure_step is None:
+            h = next(o for o in run_._t.observers if isinstance(o, health.HealthMetrics))
+            h._next, h._steps_per_measure = 0.0, 0
+            self.forced = run_.step + 1
+
+
 def test_a_checkpoint_comes_after_the_record_holds_every_step_up_to_it(run_dir, monkeypatch):
-    """Measures of 0.1 s and a checkpoint every 30 steps: a checkpoint due while a measure of an earlier step is in
-    flight waits for it, so the record then holds every row up to the checkpoint's step that it ever will (only
-    a measure of the checkpoint's own step may follow it)."""
+    """A checkpoint every 30 steps, measures beside training, and one measure (of step F) that lasts until the
+    training has reached the next checkpoint's step: that checkpoint waits for it, so the record then holds every
+    row up to the checkpoint's step that it ever will, as every checkpoint's does (only a measure of the
+    checkpoint's own step may follow it)."""
     monkeypatch.setattr(health, "SHARE", 0.5)
-    watch = Watch(sleep=0.1)
+    forced, watch = MeasureBeforeACheckpoint(30), Watch()
     witness = CheckpointWitness(run_dir)
     trainer = Trainer(RunConfig(example="ring", steps=600, seed=0, run_dir=str(run_dir), metrics_seconds=0.05,
-                                fetch_every=20, checkpoint_every=30), [watch, witness])
+                                fetch_every=20, checkpoint_every=30), [forced, watch, witness])
     trainer.run()
     final = _all_rows(run_dir)
     assert len(witness.seen) == 600 // 30 + 1
@@ -396,32 +424,40 @@ def test_a_checkpoint_comes_after_the_record_holds_every_step_up_to_it(run_dir, 
 
     for step, rows in witness.seen.items():
         assert upto(rows, step) == upto(final, step), f"checkpoint at step {step}"
-    assert any(after > before for _, before, after in watch.beside())
+    f = forced.forced
+    assert f is not None and f % 30
+    assert (f, "metric/modes_covered") in witness.seen[(f // 30 + 1) * 30]  # the checkpoint waited for it
+    assert any(after >= (f // 30 + 1) * 30 for _, _, after in watch.beside())  # it lasted up to the checkpoint
     _assert_measured_at_their_steps(_assert_one_ordered_record(run_dir, 600), watch)
 
 
 def test_a_rollback_with_a_measure_in_flight_keeps_one_record(run_dir, monkeypatch):
-    """A rollback (with D's learning rate halved, so the timeline after it differs) sent while a slow measure is in
-    flight: the rollback waits for it; what the record keeps after the cut is one timeline, in step order, and
-    every measure in it equals the weights of its step on the timeline that stayed."""
+    """A rollback (with D's learning rate halved, so the timeline after it differs) sent at the step a measure
+    began (the clock set due once a checkpoint to go back to exists), which is in flight then (a measure is taken at
+    a later boundary at the soonest), so the rollback waits for it; what the record keeps after the cut is one timeline, in step order, and every measure in it equals
+    the weights of its step on the timeline that stayed."""
     monkeypatch.setattr(health, "SHARE", 0.5)
-    watch = Watch(sleep=0.3, slow_from=1)
+    watch = Watch()
 
     class RollBackOnce(Observer):
         sent = None
 
         def on_step_end(self, run_) -> None:
             good = [s for s in run_.checkpoint_steps() if 0 < s < run_.step]
-            if self.sent is None and watch.sleeping.is_set() and good:
+            if self.sent is None and run_.measure_step == run_.step and good:
                 self.sent = (run_.step, good[-1])
                 run_.send(Rollback(step=good[-1], phase="D", lr_factor=0.5, reason="test"))
+            elif self.sent is None and good and run_.measure_step is None:  # the clock says due: one begins next
+                h = next(o for o in run_._t.observers if isinstance(o, health.HealthMetrics))
+                h._next, h._steps_per_measure = 0.0, 0
 
     rb = RollBackOnce()
     run(RunConfig(example="ring", steps=600, seed=0, run_dir=str(run_dir), metrics_seconds=0.05, fetch_every=20,
                   checkpoint_every=50), [watch, rb])
     assert rb.sent is not None
     events = read_events(run_dir)
-    assert [e.kind for e in events].count("rollback") == 1
+    assert [(e.kind, e.step) for e in events if e.kind == "rollback"] == [("rollback", rb.sent[1])]
+    assert watch.beside()
     sc = _assert_one_ordered_record(run_dir, 600)
     _assert_measured_at_their_steps(sc, watch)
 

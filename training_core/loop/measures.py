@@ -58,8 +58,8 @@ class Measures:
             raise RuntimeError("no shadow models: call shadow_models() first")
         if self._in_flight is not None:
             raise RuntimeError(f"a measure is in flight (step {self._in_flight.step})")
+        self._in_flight = InFlight(step, on_result)  # (first: the metrics thread may read `step` at once)
         self._shadows.start(step)
-        self._in_flight = InFlight(step, on_result)
 
     def collect(self, wait: bool = False) -> bool:
         """Hand a finished measure to its `on_result`; `wait`: wait for it. Whether one was handed."""
