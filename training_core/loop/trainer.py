@@ -316,8 +316,8 @@ class Trainer:
 
     def sync(self, measure_may_follow: bool = False) -> None:
         """Bring every step's numbers to the observers and have them written out (`on_sync`), a measure in flight
-        first. `measure_may_follow`: one whose snapshot is of this very step holds nothing back, and is recorded
-        when it is done (a checkpoint at the step of a measure need not wait for it)."""
+        taken first (waited for). `measure_may_follow`: not one whose snapshot is of this very step: it holds no
+        row back, and is recorded when it is done (after a checkpoint at its step, which does not hold it)."""
         if not (measure_may_follow and self.measures.step == self.state.step):
             self.measures.collect(wait=True)
         self.fetch()
@@ -325,8 +325,9 @@ class Trainer:
             o.on_sync()
 
     def save_checkpoint(self) -> None:
-        """Checkpoint the state after the current step (once per step), after the record holds every step
-        up to it (so a resume finds no gap). Not while a loss is non-finite: resuming such a model is useless,
+        """Checkpoint the state after the current step (once per step), after the record holds every step up to
+        it (so a resume finds no gap): a measure in flight of an earlier step is waited for; one of this very step
+        is not (a resumed run whose record has no measure at its step measures it again). Not while a loss is non-finite: resuming such a model is useless,
         and the last good checkpoint must survive the "last 3 kept"."""
         from training_core.loop.restore import host_state
         store = self.checkpoints

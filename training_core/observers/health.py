@@ -10,20 +10,24 @@ Where it runs: beside training, never on it. A real measure (FID, KID) takes sec
 thread it halved issue 24's step rate. At a step boundary when a measure is due, the training thread only takes
 a snapshot of every model variable and goes on; `metrics(ctx)` runs on that snapshot, in shadow copies of the
 models, on a thread of its own (engine/beside.py), and its values come back at a later boundary and are recorded
-at the step whose weights they measured. The record holds the later steps' rows back until then, so
-scalars.csv stays in step order (loop/fetch.py). A model Keras cannot clone (subclassed) is measured on the
+at the step whose weights they measured, at the wall time of their snapshot. The record holds the later steps'
+rows back until then, so scalars.csv stays in step order (observers/record.py); every other observer (the
+alarms, the live views) sees every step as it is fetched. A model Keras cannot clone (subclassed) is measured on the
 training thread between steps, as before, with one `warning` event saying why; so is every step of
 `metrics_seconds = 0` ("every step": the training waits for each, as asked).
 
 When: at the start (step 0), then 0.25, 0.5 and 1 s apart (a run of a few seconds gets a curve too), then
-every `metrics_seconds` (2 s), and at the end (on the training thread: it is over). But never more often than
+every `metrics_seconds` (2 s), and at the end of a run that reached its step target (on the training thread: it is
+over; a Stop or an error ends the run without one, and drops the measure in flight). But never more often than
 its cost allows: after a measure that took c seconds, the next starts no sooner than c / `SHARE` after it began,
 so that measuring takes at most 5% of the time, beside training or on it: a 3-second FID runs once a minute, not
 every 2 s (where it would keep a core busy for good, or, on the training thread, halve the run). A measure that
 takes longer than its interval (`metrics_seconds`) says so once, in a `warning` event naming its cost and the
 interval it now runs at. A measure due while a periodic checkpoint would come before it ends (the
-checkpoint would have to wait for it, since the record must hold every step a checkpoint holds) starts right
-after that checkpoint instead.
+checkpoint would have to wait for it, since the record must hold every step a checkpoint holds) waits, and begins
+at that checkpoint's own step instead: its snapshot is then the checkpoint's weights, and the checkpoint does not
+wait for it. Its value reaches the record after the checkpoint; a run killed before it comes in measures that
+step again when it is resumed (the same value: its generator is keyed by the seed and the step).
 
 A `metrics()` that raises or returns something that is not a dict of numbers is turned off for the
 rest of the run, with a `warning` event: a broken measure must not end a long run.
@@ -47,7 +51,7 @@ FIRST_INTERVAL_S = 0.25  # the first measures come faster: a short run's curve i
 #: 2 cores, a CPU-bound measure slows the training by about its share); on the training thread it stops it.
 SHARE = 0.05
 #: a measure due when the next periodic checkpoint is fewer than this many times the steps the last measure
-#: lasted away waits until that checkpoint is saved (a checkpoint waits for the measure in flight)
+#: lasted away waits until that checkpoint's step (a checkpoint waits for a measure of an earlier step)
 CHECKPOINT_MARGIN = 1.5
 # Cost: the ring's measure (2,048 generator points, nearest modes) takes 20-30 ms on this project's CPU: beside
 # training at the 2 s pace; a 3 s measure (a sleep) runs once a minute and costs the training's steps/s nothing
