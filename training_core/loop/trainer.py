@@ -259,7 +259,7 @@ class Trainer:
             self._apply_all(waiting)
 
     def _apply_all(self, envelopes: list[C.Envelope]) -> None:
-        decided, pause = self.source.exchange(envelopes)
+        decided, pause = self.source.exchange(envelopes, self.state.nan_at)
         if decided:
             self.fetch()  # what ran before the change is reported (leaks, NaN) before the change's event
         for env in decided:
@@ -334,7 +334,7 @@ class Trainer:
         if store is None or store.last_step == self.state.step:
             return
         self.sync(measure_may_follow=True)
-        if self.state.nan_at is not None:  # the state is not worth keeping
+        if self.source.nan_at(self.state.nan_at) is not None:  # not worth keeping (decided alike on every worker)
             return
         path = store.save(self.state.step, host_state(self))
         self.emit(E.Checkpoint(path=str(Path(path).relative_to(self.run_dir))))
