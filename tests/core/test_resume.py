@@ -317,13 +317,34 @@ def _assert_same_losses(a, b) -> None:
         assert np.array_equal(la[tag][1], lb[tag][1]), (tag, la[tag][0][la[tag][1] != lb[tag][1]][:5])
 
 
-def test_a_model_that_draws_in_its_layers_resumes_exactly_in_one_process(tmp_path):
-    """Dropout and GaussianNoise in both models: stopped at step 67 and resumed in the same process (as the window
-    does), the losses are those of the run never stopped, bit for bit."""
+#: a layer that draws at every call, training or not (as the Keras VAE's Sampling), and a metrics(ctx): the shadows
+#: are made at each run's begin, a resumed one's too, by calling the model once
+_ALWAYS = _NOISY.replace("keras.layers.GaussianNoise(0.1), ", "keras.layers.GaussianNoise(0.1), Noise(), ") + '''
+
+class Noise(keras.layers.Layer):
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.seeds = keras.random.SeedGenerator(1)
+
+    def call(self, x):
+        return x + 0.1 * keras.random.normal(keras.ops.shape(x), seed=self.seeds)
+
+
+def metrics(ctx):
+    return {"spread": float(np.std(np.asarray(ctx.models.generator(ctx.normal((ctx.n, noise_dim))))))}
+'''
+
+
+@pytest.mark.parametrize("source", ["dropout and noise", "a layer drawing at every call, with metrics"])
+def test_a_model_that_draws_in_its_layers_resumes_exactly_in_one_process(tmp_path, source):
+    """Dropout and GaussianNoise in both models (and a layer that draws at every call, with metrics measured beside
+    training): stopped at step 67 and resumed in the same process (as the window does), the losses are those of
+    the run never stopped, bit for bit."""
     from .helpers import write_file
-    exp = write_file(tmp_path, "noisy.py", _NOISY)
-    Trainer(config(exp, tmp_path / "whole", steps=150, checkpoint_every=50)).run()
-    Trainer(config(exp, tmp_path / "parts", steps=150, checkpoint_every=50), Script({67: [Stop()]})).run()
+    exp = write_file(tmp_path, "noisy.py", _NOISY if source == "dropout and noise" else _ALWAYS)
+    kw = {} if source == "dropout and noise" else {"metrics_seconds": 0.05}
+    Trainer(config(exp, tmp_path / "whole", steps=150, checkpoint_every=50, **kw)).run()
+    Trainer(config(exp, tmp_path / "parts", steps=150, checkpoint_every=50, **kw), Script({67: [Stop()]})).run()
     assert max(int(s[-1]) for s, _ in _losses(tmp_path / "parts").values()) == 67
     Trainer(RunConfig.read_toml(tmp_path / "parts" / "config.toml"), resume=True).run()
     _assert_same_losses(tmp_path / "parts", tmp_path / "whole")

@@ -42,6 +42,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from training_core.engine.measuring import compute_metrics
+from training_core.engine.model_state import kept
 
 
 class Measured(NamedTuple):
@@ -140,16 +141,11 @@ def _shadow(name: str, model: Any) -> Any:
         v.assign(w.value)
     x = _probe_input(model)
     if x is not None:
-        # the model's values are put back after its call: a layer that draws in call() (the Keras VAE's Sampling)
-        # advances its SeedGenerator's state, and the training would then draw other noise than without metrics
-        kept = [np.array(w.numpy(), copy=True) for w in want]
         try:
-            expected = _outputs(model, x)
+            with kept(want):  # a layer that draws in call() must not move the training's noise (engine/model_state.py)
+                expected = _outputs(model, x)
         except Exception:  # noqa: BLE001 - the model wants another input than the probe: unchecked, as it comes
             return shadow
-        finally:
-            for w, k in zip(want, kept):
-                w.assign(k)
         try:
             outputs = _outputs(shadow, x)
         except Exception as e:  # noqa: BLE001

@@ -123,7 +123,9 @@ class TrainerHandle:
 
     def measure(self) -> dict[str, float] | None:
         from training_core.engine.measuring import compute_metrics
-        return compute_metrics(self._t.prepared, self._t.state.step)
+        from training_core.engine.model_state import kept, state_of
+        with kept(state_of(self._t.prepared)):  # on the training's own models: their noise must not move
+            return compute_metrics(self._t.prepared, self._t.state.step)
 
     def shadow_models(self) -> str | None:
         return self._t.measures.shadow_models(self._t.prepared)

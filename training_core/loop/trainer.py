@@ -341,9 +341,11 @@ class Trainer:
 
     def sample(self) -> None:
         """Draw samples now and hand them to the observers (a failing `sample()` is turned off, with a warning)."""
+        from training_core.engine.model_state import kept, state_of
         from training_core.engine.sampling import draw_samples
         try:
-            samples = draw_samples(self.prepared, self.state.step)
+            with kept(state_of(self.prepared)):  # a layer that draws at every call must not move the training's noise
+                samples = draw_samples(self.prepared, self.state.step)
         except Exception as e:  # noqa: BLE001 - a broken sample view must not stop training
             self.prepared.experiment.sample = None
             self.emit(E.Warning(message=f"sample() failed and is turned off: {first_line(e)}"
