@@ -581,8 +581,11 @@ def test_a_run_killed_with_a_measure_in_flight_resumes_into_one_record(tmp_path)
     sc = _assert_one_ordered_record(d, resumed_at + 150)
     measured = sc["metric/modes_covered"].steps
     assert measured[0] == 0 and measured[-1] == resumed_at + 150
-    kept = [r for r in before if r[0] <= resumed_at]
-    assert [r for r in _all_rows(d) if r[0] <= resumed_at] == kept  # the checkpoint's record, as the kill left it
+    kept = [r for r in before if r[0] < resumed_at]
+    assert [r for r in _all_rows(d) if r[0] < resumed_at] == kept  # the checkpoint's record, as the kill left it
+    at = {t for s, t in before if s == resumed_at}  # and its step's losses, and a measure there (the kill's, or the
+    assert {t for s, t in _all_rows(d) if s == resumed_at} == at | {"metric/modes_covered", "metric/high_quality"}
+    assert list(measured).count(resumed_at) == 1  # resumed run's when the kill left none: taken once either way)
 
 
 def test_a_rollback_from_the_last_step_still_measures_the_last_step(run_dir):
