@@ -99,6 +99,7 @@ def test_gan_shortcut_metrics_and_a_failing_metrics_is_turned_off(tmp_path):
     run(config(bad, tmp_path / "bad", steps=20, metrics_seconds=0.0))
     warnings = [e for e in read_events(tmp_path / "bad") if e.kind == "warning"]
     assert len(warnings) == 1 and "metrics() failed and is turned off: AttributeError" in warnings[0].message
+    assert warnings[0].detail and warnings[0].at_step == 0  # (on the training thread: metrics_seconds = 0)
     sc = read_scalars(tmp_path / "bad")
     assert not [t for t in sc if t.startswith("metric/")] and len(sc["loss/D"].steps) == 10  # training went on
 
@@ -200,7 +201,6 @@ class Watch(Observer):
         self.trainer: Trainer | None = None
         self.live: dict[int, tuple[float, float]] = {}
         self.calls: list[tuple[str, int, int]] = []  # (thread name, step before, step after)
-        self.sleeping = threading.Event()
 
     def on_prepared(self, run_) -> None:
         t = self.trainer = run_._t if isinstance(run_, TrainerHandle) else run_
@@ -210,13 +210,11 @@ class Watch(Observer):
         def metrics(ctx):
             before = t.state.step
             if self.sleep and len(self.calls) >= self.slow_from:
-                self.sleeping.set()
                 time.sleep(self.sleep)
                 guard = time.monotonic() + 120
                 while (self.until_step is not None and before < self.until_step and t.state.step == before
                        and time.monotonic() < guard):
                     time.sleep(0.005)
-                self.sleeping.clear()
             out = dict(own(ctx)) if own is not None else {}
             out["weights"] = _weights(ctx.models)
             out["stats"] = _weights(ctx.models, trainable=False)
@@ -280,6 +278,63 @@ def test_measures_beside_training_are_recorded_at_the_step_whose_weights_they_me
     assert not [e for e in read_events(run_dir) if e.kind == "warning" and "more than its interval" not in e.message]
 
 
+_NOISY = '''
+"""A tiny GAN whose generator adds noise at every call, training or not, from a SeedGenerator of its own (as
+the Keras VAE example's Sampling layer draws its epsilon)."""
+import keras
+import numpy as np
+
+noise_dim = 2
+batch_size = 16
+
+
+class Noise(keras.layers.Layer):
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.seeds = keras.random.SeedGenerator(1)
+
+    def call(self, x):
+        return x + 0.1 * keras.random.normal(keras.ops.shape(x), seed=self.seeds)
+
+
+def generator():
+    return keras.Sequential([keras.Input((noise_dim,)), keras.layers.Dense(4, activation="tanh", name="dense_1"),
+                             Noise(name="noise"), keras.layers.Dense(2, name="out")], name="generator")
+
+
+def discriminator():
+    return keras.Sequential([keras.Input((2,)), keras.layers.Dense(4, activation="tanh", name="dense_1"),
+                             keras.layers.Dense(1, name="out")], name="discriminator")
+
+
+def real_data():
+    return (np.random.default_rng(0).normal(size=(256, 2)) * 0.5 + 1.0).astype("float32")
+'''
+
+_SPREAD = '''
+
+def metrics(ctx):
+    return {"spread": float(np.std(np.asarray(ctx.models.generator(ctx.normal((ctx.n, noise_dim))))))}
+'''
+
+
+def test_a_run_with_metrics_trains_on_the_noise_of_the_run_without(tmp_path):
+    """A generator layer that draws from its own SeedGenerator at every call: the shadows are checked by calling
+    the model once, which moved its seed state; now the losses are those of the run without metrics, bit for
+    bit, and the measures ran beside training."""
+    plain = write_file(tmp_path, "noisy.py", _NOISY)
+    measured = write_file(tmp_path, "noisy_measured.py", _NOISY + _SPREAD)
+    run(config(plain, tmp_path / "plain", steps=40))
+    run(config(measured, tmp_path / "measured", steps=40, metrics_seconds=0.05))
+    a, b = read_scalars(tmp_path / "plain"), read_scalars(tmp_path / "measured")
+    assert "metric/spread" in b and not [t for t in a if t.startswith("metric/")]
+    for tag in ("loss/D", "loss/G"):
+        np.testing.assert_array_equal(a[tag].steps, b[tag].steps)
+        assert np.array_equal(a[tag].values, b[tag].values), tag
+    assert not [e for e in read_events(tmp_path / "measured") if e.kind == "warning"
+                and "more than its interval" not in e.message]
+
+
 def test_batch_normalization_statistics_are_in_the_snapshot(tmp_path, monkeypatch):
     """A generator with BatchNormalization, whose moving statistics change at every step: each measure's sum of
     the shadows' non-trainable variables equals the training's at the step it is recorded at."""
@@ -320,15 +375,46 @@ class CheckpointWitness(Observer):
             self.seen[event.step] = _all_rows(self.run_dir)
 
 
+class MeasureBeforeACheckpoint(Observer):
+    """Once, from step 100 on, at a step with no measure in flight whose next step is no checkpoint's: the clock is
+    set due (and the checkpoint margin's estimate cleared), so a measure begins at the next step F; on the metrics
+    thread that measure waits until the training has reached the next checkpoint's step C, where the checkpoint
+    waits for it. Put before a `Watch`, whose wrapper then notes the steps before and after the wait."""
+
+    def __init__(self, every: int) -> None:
+        self.every, self.forced = every, None
+
+    def on_prepared(self, run_) -> None:
+        t = run_._t
+        own = t.prepared.experiment.metrics
+
+        def metrics(ctx):
+            f = self.forced
+            if threading.current_thread().name == METRICS_THREAD and f is not None and t.measures.step == f:
+                until, guard = (f // self.every + 1) * self.every, time.monotonic() + 120
+                while t.state.step < until and time.monotonic() < guard:
+                    time.sleep(0.002)  # (polled: the wait ends when the training has reached the checkpoint)
+            return own(ctx)
+
+        t.prepared.experiment.metrics = metrics
+
+    def on_step_end(self, run_) -> None:
+        if self.forced is None and run_.step >= 100 and (run_.step + 1) % self.every and run_.measure_step is None:
+            h = next(o for o in run_._t.observers if isinstance(o, health.HealthMetrics))
+            h._next, h._steps_per_measure = 0.0, 0
+            self.forced = run_.step + 1
+
+
 def test_a_checkpoint_comes_after_the_record_holds_every_step_up_to_it(run_dir, monkeypatch):
-    """Measures of 0.1 s and a checkpoint every 30 steps: a checkpoint due while a measure of an earlier step is in
-    flight waits for it, so the record then holds every row up to the checkpoint's step that it ever will (only
-    a measure of the checkpoint's own step may follow it)."""
+    """A checkpoint every 30 steps, measures beside training, and one measure (of step F) that lasts until the
+    training has reached the next checkpoint's step: that checkpoint waits for it, so the record then holds every
+    row up to the checkpoint's step that it ever will, as every checkpoint's does (only a measure of the
+    checkpoint's own step may follow it)."""
     monkeypatch.setattr(health, "SHARE", 0.5)
-    watch = Watch(sleep=0.1)
+    forced, watch = MeasureBeforeACheckpoint(30), Watch()
     witness = CheckpointWitness(run_dir)
     trainer = Trainer(RunConfig(example="ring", steps=600, seed=0, run_dir=str(run_dir), metrics_seconds=0.05,
-                                fetch_every=20, checkpoint_every=30), [watch, witness])
+                                fetch_every=20, checkpoint_every=30), [forced, watch, witness])
     trainer.run()
     final = _all_rows(run_dir)
     assert len(witness.seen) == 600 // 30 + 1
@@ -338,32 +424,40 @@ def test_a_checkpoint_comes_after_the_record_holds_every_step_up_to_it(run_dir, 
 
     for step, rows in witness.seen.items():
         assert upto(rows, step) == upto(final, step), f"checkpoint at step {step}"
-    assert any(after > before for _, before, after in watch.beside())
+    f = forced.forced
+    assert f is not None and f % 30
+    assert (f, "metric/modes_covered") in witness.seen[(f // 30 + 1) * 30]  # the checkpoint waited for it
+    assert any(after >= (f // 30 + 1) * 30 for _, _, after in watch.beside())  # it lasted up to the checkpoint
     _assert_measured_at_their_steps(_assert_one_ordered_record(run_dir, 600), watch)
 
 
 def test_a_rollback_with_a_measure_in_flight_keeps_one_record(run_dir, monkeypatch):
-    """A rollback (with D's learning rate halved, so the timeline after it differs) sent while a slow measure is in
-    flight: the rollback waits for it; what the record keeps after the cut is one timeline, in step order, and
-    every measure in it equals the weights of its step on the timeline that stayed."""
+    """A rollback (with D's learning rate halved, so the timeline after it differs) sent at the step a measure
+    began (the clock set due once a checkpoint to go back to exists), which is in flight then (a measure is taken at
+    a later boundary at the soonest), so the rollback waits for it; what the record keeps after the cut is one timeline, in step order, and every measure in it equals
+    the weights of its step on the timeline that stayed."""
     monkeypatch.setattr(health, "SHARE", 0.5)
-    watch = Watch(sleep=0.3, slow_from=1)
+    watch = Watch()
 
     class RollBackOnce(Observer):
         sent = None
 
         def on_step_end(self, run_) -> None:
             good = [s for s in run_.checkpoint_steps() if 0 < s < run_.step]
-            if self.sent is None and watch.sleeping.is_set() and good:
+            if self.sent is None and run_.measure_step == run_.step and good:
                 self.sent = (run_.step, good[-1])
                 run_.send(Rollback(step=good[-1], phase="D", lr_factor=0.5, reason="test"))
+            elif self.sent is None and good and run_.measure_step is None:  # the clock says due: one begins next
+                h = next(o for o in run_._t.observers if isinstance(o, health.HealthMetrics))
+                h._next, h._steps_per_measure = 0.0, 0
 
     rb = RollBackOnce()
     run(RunConfig(example="ring", steps=600, seed=0, run_dir=str(run_dir), metrics_seconds=0.05, fetch_every=20,
                   checkpoint_every=50), [watch, rb])
     assert rb.sent is not None
     events = read_events(run_dir)
-    assert [e.kind for e in events].count("rollback") == 1
+    assert [(e.kind, e.step) for e in events if e.kind == "rollback"] == [("rollback", rb.sent[1])]
+    assert watch.beside()
     sc = _assert_one_ordered_record(run_dir, 600)
     _assert_measured_at_their_steps(sc, watch)
 
@@ -487,5 +581,92 @@ def test_a_run_killed_with_a_measure_in_flight_resumes_into_one_record(tmp_path)
     sc = _assert_one_ordered_record(d, resumed_at + 150)
     measured = sc["metric/modes_covered"].steps
     assert measured[0] == 0 and measured[-1] == resumed_at + 150
-    kept = [r for r in before if r[0] <= resumed_at]
-    assert [r for r in _all_rows(d) if r[0] <= resumed_at] == kept  # the checkpoint's record, as the kill left it
+    kept = [r for r in before if r[0] < resumed_at]
+    assert [r for r in _all_rows(d) if r[0] < resumed_at] == kept  # the checkpoint's record, as the kill left it
+    at = {t for s, t in before if s == resumed_at}  # and its step's losses, and a measure there (the kill's, or the
+    assert {t for s, t in _all_rows(d) if s == resumed_at} == at | {"metric/modes_covered", "metric/high_quality"}
+    assert list(measured).count(resumed_at) == 1  # resumed run's when the kill left none: taken once either way)
+
+
+def test_a_rollback_from_the_last_step_still_measures_the_last_step(run_dir):
+    """A measure begins at the run's last step (the clock set due one step before), and a rollback is sent while
+    it is in flight: the rollback cuts that measure with the rest, the run trains up to the last step again, and
+    it is measured there at the end (the measure's step used to be remembered past the rollback, so the end's
+    measure was skipped as already taken)."""
+    last, back = 300, 200
+
+    class Drive(Observer):
+        sent = False
+
+        def on_step_end(self, run_) -> None:
+            t = run_._t
+            if not self.sent and run_.step == last - 1 and t.measures.step is None:
+                next(o for o in t.observers if isinstance(o, health.HealthMetrics))._next = 0.0  # due now
+            if not self.sent and run_.step == last and t.measures.step == last:
+                self.sent = True
+                run_.send(Rollback(step=back, reason="test"))
+
+    drive = Drive()
+    run(RunConfig(example="ring", steps=last, seed=0, run_dir=str(run_dir), metrics_seconds=2.0, checkpoint_every=100,
+                  fetch_every=20, tensorboard=False), drive)
+    assert drive.sent
+    assert [(e.step, e.from_step) for e in read_events(run_dir) if e.kind == "rollback"] == [(back, last)]
+    sc = _assert_one_ordered_record(run_dir, last)
+    assert sc["metric/modes_covered"].steps[-1] == last
+
+
+def test_a_measure_at_a_checkpoints_own_step_lost_to_a_crash_is_taken_again_on_resume(run_dir):
+    """A measure begins at step 100 (the clock set due one step before), the checkpoint at 100 is saved without
+    waiting for it (its snapshot is the checkpoint's weights), and the run dies at that boundary (as a kill would:
+    the measure never comes in). Resumed from step 100, the run measures step 100 again, once: the record had
+    none there, and a resumed run used never to measure at its first step."""
+    class Crash(Exception):
+        pass
+
+    class Die(Observer):
+        in_flight = None
+
+        def on_step_end(self, run_) -> None:
+            t = run_._t
+            if run_.step == 99:
+                next(o for o in t.observers if isinstance(o, health.HealthMetrics))._next = 0.0  # due at 100
+            if run_.step == 100:
+                self.in_flight = t.measures.step
+                raise Crash("killed")
+
+    die = Die()
+    cfg = RunConfig(example="ring", steps=1000, seed=0, run_dir=str(run_dir), metrics_seconds=1000.0,
+                    checkpoint_every=100, fetch_every=20, tensorboard=False)
+    with pytest.raises(Crash):
+        Trainer(cfg, die).run()
+    assert die.in_flight == 100 and max(checkpoint_steps(run_dir)) == 100
+    assert 100 not in read_scalars(run_dir)["metric/modes_covered"].steps
+    Trainer(replace(RunConfig.read_toml(run_dir / "config.toml"), steps=150), resume=True).run()
+    sc = _assert_one_ordered_record(run_dir, 150)
+    assert sc["metric/modes_covered"].steps.tolist().count(100) == 1 and sc["metric/modes_covered"].steps[-1] == 150
+
+
+_BROKEN_MEASURE = '''
+
+def metrics(ctx):
+    values = {"spread": float(np.std(np.asarray(ctx.models.generator(ctx.normal((ctx.n, noise_dim))))))}
+    return values["nope"]  # line MARK
+'''
+
+
+def test_a_failing_measure_beside_training_is_reported_like_other_user_code(tmp_path):
+    """metrics() raises on the metrics thread, measuring step 0: the warning is one line with the exception's
+    first line and the experiment file's line, its detail the traceback from the metrics thread, and it names
+    the step measured (`at_step`, where the plots mark it) though it is reported at a later boundary."""
+    src = tiny_gan(tmp_path).read_text() + _BROKEN_MEASURE
+    line = next(i for i, text in enumerate(src.splitlines(), 1) if "# line MARK" in text)
+    exp = write_file(tmp_path, "broken_measure.py", src)
+    run(config(exp, tmp_path / "run", steps=40, metrics_seconds=0.05))
+    warnings = [e for e in read_events(tmp_path / "run") if e.kind == "warning"]
+    assert len(warnings) == 1, [w.message for w in warnings]
+    w = warnings[0]
+    assert w.message == f"metrics() failed and is turned off: KeyError: 'nope' at line {line}; fix the experiment " \
+                        f"file (measuring step 0)", w.message
+    assert w.at_step == 0 and w.marker_step == 0 and w.step >= 1  # taken at a later boundary than it measured
+    assert "Traceback" in w.detail and f'broken_measure.py", line {line}, in metrics' in w.detail
+    assert not [t for t in read_scalars(tmp_path / "run") if t.startswith("metric/")]

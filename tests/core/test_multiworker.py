@@ -263,3 +263,114 @@ def test_a_resumed_multiworker_run_rolls_back_to_a_checkpoint_from_before_the_re
         assert [d["event"] for d in got if "event" in d] == ["rollback"], got
     chief, worker = (got[-1] for got in lines)
     assert chief["weights"] == worker["weights"] and chief["step"] == worker["step"] == 70
+
+
+class Loopback:
+    """A one-worker collective: what the chief broadcasts comes back to it (a non-chief worker would receive the
+    same bytes), each message kept with the step it was sent at."""
+
+    def __init__(self, trainer) -> None:
+        self.trainer, self.sent = trainer, []
+
+    def __call__(self, message: bytes) -> bytes:
+        self.sent.append((self.trainer.step, json.loads(message)))
+        return message
+
+
+def test_a_nan_found_before_a_command_pauses_every_worker_at_one_boundary(tmp_path):
+    """The chief fetches before it applies a command (so the alarms see the steps before the change); a NaN found
+    by that fetch paused the chief at once, outside the broadcast every worker acts on, and the workers trained on
+    into the next all-reduce while the chief waited in the broadcast. Now an observer's pause waits for the next
+    boundary's broadcast, which carries it to every worker. In process: the chief's command source with a
+    loopback broadcast; D's weights become NaN after step 30, and a learning rate is sent after step 31 (no
+    fetch but that one sees the NaN)."""
+    import numpy as np
+
+    from training_core import Observer, RunConfig, SetLearningRate, Stop, Trainer
+    from training_core.loop.multiworker import CommandSync
+
+    class Diverge(Observer):
+        def on_prepared(self, run) -> None:
+            self.t = run._t
+
+        def on_step_end(self, run) -> None:
+            if run.step == 30:
+                for v in self.t.prepared.experiment.models["discriminator"].trainable_variables:
+                    v.assign(np.full(v.shape, np.nan, "float32"))
+            if run.step == 31:
+                run.send(SetLearningRate(phase="D", value=1e-4))
+
+        def on_event(self, e) -> None:
+            if e.kind == "pause":
+                self.t.send(Stop())
+
+    run_dir = tmp_path / "run"
+    t = Trainer(RunConfig(example="ring", steps=200, seed=0, run_dir=str(run_dir), fetch_every=10**6,
+                          fetch_seconds=1e6, checkpoint_every=0, metrics_seconds=1e6, on_nan="pause",
+                          tensorboard=False), Diverge())
+    t.prepare()
+    bc = Loopback(t)
+    t.source = CommandSync(bc, chief=True, every=1)
+    t.run()
+    events = read_events(run_dir)
+    nan = next(e for e in events if e.kind == "nan")
+    pause = next(e for e in events if e.kind == "pause")
+    carried = [(step, m["pause"]) for step, m in bc.sent if m["pause"]]
+    assert nan.step == 31 and pause.reason == "nan"
+    assert carried == [(pause.step, "nan")], (carried, pause.step)  # the pause every worker applies, where it applies
+    assert events[-1].kind == "stop" and events[-1].step == pause.step
+
+
+NAN_DRIVER = '''
+import hashlib, json, sys
+sys.path.insert(0, {repo!r})
+from training_core import Observer, RunConfig, Trainer
+from training_core.base.commands import Rollback
+from training_core.engine.distribute import is_chief
+
+class Back(Observer):
+    """On the chief, once, 20 steps into the NaN: a rollback to the checkpoint at step 0, the one before it."""
+    sent = False
+    def on_prepared(self, trainer):
+        self.trainer = trainer
+    def on_metrics(self, batch):
+        if is_chief("multiworker") and not self.sent and batch.status.step >= 22:
+            self.sent = True
+            self.trainer.send(Rollback(step=0, lr_factor=1.0))
+    def on_event(self, e):
+        if e.kind in ("rollback", "rejected", "error"):
+            print(json.dumps({{"event": e.kind, "step": e.step}}), flush=True)
+
+cfg = RunConfig(experiment_file={experiment!r}, example=None, strategy="multiworker", sync_every=5, steps=40,
+                run_dir={run_dir!r}, fetch_every=1, checkpoint_every=5, tensorboard=False, on_nan="continue")
+trainer = Trainer(cfg, Back())
+trainer.run()
+digest = hashlib.sha256(b"".join(v.numpy().tobytes() for v in trainer.prepared.variables)).hexdigest()
+print(json.dumps({{"weights": digest, "step": trainer.step}}), flush=True)
+'''
+
+
+def test_workers_skip_the_same_checkpoints_while_a_loss_is_not_finite(tmp_path):
+    """The loss turns NaN at step 2 and the run goes on (`on_nan="continue"`); only the chief has the NaN alarm. It
+    skipped its checkpoints at once while the other worker saved every one, whose "last 3 kept" then deleted the
+    checkpoint at step 0: a rollback there was rejected on that worker alone, and the workers parted. Now every
+    worker skips by the NaN state the last boundary's broadcast carried, so they keep the same checkpoints and
+    the rollback applies on both."""
+    from .helpers import nan_experiment
+    run_dir = tmp_path / "run"
+    driver = write_file(tmp_path, "nan_driver.py", NAN_DRIVER.format(
+        repo=str(REPO), experiment=str(nan_experiment(tmp_path)), run_dir=str(run_dir)))
+    procs = start_cluster([sys.executable, str(driver)])
+    try:
+        outs = [p.communicate(timeout=300) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+    assert [p.returncode for p in procs] == [0, 0], [o[1][-2000:] for o in outs]
+    lines = [[json.loads(ln) for ln in o[0].splitlines() if ln.startswith("{")] for o in outs]
+    for got in lines:
+        assert [d["event"] for d in got if "event" in d] == ["rollback"], got
+    chief, worker = (got[-1] for got in lines)
+    assert chief["weights"] == worker["weights"] and chief["step"] == worker["step"] == 40

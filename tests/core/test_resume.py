@@ -280,3 +280,95 @@ def test_a_resumed_run_measures_no_step_twice(tmp_path):
         steps = scalars[tag].steps
         assert len(np.unique(steps)) == len(steps), (tag, steps)
     assert 30 in scalars[metrics[0]].steps  # the first process's measure at its end stays
+
+
+# -- layers that draw from Keras' seed generators ----------------------------------------------------------------
+_NOISY = '''
+"""A tiny GAN whose models draw in their layers while training: GaussianNoise and Dropout, each from a
+SeedGenerator of its own (a variable whose path Keras numbers, seed_generator_N/seed_generator_state)."""
+import keras
+import numpy as np
+
+noise_dim = 2
+batch_size = 16
+
+
+def generator():
+    return keras.Sequential([keras.Input((noise_dim,)), keras.layers.Dense(8, activation="tanh", name="dense_1"),
+                             keras.layers.GaussianNoise(0.1), keras.layers.Dropout(0.2),
+                             keras.layers.Dense(2, name="out")], name="generator")
+
+
+def discriminator():
+    return keras.Sequential([keras.Input((2,)), keras.layers.Dense(8, activation="tanh", name="dense_1"),
+                             keras.layers.Dropout(0.2), keras.layers.Dense(1, name="out")], name="discriminator")
+
+
+def real_data():
+    return (np.random.default_rng(0).normal(size=(256, 2)) * 0.5 + 1.0).astype("float32")
+'''
+
+
+def _assert_same_losses(a, b) -> None:
+    la, lb = _losses(a), _losses(b)
+    assert la.keys() == lb.keys() == {"loss/D", "loss/G"}
+    for tag in la:
+        np.testing.assert_array_equal(la[tag][0], lb[tag][0], err_msg=tag)
+        assert np.array_equal(la[tag][1], lb[tag][1]), (tag, la[tag][0][la[tag][1] != lb[tag][1]][:5])
+
+
+#: a layer that draws at every call, training or not (as the Keras VAE's Sampling), and a metrics(ctx): the shadows
+#: are made at each run's begin, a resumed one's too, by calling the model once
+_ALWAYS = _NOISY.replace("keras.layers.GaussianNoise(0.1), ", "keras.layers.GaussianNoise(0.1), Noise(), ") + '''
+
+class Noise(keras.layers.Layer):
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.seeds = keras.random.SeedGenerator(1)
+
+    def call(self, x):
+        return x + 0.1 * keras.random.normal(keras.ops.shape(x), seed=self.seeds)
+
+
+def metrics(ctx):
+    return {"spread": float(np.std(np.asarray(ctx.models.generator(ctx.normal((ctx.n, noise_dim))))))}
+'''
+
+
+@pytest.mark.parametrize("source", ["dropout and noise", "a layer drawing at every call, with metrics"])
+def test_a_model_that_draws_in_its_layers_resumes_exactly_in_one_process(tmp_path, source):
+    """Dropout and GaussianNoise in both models (and a layer that draws at every call, with metrics measured beside
+    training): stopped at step 67 and resumed in the same process (as the window does), the losses are those of
+    the run never stopped, bit for bit."""
+    from .helpers import write_file
+    exp = write_file(tmp_path, "noisy.py", _NOISY if source == "dropout and noise" else _ALWAYS)
+    kw = {} if source == "dropout and noise" else {"metrics_seconds": 0.05}
+    Trainer(config(exp, tmp_path / "whole", steps=150, checkpoint_every=50, **kw)).run()
+    Trainer(config(exp, tmp_path / "parts", steps=150, checkpoint_every=50, **kw), Script({67: [Stop()]})).run()
+    assert max(int(s[-1]) for s, _ in _losses(tmp_path / "parts").values()) == 67
+    Trainer(RunConfig.read_toml(tmp_path / "parts" / "config.toml"), resume=True).run()
+    _assert_same_losses(tmp_path / "parts", tmp_path / "whole")
+
+
+def test_a_model_that_draws_in_its_layers_killed_and_resumed_in_a_new_process_resumes_exactly(tmp_path):
+    """The same models, a headless run killed (SIGKILL) after its second checkpoint and resumed with --resume in a
+    new process: the losses are those of the same run never interrupted, bit for bit."""
+    from .helpers import write_file
+    exp = write_file(tmp_path, "noisy.py", _NOISY)
+    args = ["--headless", "--experiment", str(exp), "--steps", "1500", "--checkpoint-every", "100", "--fetch-every",
+            "20", "--deterministic", "--quiet", "--no-tensorboard"]
+    killed, whole = tmp_path / "killed", tmp_path / "whole"
+    victim = start(main_cmd(*args, "--run-dir", str(killed)))
+    reference = start(main_cmd(*args, "--run-dir", str(whole)))
+    try:
+        assert wait_for(lambda: len(checkpoint_steps(killed)) >= 2 or victim.poll() is not None, timeout=180)
+    finally:
+        victim.send_signal(signal.SIGKILL)
+        victim.communicate(timeout=60)
+    assert victim.returncode == -signal.SIGKILL, "the run ended before it could be killed"
+    _, err = reference.communicate(timeout=300)
+    assert reference.returncode == 0, err
+    resumed = start(main_cmd("--headless", "--resume", str(killed), "--quiet", "--deterministic"))
+    _, err = resumed.communicate(timeout=300)
+    assert resumed.returncode == 0, err
+    _assert_same_losses(killed, whole)

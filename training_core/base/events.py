@@ -2,9 +2,9 @@
 what a run is told.
 
 Events are the run's history: the trainer emits them to its observers, the record writes them to
-`events.jsonl` one JSON object a line, and every reader (the window, review, attach, replay, export)
-gets them back through `event_from_dict`. Comparing kinds by string in six places drifted; an
-`isinstance` against these classes cannot.
+`events.jsonl` one JSON object a line (`json_safe`), and every reader (the window, review, attach, replay,
+export) gets them back through `event_from_dict` (both in base/event_json.py). Comparing kinds by string in
+six places drifted; an `isinstance` against these classes cannot.
 
 Every event has `step` (the trainer's step count when it happened: a control event at step N was
 applied after step N, so step N+1 is the first it affects), `kind` and `time` (seconds since the
@@ -21,12 +21,9 @@ a field's default when its value has the wrong type. A kind renamed since is rea
 """
 from __future__ import annotations
 
-import math
 import time as _time
-import types
-import typing
 import warnings
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
 
@@ -105,9 +102,19 @@ class Checkpoint(Event):
 
 @dataclass(frozen=True, kw_only=True)
 class Warning(Event):  # noqa: A001 - the event kind's name
+    """Something the run went on despite. A failure in user code turned off (sample(), metrics()) keeps its
+    traceback in `detail`; `at_step` is the step it concerns when that is not the step it is reported at (a
+    measure beside training fails at the step it measured and is taken at a later boundary)."""
+
     kind: ClassVar[str] = "warning"
     message: str = ""
     phase: str | None = None
+    detail: str | None = None
+    at_step: int | None = None
+
+    @property
+    def marker_step(self) -> int:
+        return self.step if self.at_step is None else self.at_step
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -306,74 +313,6 @@ def register(cls: type[Event]) -> type[Event]:
     """Add an event kind (a decorator): features that add kinds (resume, rollback) register them here."""
     EVENTS[cls.kind] = cls
     return cls
-
-
-def _types_of(hint: Any) -> tuple[type, ...]:
-    """The runtime types a field accepts (`int | None` -> (int, NoneType))."""
-    args = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
-    return tuple(typing.get_origin(a) or a for a in args)
-
-
-_FIELD_TYPES: dict[type[Event], dict[str, tuple[type, ...]]] = {}
-
-
-def _field_types(cls: type[Event]) -> dict[str, tuple[type, ...]]:
-    got = _FIELD_TYPES.get(cls)
-    if got is None:
-        hints = typing.get_type_hints(cls)
-        got = _FIELD_TYPES[cls] = {f.name: _types_of(hints[f.name]) for f in fields(cls)}
-    return got
-
-
-def _fits(value: Any, accepted: tuple[type, ...]) -> bool:
-    if isinstance(value, bool) and bool not in accepted:
-        return False  # JSON true is not a step number
-    if float in accepted and isinstance(value, int):
-        return True
-    return isinstance(value, accepted)
-
-
-NON_FINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
-
-
-def json_safe(value: Any) -> Any:
-    """`value` with every non-finite float written as the string "nan", "inf" or "-inf".
-
-    `events.jsonl` is one JSON object a line, and JSON has no NaN: Python would write the bare word `NaN`,
-    which jq and Python read but JavaScript's `JSON.parse`, Go and serde refuse (a rejected command that set
-    a rate of NaN echoed it so). `event_from_dict` reads these strings back as floats where a float belongs."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
-    if isinstance(value, dict):
-        return {k: json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_safe(v) for v in value]
-    return value
-
-
-def event_from_dict(d: Any) -> Event | None:
-    """An event from its dictionary form, or None if `d` is not one (see the module docstring)."""
-    if not isinstance(d, dict) or not isinstance(d.get("kind"), str):
-        return None
-    step = d.get("step")
-    if isinstance(step, bool) or not isinstance(step, int) or step < 0:
-        return None
-    t = d.get("time", 0.0)
-    t = float(t) if isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t) else 0.0
-    cls = EVENTS.get(d["kind"], OLD_KINDS.get(d["kind"]))
-    if cls is None:
-        return UnknownEvent(step=step, time=t, data=dict(d))
-    kwargs: dict[str, Any] = {"step": step, "time": t}
-    for name, accepted in _field_types(cls).items():
-        if name in kwargs or name not in d:
-            continue
-        value = d[name]
-        if float in accepted and str not in accepted and isinstance(value, str) and value in NON_FINITE:
-            value = NON_FINITE[value]  # json_safe's strings
-        if _fits(value, accepted):
-            kwargs[name] = float(value) if float in accepted and int not in accepted and isinstance(value, int) \
-                else value
-    return cls(**kwargs)
 
 
 def now() -> float:

@@ -7,7 +7,7 @@ this module turns the packed rows into named numbers. TF-free: observers (the wi
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -47,6 +47,13 @@ class PhaseBlock:
 
     def __len__(self) -> int:
         return len(self.steps)
+
+    def take(self, rows: np.ndarray) -> "PhaseBlock":
+        """The block of the rows `rows` selects (a boolean mask or indices), every array cut alike."""
+        cut = {f: getattr(self, f)[rows] for f in ("steps", "wall_time", "loss", "update_norm", "update_ratio",
+                                                    "grad_norm", "frozen", "record", "weight_norm")
+               if getattr(self, f) is not None}
+        return replace(self, **cut)
 
 
 @dataclass

@@ -13,7 +13,7 @@ of each variable pays one copy of it. It stays on the variable's device.
 The metrics thread puts the snapshot into shadow models, one per model, made once when the run begins
 (`keras.models.clone_model`; twice the models' memory), and calls `metrics(ctx)` with a `SampleContext`
 whose models are the shadows and whose random numbers come from the measure's own generator
-(`sampling.metrics_generator`), so the training's generators never move. The shadow of a model is what
+(`measuring.metrics_generator`), so the training's generators never move. The shadow of a model is what
 `keras.models.clone_model` makes: a `keras.Sequential` or a functional `keras.Model` rebuilt from its layers,
 each layer remade from its config; a model that is a layer of the experiment's own (the factorisation's
 factors) is remade the same way. A subclassed `keras.Model` (its `call` is code only its class knows, and
@@ -27,8 +27,9 @@ What a measure may use is `ctx` (its `models` are the shadows): a `metrics()` th
 models through a global of the experiment file reads weights the training thread is changing meanwhile.
 
 This module knows nothing of when to measure or what to do with the values: that is observers/health.py,
-through the run's handle (loop/handle.py), which also holds back the record's rows of later steps until the
-result is in (loop/fetch.py), so scalars.csv stays in step order.
+through the run's handle; nor which measure is in flight: that is loop/measures.py's, whose step the record
+reads to hold back the rows of later steps until the result is in (observers/record.py), so scalars.csv stays
+in step order.
 """
 from __future__ import annotations
 
@@ -40,13 +41,15 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from training_core.engine.sampling import compute_metrics
+from training_core.engine.measuring import compute_metrics
+from training_core.engine.model_state import kept
 
 
 class Measured(NamedTuple):
     """One measure's outcome, handed back on the training thread."""
 
     step: int  # the step whose weights were measured (where the values are recorded)
+    wall: float  # when its snapshot was taken (`time.time()`): the values' wall time in the record
     values: dict[str, float] | None  # None: the experiment has no metrics (any more), or it failed
     error: BaseException | None  # what metrics(ctx) (or loading the snapshot) raised
     seconds: float  # the metrics thread's time for it: loading the snapshot and metrics(ctx)
@@ -139,7 +142,8 @@ def _shadow(name: str, model: Any) -> Any:
     x = _probe_input(model)
     if x is not None:
         try:
-            expected = _outputs(model, x)
+            with kept(want):  # a layer that draws in call() must not move the training's noise (engine/model_state.py)
+                expected = _outputs(model, x)
         except Exception:  # noqa: BLE001 - the model wants another input than the probe: unchecked, as it comes
             return shadow
         try:
@@ -156,7 +160,7 @@ def _shadow(name: str, model: Any) -> Any:
 
 class MetricsBeside:
     """The shadows and the metrics thread of one run: `start(step)` on the training thread at a boundary,
-    `result()` at a later one. One measure at a time."""
+    `result()` at a later one. One measure at a time: its caller (loop/measures.py) knows which is in flight."""
 
     def __init__(self, prepared: Any, shadows: dict[str, Any]) -> None:
         from training_core.experiment.api import Models
@@ -171,12 +175,10 @@ class MetricsBeside:
                     sources[id(src)] = len(self._sources)
                     self._sources.append(src)
                 self._targets.append((dst, sources[id(src)]))
-        self.step: int | None = None  # the step of the measure in flight
         self._jobs: queue.Queue = queue.Queue()
-        self._done = threading.Event()
+        self._finished = threading.Event()  # the measure started last is done; its outcome is in `_result`
         self._result: Measured | None = None
         self._thread = threading.Thread(target=self._work, name="freezeframe-metrics", daemon=True)
-        self.thread_id: int | None = None  # the metrics thread's `threading.get_ident()`, once it runs
         self._thread.start()
 
     @classmethod
@@ -201,20 +203,20 @@ class MetricsBeside:
 
     def start(self, step: int) -> None:
         """Take the snapshot of every model variable now (the training thread, at a step boundary) and hand
-        it to the metrics thread."""
+        it to the metrics thread; the previous measure's result was taken (or is dropped)."""
         import tensorflow as tf
-        if self.step is not None:
-            raise RuntimeError(f"a measure is in flight (step {self.step})")
         values = [tf.identity(v.value) for v in self._sources]
-        self.step, self._result = step, None
-        self._done.clear()
-        self._jobs.put((step, values))
+        self._result = None
+        self._finished.clear()
+        self._jobs.put((step, time.time(), values))
 
     def result(self, wait: bool = False) -> Measured | None:
-        """The measure in flight, once done (`wait`: waits for it); None while it runs or when none is."""
-        if self.step is None or not (self._done.wait() if wait else self._done.is_set()):
+        """The measure started last, once done (`wait`: waits for it; only after `start`), taken once; None while
+        it runs or once taken."""
+        if not (self._finished.wait() if wait else self._finished.is_set()):
             return None
-        got, self._result, self.step = self._result, None, None
+        self._finished.clear()
+        got, self._result = self._result, None
         return got
 
     def close(self) -> None:
@@ -223,21 +225,20 @@ class MetricsBeside:
 
     def _work(self) -> None:
         import tensorflow as tf
-        self.thread_id = threading.get_ident()
         with tf.device(self._prepared.device):
             while True:
                 job = self._jobs.get()
                 if job is None:
                     return
-                (step, values), job = job, None
+                (step, wall, values), job = job, None
                 t0 = time.perf_counter()
                 try:
                     for var, i in self._targets:
                         var.assign(values[i])
                     values = None  # let go of the snapshot: the training's next writes need not copy any more
-                    result = Measured(step, compute_metrics(self._prepared, step, self.models), None,
+                    result = Measured(step, wall, compute_metrics(self._prepared, step, self.models), None,
                                       time.perf_counter() - t0)
                 except BaseException as e:  # noqa: BLE001 - handed to the training thread, which turns metrics off
-                    result = Measured(step, None, e, time.perf_counter() - t0)
+                    result = Measured(step, wall, None, e, time.perf_counter() - t0)
                 self._result = result
-                self._done.set()
+                self._finished.set()

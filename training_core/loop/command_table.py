@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 def pause(tr: "Trainer", cmd: C.Pause, cid: str | None) -> None:
     if tr.flow.paused:
         raise UserError("already paused: Pause has nothing to do (send continue to go on)")
-    tr.pause("user", cmd, cid)
+    tr.pause("user", cmd, cid, decided=True)
 
 
 def continue_(tr: "Trainer", cmd: C.Continue, cid: str | None) -> None:

@@ -2,15 +2,9 @@
 
 Why batches: each step's loss and norms stay on the device as one packed tensor; fetching every step would
 sync the device every step. One `tf.stack` per batch (every `fetch_every` steps or `fetch_seconds`) is the
-only sync, and what it brings is one `MetricsBatch` for every observer.
-
-Holding back: while a measure runs beside training on the weights of step S (engine/beside.py), its values
-will be recorded at S, after the steps that ran meanwhile. The record's readers take scalars.csv as being in
-step order (cutting it back to a checkpoint scans it from the end for the last row at or before a step:
-rundir/trim.py; a resume starts from the last step it holds), so the rows of steps after S wait here
-(`hold(S)`) until the measure's values are in (`release()`), and every batch stays in step order with the
-file. What waits is device tensors, as always between fetches; batches still go out meanwhile (with the
-steps up to S, or none: the status, steps/s, moves on). The trainer bounds how long (loop/trainer.py).
+only sync, and what it brings is one `MetricsBatch` for every observer: every step as it is fetched, the alarms'
+and the live views' alike. (A measure beside training is recorded at the step it measured, after the steps that
+ran meanwhile: only the record holds those back, observers/record.py.)
 """
 from __future__ import annotations
 
@@ -28,9 +22,6 @@ class Fetcher:
     def __init__(self) -> None:
         self.pending: list[PendingStep] = []
         self.scalars: list[tuple[str, int, float, float]] = []  # (tag, step, wall, value)
-        self.hold_after: int | None = None  # steps after this one wait in `held` (a measure in flight)
-        self.held: list[PendingStep] = []
-        self._held_scalars: list[tuple[str, int, float, float]] = []
         self._rate = (0.0, 0, 0.0)  # (time, step, steps/s)
 
     def start(self, step: int) -> None:
@@ -42,31 +33,18 @@ class Fetcher:
 
     def add(self, step: PendingStep) -> int:
         """A step's numbers, still on the device; returns how many steps are ready to fetch."""
-        (self.pending if self.hold_after is None else self.held).append(step)
+        self.pending.append(step)
         return len(self.pending)
 
-    def add_scalars(self, step: int, values: dict[str, float]) -> None:
-        rows = [(tag, step, time.time(), float(v)) for tag, v in values.items()]
-        if self.hold_after is not None and step > self.hold_after:
-            self._held_scalars += rows
-        else:
-            self.scalars += rows
-
-    def hold(self, step: int) -> None:
-        """Steps after `step` wait for `release()` (everything pending now is of `step` or before)."""
-        self.release()
-        self.hold_after = step
-
-    def release(self) -> None:
-        self.pending += self.held
-        self.scalars += self._held_scalars
-        self.held, self._held_scalars, self.hold_after = [], [], None
+    def add_scalars(self, step: int, values: dict[str, float], wall: float | None = None) -> None:
+        """Scalars at `step`, stamped `wall` (default: now; a measure's is when its snapshot was taken)."""
+        wall = time.time() if wall is None else wall
+        self.scalars += [(tag, step, wall, float(v)) for tag, v in values.items()]
 
     def fetch(self, phase_names: list[str], phase_paths: list[tuple[str, ...]], step: int,
               status: Any) -> MetricsBatch | None:
-        """The batch of everything pending, without the steps that wait (None when nothing is pending or
-        waits); `status()` is called after the rate moved."""
-        if not self.pending and not self.scalars and not self.held:
+        """The batch of everything pending (None when nothing is); `status()` is called after the rate moved."""
+        if not self.pending and not self.scalars:
             return None
         import tensorflow as tf
         pending, self.pending = self.pending, []

@@ -85,6 +85,14 @@ class TrainerHandle:
     def has_metrics(self) -> bool:
         return self._t.prepared.experiment.metrics is not None
 
+    @property
+    def experiment_source(self) -> Path | None:
+        return self._t.prepared.source
+
+    @property
+    def measure_step(self) -> int | None:
+        return self._t.measures.step
+
     # -- what it may ask ---------------------------------------------------------------------------------
     def emit(self, event: E.Event) -> None:
         self._t.emit(event)
@@ -114,14 +122,16 @@ class TrainerHandle:
         self._t.sample()
 
     def measure(self) -> dict[str, float] | None:
-        from training_core.engine.sampling import compute_metrics
-        return compute_metrics(self._t.prepared, self._t.state.step)
+        from training_core.engine.measuring import compute_metrics
+        from training_core.engine.model_state import kept, state_of
+        with kept(state_of(self._t.prepared)):  # on the training's own models: their noise must not move
+            return compute_metrics(self._t.prepared, self._t.state.step)
 
     def shadow_models(self) -> str | None:
         return self._t.measures.shadow_models(self._t.prepared)
 
-    def measure_beside(self, done: "Callable[[Measured], None]") -> None:
-        self._t.measures.start(self._t.state.step, done)
+    def measure_beside(self, on_result: "Callable[[Measured], None]") -> None:
+        self._t.measures.start(self._t.state.step, on_result)
 
     def collect_measure(self, wait: bool = False) -> bool:
         return self._t.measures.collect(wait)
@@ -129,5 +139,5 @@ class TrainerHandle:
     def drop_metrics(self) -> None:
         self._t.prepared.experiment.metrics = None
 
-    def record_scalars(self, values: dict[str, float], step: int | None = None) -> None:
-        self._t.record_scalars(values, step)
+    def record_scalars(self, values: dict[str, float], step: int | None = None, wall: float | None = None) -> None:
+        self._t.record_scalars(values, step, wall)

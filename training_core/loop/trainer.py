@@ -32,7 +32,7 @@ from training_core.base.config import RunConfig
 from training_core.base.errors import UserError
 from training_core.base.metrics import PendingStep, Status
 from training_core.base.scopes import frozen_mask
-from training_core.experiment.usercode import failure_line
+from training_core.experiment.usercode import first_line, user_line
 from training_core.loop import command_table
 from training_core.loop.dispatch import EventDispatch
 from training_core.loop.fetch import Fetcher
@@ -46,9 +46,9 @@ from training_core.observers.defaults import default_observers
 from training_core.rundir import lock as runlock
 
 IDLE_POLL_S = 0.25  # while paused: how often observers (a command file reader) get a look
-#: steps the record may hold back for a measure in flight before the loop waits for it: memory (each is a
-#: small device tensor) and how late the live curves may run; ~30 s of the ring at 600 steps/s, and more than
-#: one 3-second measure of any model this project has run
+#: steps the record may hold back for a measure in flight before the loop waits for it: memory (a few numbers per
+#: step on the host) and how late scalars.csv (what an attached view reads) may run; ~30 s of the ring at 600
+#: steps/s, and more than one 3-second measure of any model this project has run
 HOLD_MAX_STEPS = 20_000
 
 
@@ -78,7 +78,7 @@ class Trainer:
         #: where this run's lines of commands.jsonl begin (restore.begin: a resume skips the older lines)
         self.command_file_start: int | None = None
         self._fetcher = Fetcher()
-        self.measures = Measures(self._fetcher)  # metrics(ctx) beside training, when it runs there
+        self.measures = Measures()  # metrics(ctx) beside training, when it runs there
         self._phase = -1
         self._use_masked: list[bool] = []
         self._frozen_rows: list[np.ndarray] = []
@@ -189,42 +189,11 @@ class Trainer:
                 reason = self._loop()
         except BaseException as e:  # noqa: BLE001 - recorded, then raised again below
             reason, error = "error", e
-        try:
-            self.measures.collect(wait=True)  # a measure in flight is recorded, and the steps it held back
-            self._fetch()
-            self.warm.end()
-            for o in self.observers:
-                o.on_run_end(self.handle, reason)
-            self.measures.collect(wait=True)
-            self._fetch()  # what observers recorded at the end (final metrics)
-        except BaseException as e:  # noqa: BLE001 - the final checkpoint failed (a full disk): not "done"
-            if error is None:
-                reason, error = "error", e
-        finally:
-            self.measures.close()
-        self.flow.stopping, self.flow.running = True, False
-        if error is not None:
-            self.emit(E.Error(message=self.failure_line(error),
-                              detail=getattr(error, "detail", None) or "".join(traceback.format_exception(error))))
-        stop = self.flow.stop_command
-        self.emit(E.Stop(reason=reason, traces=self.traces, retraces=self.retraces,
-                         command=None if stop is None else stop.command.to_dict(),
-                         id=None if stop is None else stop.id))
-        self.report_status()
-        if self.lock is not None:
-            runlock.release(self.lock)
+        from training_core.loop.ending import end
+        error = end(self, reason, error)  # the record closed with a true `stop` event, however the run ended
         if error is not None:
             raise error
         return self.status()
-
-    def failure_line(self, error: BaseException) -> str:
-        """The one line that says why the run failed (a lost multi-worker peer, or where user code raised)."""
-        p = self.prepared
-        lost = self.source.failure_line(error, self.state.step, self.run_dir)
-        if lost or p is None:
-            return lost or " ".join(str(error).split())
-        return failure_line(error, p.source, p.phase_names[self._phase] if self._phase >= 0 else None,
-                            self.state.step)
 
     def _loop(self) -> str:
         p, cfg, st, flow = self.prepared, self.config, self.state, self.flow
@@ -248,7 +217,7 @@ class Trainer:
             if i is None:
                 self.emit(E.Warning(message="every phase has all its scopes frozen; nothing can train. "
                                             "Unfreeze a scope to continue"))
-                self.pause("nothing to train")
+                self.pause("nothing to train", decided=True)
                 continue
             self._phase = i
             out = steps[i].masked() if self._use_masked[i] else steps[i].fast()
@@ -262,12 +231,13 @@ class Trainer:
                 flow.steps_left -= 1
                 if flow.steps_left <= 0:
                     flow.steps_left = None
-                    self.pause("step")
+                    self.pause("step", decided=True)
             now = time.perf_counter()
             if ready >= fetch_every or now >= next_fetch:
-                if len(self._fetcher.held) >= HOLD_MAX_STEPS:
+                measuring = self.measures.step
+                if measuring is not None and st.step - measuring >= HOLD_MAX_STEPS:  # the record holds too many back
                     self.measures.collect(wait=True)
-                self._fetch()
+                self.fetch()
                 next_fetch = now + fetch_s
             for o in step_observers:
                 o.on_step_end(self.handle)
@@ -279,7 +249,7 @@ class Trainer:
             return
         self._apply_all(self.commands.drain() if src.leads else [])
         while flow.paused and not flow.stopping:
-            self._fetch()
+            self.fetch()
             waiting: list[C.Envelope] = []
             if src.leads:
                 for o in self.observers:
@@ -289,20 +259,21 @@ class Trainer:
             self._apply_all(waiting)
 
     def _apply_all(self, envelopes: list[C.Envelope]) -> None:
-        decided, pause = self.source.exchange(envelopes)
-        with self.source.applying():
-            if decided:
-                self.measures.collect(wait=True)
-                self._fetch()  # what ran before the change is reported (leaks, NaN) before the change's event
-            for env in decided:
-                command_table.apply(self, env)
-            if pause:
-                self.pause(pause)
+        decided, pause = self.source.exchange(envelopes, self.state.nan_at)
+        if decided:
+            self.fetch()  # what ran before the change is reported (leaks, NaN) before the change's event
+        for env in decided:
+            command_table.apply(self, env)
+        if pause:
+            self.pause(pause, decided=True)
 
     # -- state changes ----------------------------------------------------------------------------------------
-    def pause(self, reason: str, cmd: C.Command | None = None, cid: str | None = None) -> None:
-        """Pause at the next boundary (`reason`: user, step, nan, nothing to train). Training thread only."""
-        if self.flow.paused or self.source.defer_pause(reason):
+    def pause(self, reason: str, cmd: C.Command | None = None, cid: str | None = None, decided: bool = False) -> None:
+        """Pause now: no further step is taken (`reason`: user, step, nan, nothing to train). Training thread only.
+        `decided`: every worker pauses here too (a Pause command, a Step count run out, nothing to train, the
+        pause a boundary's exchange carried); otherwise (an observer's: a NaN) a multi-worker run defers it to
+        the next sync boundary, whose exchange carries it to every worker."""
+        if self.flow.paused or (not decided and self.source.defer_pause(reason)):
             return
         self.flow.paused = True
         self.emit(E.Pause(reason=reason, command=None if cmd is None else cmd.to_dict(), id=cid))
@@ -345,52 +316,58 @@ class Trainer:
 
     def sync(self, measure_may_follow: bool = False) -> None:
         """Bring every step's numbers to the observers and have them written out (`on_sync`), a measure in flight
-        first. `measure_may_follow`: one whose snapshot is of this very step holds nothing back, and is recorded
-        when it is done (a checkpoint at the step of a measure need not wait for it)."""
+        taken first (waited for). `measure_may_follow`: not one whose snapshot is of this very step: it holds no
+        row back, and is recorded when it is done (after a checkpoint at its step, which does not hold it)."""
         if not (measure_may_follow and self.measures.step == self.state.step):
             self.measures.collect(wait=True)
-        self._fetch()
+        self.fetch()
         for o in self.observers:
             o.on_sync()
 
     def save_checkpoint(self) -> None:
-        """Checkpoint the state after the current step (once per step), after the record holds every step
-        up to it (so a resume finds no gap). Not while a loss is non-finite: resuming such a model is useless,
+        """Checkpoint the state after the current step (once per step), after the record holds every step up to
+        it (so a resume finds no gap): a measure in flight of an earlier step is waited for; one of this very step
+        is not (a resumed run whose record has no measure at its step measures it again). Not while a loss is non-finite: resuming such a model is useless,
         and the last good checkpoint must survive the "last 3 kept"."""
         from training_core.loop.restore import host_state
         store = self.checkpoints
         if store is None or store.last_step == self.state.step:
             return
         self.sync(measure_may_follow=True)
-        if self.state.nan_at is not None:  # the state is not worth keeping
+        if self.source.nan_at(self.state.nan_at) is not None:  # not worth keeping (decided alike on every worker)
             return
         path = store.save(self.state.step, host_state(self))
         self.emit(E.Checkpoint(path=str(Path(path).relative_to(self.run_dir))))
 
     def sample(self) -> None:
         """Draw samples now and hand them to the observers (a failing `sample()` is turned off, with a warning)."""
+        from training_core.engine.model_state import kept, state_of
         from training_core.engine.sampling import draw_samples
         try:
-            samples = draw_samples(self.prepared, self.state.step)
+            with kept(state_of(self.prepared)):  # a layer that draws at every call must not move the training's noise
+                samples = draw_samples(self.prepared, self.state.step)
         except Exception as e:  # noqa: BLE001 - a broken sample view must not stop training
             self.prepared.experiment.sample = None
-            self.emit(E.Warning(message=f"sample() failed and is turned off: {type(e).__name__}: {e}"))
+            self.emit(E.Warning(message=f"sample() failed and is turned off: {first_line(e)}"
+                                        f"{user_line(e, self.prepared.source)}; fix the experiment file",
+                                detail="".join(traceback.format_exception(e))))
             return
         if samples is not None:
             for o in self.observers:
                 o.on_samples(samples)
 
-    def record_scalars(self, values: dict[str, float], step: int | None = None) -> None:
-        """`metric/<name>` values at this step (or at `step`, one not yet in the record: a measure's), sent with
-        the next batch (so in step order). Training thread."""
-        self._fetcher.add_scalars(self.state.step if step is None else step, values)
+    def record_scalars(self, values: dict[str, float], step: int | None = None, wall: float | None = None) -> None:
+        """`metric/<name>` values at this step and now (or at `step` and `wall`: a measure's, whose later steps the
+        record holds back), sent with the next batch. Training thread."""
+        self._fetcher.add_scalars(self.state.step if step is None else step, values, wall)
 
     def report_status(self) -> None:
         status = self.status()
         for o in self.observers:
             o.on_status(status)
 
-    def _fetch(self) -> None:
+    def fetch(self) -> None:
+        """Bring the steps still on the device to every observer (`on_metrics`), as one batch."""
         p = self.prepared
         batch = self._fetcher.fetch(p.phase_names, p.phase_paths, self.state.step, self.status)
         if batch is None:

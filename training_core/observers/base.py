@@ -84,6 +84,15 @@ class RunHandle(Protocol):
     def has_metrics(self) -> bool:
         """Whether the experiment measures anything (`metrics(ctx)`)."""
 
+    @property
+    def experiment_source(self) -> Path | None:
+        """The experiment's file, where a failure of its code points (None: an experiment given as an object)."""
+
+    @property
+    def measure_step(self) -> int | None:
+        """The step of the measure in flight beside training (`measure_beside`), until its result is taken or
+        dropped; None: none is. The record holds back the rows of later steps meanwhile."""
+
     # -- what it may ask ---------------------------------------------------------------------------------
     def emit(self, event: E.Event) -> None:
         """Stamp `event` with the step and time and hand it to every observer, after the one being handled."""
@@ -92,7 +101,8 @@ class RunHandle(Protocol):
         """Queue a command for the next step boundary (the same path as the window's and the file's)."""
 
     def pause(self, reason: str) -> None:
-        """Pause at this boundary (reason: nan, nothing to train, ...)."""
+        """Pause (reason: nan, ...): with one device now, so the loop takes no further step; in a multi-worker
+        run at the next sync boundary, where every worker pauses at the same step."""
 
     def note_nan(self, at_step: int | None) -> None:
         """A loss went non-finite at `at_step` (None: every phase's loss is finite again)."""
@@ -116,22 +126,23 @@ class RunHandle(Protocol):
         """Make the shadow copies of the models that `measure_beside` measures on (once, before the first):
         None, or why they cannot be made (a subclassed model; then `measure()` is the way)."""
 
-    def measure_beside(self, done: "Callable[[Measured], None]") -> None:
+    def measure_beside(self, on_result: "Callable[[Measured], None]") -> None:
         """Snapshot this step's weights and start `metrics(ctx)` on them on a thread of its own; one at a time.
-        Until its result is taken (`collect_measure`), the record holds back the rows of later steps; whatever
-        needs them written (a checkpoint, a rollback, a command, the end) waits for it and takes it first.
-        `done(result)` is called on the training thread with it: the step measured, the values (record them
-        at that step), the error, the seconds it took."""
+        Until its result is taken (`collect_measure`), the record holds back the rows of later steps (only the
+        record: every observer gets every batch as fetched). A checkpoint of a later step and a rollback wait for
+        it and take it first, as does the end of a run that reached its step target; a Stop or an error drops it.
+        `on_result(result)` is called on the training thread with it: the step measured, the wall time of its
+        snapshot (record the values at both), the values, the error, the seconds it took."""
 
     def collect_measure(self, wait: bool = False) -> bool:
-        """Take the measure in flight if it is done (`wait`: once it is), calling its `done`. Whether it was."""
+        """Take the measure in flight if it is done (`wait`: once it is), calling its `on_result`. Whether it was."""
 
     def drop_metrics(self) -> None:
         """Turn the experiment's metrics off (they failed)."""
 
-    def record_scalars(self, values: dict[str, float], step: int | None = None) -> None:
-        """`metric/<name>` values at this step (or at `step`, the step a measure beside training measured),
-        recorded with the next batch (in step order)."""
+    def record_scalars(self, values: dict[str, float], step: int | None = None, wall: float | None = None) -> None:
+        """`metric/<name>` values at this step and time (or at `step` and `wall`, the step and snapshot time of a
+        measure beside training), sent with the next batch (the record writes them in step order)."""
 
 
 class Observer:

@@ -24,7 +24,8 @@ from typing import Any
 import numpy as np
 
 from training_core.base.errors import UserError
-from training_core.base.events import Event, event_from_dict
+from training_core.base.event_json import event_from_dict
+from training_core.base.events import Event
 from training_core.rundir.layout import CONFIG_FILE, EVENTS_FILE, SCALARS_FILE
 from training_core.rundir.readmark import ReadMark
 from training_core.rundir.varstore import KINDS as VAR_KINDS

@@ -105,6 +105,23 @@ def last_scalar_step(path: Path) -> int:
     return 0
 
 
+def tags_at_step(path: Path, step: int) -> set[str]:
+    """The tags of the complete rows of `scalars.csv` at `step`, scanned from the end (a resumed run's record
+    ends at its checkpoint's step: this reads what that step holds, not the run)."""
+    tags: set[str] = set()
+    try:
+        with open(path, "rb") as f:
+            for line, _ in lines_backwards(f):
+                s = _scalar_step(line)
+                if s is not None and s < step:
+                    break
+                if s == step:
+                    tags.add(line.split(b",")[2].decode("utf-8", "replace"))
+    except FileNotFoundError:
+        pass
+    return tags
+
+
 def _event(line: bytes) -> tuple[int, str] | None:
     try:
         d = json.loads(line)

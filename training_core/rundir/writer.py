@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 from training_core.base import events as E
+from training_core.base.event_json import json_safe
 from training_core.base.errors import UserError, WriteFailed, describe
 from training_core.base.metrics import PhaseBlock
 from training_core.rundir import lock as runlock
@@ -90,7 +91,7 @@ def prepare_run_dir(path: str | Path) -> Path:
 
 def _jsonable(o: Any) -> Any:
     if isinstance(o, (np.floating, np.integer)):
-        return E.json_safe(o.item())
+        return json_safe(o.item())
     if isinstance(o, (set, tuple)):
         return list(o)
     return str(o)
@@ -215,7 +216,7 @@ class RecordWriter:
 
     # -- writing --------------------------------------------------------------------------------------------
     def _write_event(self, event: E.Event) -> None:
-        text = json.dumps(E.json_safe(event.to_dict()), default=_jsonable, allow_nan=False)  # strict JSON
+        text = json.dumps(json_safe(event.to_dict()), default=_jsonable, allow_nan=False)  # strict JSON
         line = ("\n" if self._torn else "") + text + "\n"
         data = line.encode("utf-8")
         with self._lock:
