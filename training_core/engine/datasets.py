@@ -150,7 +150,8 @@ def make_source(spec: DataSpec | None, batch_size: int | None, pool_rows: int, w
 def run_data(exp: Any, jit: bool, where: str) -> InMemory | Pipeline | None:
     """The experiment's data as the run takes it (`make_source`), with as many pool rows as its samples and
     metrics ask for (engine/sampling.py: the most of `N_IMAGES`/`N_POINTS` and `METRIC_SAMPLES`)."""
-    from training_core.engine.sampling import METRIC_SAMPLES, N_IMAGES, N_POINTS
+    from training_core.engine.measuring import METRIC_SAMPLES
+    from training_core.engine.sampling import N_IMAGES, N_POINTS
     from training_core.experiment.data import describe
     if exp.data is None:
         return None
