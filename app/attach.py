@@ -44,7 +44,7 @@ def detached_text(run: AttachedRun) -> str:
     if run.finished:
         return ""  # its `stop` says how it ended
     if run.gone is not None:
-        return f"{at}; its process (pid {run.gone.pid}) is gone: resume it with python main.py --headless --resume {run.dir}"
+        return f"{at}; its process (pid {run.gone.pid}) is gone: {run.resume_fix}"
     h = run.writer()
     who = "" if h is None else f" (pid {h.pid}" + ("" if h.host == socket.gethostname() else f" on {h.host}") + ")"
     return f"{at}; the run goes on{who}"
@@ -121,6 +121,7 @@ class AttachController(QObject):
         self._timer.stop()
         run, self.run, self._pending_dir = self.run, None, None
         if self.session.attached:
+            self.session.fix = run.resume_fix if run is not None and run.gone is not None else ""
             self.session.detach(available(self.session.source), "" if run is None else detached_text(run))
 
 
@@ -170,6 +171,7 @@ class AttachController(QObject):
     def _show_text(self) -> None:
         if self.run is not None and self.run.status_text() != self.session.attached_text:
             self.session.attached_text = self.run.status_text()
+            self.session.fix = self.run.resume_fix if self.run.gone is not None else ""
             self.session.state_changed.emit()
 
     def _wait_for_replay(self) -> None:

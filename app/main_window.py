@@ -363,7 +363,7 @@ class MainWindow(QMainWindow):
         self.experiment_panel.set_running(s.running)
         reviewing = self._defer_loading and not s.tf_ready and not s.busy
         self.status_panel.set_state(f"Reviewing {len(self.review.runs.entries)} run(s): the Train tab loads "
-                                    "TensorFlow" if reviewing else s.state_text)
+                                    "TensorFlow" if reviewing else s.state_text, keep=s.state_fix)
 
     @property
     def store(self) -> RunData:

@@ -91,6 +91,7 @@ class Session:
         self.attached = ""  # the run directory of a run another process writes, while attached (runs/attach.py)
         self.attached_text = ""  # "attached · freeze acknowledged at step 1,234", for the status bar
         self.detached_text = ""  # "Detached at step 298; the run goes on (pid 9760)": the state after a detach
+        self.fix = ""  # how to fix what the state text reports (an attached run's resume command), if it does
         self._own_source: Source = source  # the window's choice before it attached (a detach may go back to it)
         self.controls = Controls()  # the own run's control state as its events say (attach.py has its own)
         self._own_ids: set[str] = set()  # ids of the commands this window sent
@@ -335,6 +336,12 @@ class Session:
                     "error": "Failed"}.get(self.stop_reason, "Ended")
             return f"{verb} at step {self.last_run.step:,}"
         return "Ready" if self.prepared is not None else "Not prepared"
+
+    @property
+    def state_fix(self) -> str:
+        """The end of `state_text` that says how to fix what it reports ('' if none): the status bar cuts what
+        comes before it, never it."""
+        return self.fix if self.fix and self.state_text.endswith(self.fix) else ""
 
     def variable_states(self) -> dict[str, VarState] | None:
         """Each variable's and scope's state, or None if nothing changed since the last call."""
