@@ -12,6 +12,7 @@ from PySide6 import QtGui  # noqa: E402
 from tests.app.blocks import block  # noqa: E402
 from training_core import MetricsBatch
 from training_core.base import events  # noqa: E402
+from app.plots import palette  # noqa: E402
 from training_core.runs import RunData  # noqa: E402
 
 
@@ -57,3 +58,22 @@ def test_repeated_marker_labels_at_the_right_edge_stay_inside_the_plot(panel_of,
     shown = [ln for ln in lines if ln.label.isVisible()]
     assert [ln.label.toPlainText() for ln in shown] == ["pause (step) ×3"]
     assert _rect(panel, shown[0]).right() <= panel.loss_plot.vb.geometry().right() + 1
+
+
+def test_markers_at_their_steps_on_both_plots_alarms_in_red(ring, panel_of):
+    panel = panel_of(ring)
+    panel.refresh()
+    assert panel.marker_lines("loss") == []  # the run's only freeze was at the start: no marker
+    ring.add_event(events.Freeze(step=120, scopes=["discriminator/out"]))
+    ring.add_event(events.Ratio(step=150, policy={"policy": "fixed", "ratio": [5, 1]}))
+    ring.add_event(events.Nan(step=260, at_step=251, phase="D"))
+    ring.add_event(events.Warning(step=270, message="not a marker"))
+    panel.refresh()
+    for plot in ("loss", "update"):
+        lines = panel.marker_lines(plot)
+        assert [ln.value() for ln in lines] == [120, 150, 251]
+        assert [ln.label.toPlainText() for ln in lines] == ["freeze: discriminator/out", "ratio 5:1", "NaN in D"]
+        assert [ln.pen.color().name() for ln in lines] == [palette.CONTROL_COLOR, palette.CONTROL_COLOR,
+                                                          palette.ALARM_COLOR]
+    assert panel.marker_lines("loss")[0].getViewBox() is panel.loss_plot.vb
+    assert panel.marker_lines("update")[0].getViewBox() is panel.update_plot.vb
