@@ -57,13 +57,13 @@ def test_freeze_in_mid_run_drops_the_curve_to_zero_and_unfreeze_lifts_it(panel_o
     store.add_batch(MetricsBatch([block("G", np.arange(101, 201), paths, frozen=[[True, False]] * 100)]))
     panel.refresh()
     floor = panel.updates.floor
-    assert (c.yData[:100] > floor + 0.5).all() and (c.yData[100:] == floor).all()
+    assert (c.yData[:101] > floor + 0.5).all() and (c.yData[101:] == floor).all()  # a step at 100: two points
     assert c.opts["pen"].style() == QtCore.Qt.PenStyle.DotLine
     assert panel.update_axis.floor == floor and panel.marker_lines("update")[0].value() == 100
     assert panel.readout.show_at(panel.update_plot, 150, floor).count("0 (frozen)") == 1
     store.add_batch(MetricsBatch([block("G", np.arange(201, 251), paths)]))
     panel.refresh()
-    assert c.opts["pen"].style() == QtCore.Qt.PenStyle.SolidLine and (c.yData[200:] > floor).all()
+    assert c.opts["pen"].style() == QtCore.Qt.PenStyle.SolidLine and (c.yData[-50:] > floor).all()
 
 
 def test_absolute_mode_shows_update_norm_without_the_ratio_reference(ring, panel_of):
@@ -168,3 +168,64 @@ def test_a_variable_two_phases_train_gets_a_curve_per_phase_and_its_path_lights_
     assert widths == {"update/encoder/dense/kernel@rec": palette.HIGHLIGHT_WIDTH,
                       "update/encoder/dense/kernel@reg": palette.HIGHLIGHT_WIDTH,
                       "update/decoder/dense/kernel": palette.UPDATE_WIDTH}
+
+
+def _drawn_at(curve, x: float) -> float:
+    """The height of the drawn polyline at `x` (between its points: the line joining them)."""
+    return float(np.interp(x, curve.xData, curve.yData))
+
+
+def test_a_freeze_is_a_step_at_its_step_not_a_slope_from_the_record_before(panel_of):
+    """Records every 50 steps, a freeze at step 235: the curve sloped from its record at step 200 down to the
+    floor at 250, which read as a decay that began before the freeze. It holds its level to step 235 and drops
+    there, on the log axis; an unfreeze at 385 lifts it at its step."""
+    paths = ("g/d1/kernel", "g/d1/bias")
+    store = RunData()
+    panel = panel_of(store)
+    level = np.full((4, 2), 1e-3)
+    store.add_batch(MetricsBatch([block("G", np.arange(50, 201, 50), paths, ratio=level)]))
+    panel.refresh()  # live: the freeze's records come in a later refresh
+    store.add_event(events.Freeze(step=235, scopes=["g/d1/kernel"]))
+    steps = np.arange(250, 501, 50)
+    frozen = np.zeros((len(steps), 2), bool)
+    frozen[steps < 385, 0] = True
+    store.add_event(events.Freeze(step=385, scopes=[]))
+    store.add_batch(MetricsBatch([block("G", steps, paths, ratio=np.full((len(steps), 2), 1e-3), frozen=frozen)]))
+    panel.refresh()
+    c = panel.curves()["update/g/d1/kernel"]
+    floor = panel.updates.floor
+    level = pytest.approx(-3.0, abs=1e-6)  # log10 of float32 1e-3
+    assert _drawn_at(c, 230) == level and _drawn_at(c, 240) == floor  # level until the freeze, the floor after
+    assert _drawn_at(c, 380) == floor and _drawn_at(c, 390) == level  # and back up at the unfreeze
+    assert list(c.xData).count(235) == 2 and list(c.xData).count(385) == 2  # vertical: two points at the step
+    other = panel.curves()["update/g/d1/bias"]  # not frozen: its records alone
+    np.testing.assert_array_equal(other.xData, np.arange(50, 501, 50))
+    # the readout names the records, not the points the step added
+    assert "0 (frozen)" in panel.readout.show_at(panel.update_plot, 300, floor)
+    assert "step 300" in panel.readout.show_at(panel.update_plot, 300, floor)
+
+
+def test_a_freeze_drawn_decimated_stays_a_step_at_its_step(panel_of, qtbot):
+    """Two million steps, a record every 10, in ~1,000 pixels: the curve is drawn peak-decimated, and the
+    freeze at step 1,234,567 is still a drop at its pixel, level before it and on the floor after."""
+    paths = ("g/d1/kernel",)
+    store = RunData()
+    freeze = 1_234_567
+    store.add_event(events.Freeze(step=freeze, scopes=["g/d1/kernel"]))
+    steps = np.arange(10, 2_000_001, 10)
+    frozen = (steps > freeze)[:, None]
+    store.add_batch(MetricsBatch([block("G", steps, paths, ratio=np.full((len(steps), 1), 1e-3), frozen=frozen)]))
+    panel = panel_of(store)
+    panel.show()
+    qtbot.waitExposed(panel)
+    panel.refresh()
+    QtGui.QGuiApplication.processEvents()
+    c = panel.curves()["update/g/d1/kernel"]
+    xs, ys = c.shown()
+    assert 0 < len(xs) < 10_000  # decimated
+    vb = panel.update_plot.vb
+    px = (vb.viewRange()[0][1] - vb.viewRange()[0][0]) / vb.width()
+    floor, level = panel.updates.floor, float(c.yData[0])
+    assert (ys[xs < freeze - 2 * px] == level).all() and (ys[xs > freeze + 2 * px] == floor).all()
+    drop = [i for i in range(len(xs) - 1) if ys[i] == level and ys[i + 1] == floor]
+    assert len(drop) == 1 and xs[drop[0]] == xs[drop[0] + 1] and abs(xs[drop[0]] - freeze) <= 2 * px
