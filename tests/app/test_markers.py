@@ -77,3 +77,24 @@ def test_markers_at_their_steps_on_both_plots_alarms_in_red(ring, panel_of):
                                                           palette.ALARM_COLOR]
     assert panel.marker_lines("loss")[0].getViewBox() is panel.loss_plot.vb
     assert panel.marker_lines("update")[0].getViewBox() is panel.update_plot.vb
+
+
+def test_marker_labels_never_overprint_late_in_a_crowded_run(panel_of, qtbot):
+    """Late in a run a freeze label read "freeze: discriminator/conv…" with a pause marker's "+" printed over
+    it: a label with no room even for "+" was put in the first row anyway, its white box over its neighbour.
+    No two shown labels overlap now; a marker with no room for a label keeps its line, and the nearest label
+    to its left names it in its tooltip."""
+    freeze = events.Freeze(step=1900, scopes=["discriminator/conv_1", "discriminator/conv_2"])
+    reasons = ["user", "step", "nan", "leak", "samples", "checkpoint"]
+    pauses = [events.Pause(step=1903 + 3 * i, reason=reasons[i % len(reasons)]) for i in range(24)]
+    panel, lines = _labelled(panel_of, qtbot, freeze, *pauses)
+    shown = [ln for ln in lines if ln.label.isVisible()]
+    rects = [(_rect(panel, ln), ln.label.toPlainText()) for ln in shown]
+    for i, (a, ta) in enumerate(rects):
+        for b, tb in rects[i + 1:]:
+            assert not a.intersects(b), (ta, tb)
+    assert lines[0].label.isVisible() and lines[0].label.toPlainText().startswith("freeze")
+    hidden = [ln for ln in lines if not ln.label.isVisible() and ln.repeats == 1]
+    assert hidden  # crowded: some have no label of their own ...
+    tips = " ".join(ln.label.toolTip() for ln in shown)
+    assert all(f"step {ln.marker.step:,}: {ln.text}" in tips for ln in hidden)  # ... but are named
