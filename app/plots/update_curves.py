@@ -152,12 +152,16 @@ class UpdateCurves:
         for name in [n for n in self.vars if n not in keep]:  # left the subset (heat-map mode's curves)
             self.plot.removeItem(self.vars.pop(name).curve)
         looks = view.variable_looks(shown)
+        order = []
         for layer in view.layers:
             for path in shown[layer.key]:
                 name = view.name(layer, path)
+                order.append(name)
                 if name not in self.vars:
                     self._add(name, layer, path)
                 self.vars[name].color, self.vars[name].dash = looks[(layer.key, path)]
+        if list(self.vars) != order:  # the run's order, whatever order they came in (the legend follows it)
+            self.vars = {name: self.vars[name] for name in order}
         fresh, redo = {}, set()
         for name, vc in self.vars.items():
             steps, wall, values = vc.layer.data.var_series(vc.path, kind)

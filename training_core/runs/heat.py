@@ -159,7 +159,8 @@ def record_spacing(x: np.ndarray, tail: int = 16) -> float:
 def top_movers(runs: Sequence[RunData], paths: Sequence[str], kind: str = "update_ratio", k: int = 8,
                recent: int = RECENT_ROWS, keep: Sequence[str] = ()) -> list[str]:
     """The `k` variables of `paths` with the largest mean `kind` over their last `recent` records (the
-    largest over `runs`), largest first; variables that did not move at all are never among them.
+    largest over `runs`), largest first; variables that did not move at all, or are frozen now (their
+    recent mean still holds the records before the freeze), are never among them.
 
     `keep`: the movers shown so far; one stays while it is still among the top 2·k, so that two variables
     of about the same size do not swap curves at every refresh."""
@@ -167,14 +168,15 @@ def top_movers(runs: Sequence[RunData], paths: Sequence[str], kind: str = "updat
     scores: dict[str, float] = {}
     for data in runs:
         for phase in data.var_phases:
-            names, _, _, values, _ = data.var_block(phase, kind)
+            names, _, _, values, frozen = data.var_block(phase, kind)
             tail = np.asarray(values[-recent:], dtype=np.float64)
             if not len(tail):
                 continue
             with np.errstate(invalid="ignore"):
                 means = np.nanmean(np.where(np.isfinite(tail), tail, np.nan), axis=0)
-            for p, m in zip(names, means.tolist()):
-                if p in wanted and m > 0 and data.phase_of(p) == phase:
+            now = np.asarray(frozen[-1], dtype=bool)
+            for p, m, f in zip(names, means.tolist(), now.tolist()):
+                if p in wanted and m > 0 and not f and data.phase_of(p) == phase:
                     scores[p] = max(scores.get(p, 0.0), m)
     order = {p: i for i, p in enumerate(paths)}
     ranked = sorted(scores, key=lambda p: (-scores[p], order[p]))
