@@ -38,6 +38,8 @@ from .wrap import WrapRow
 DEFAULT_SMOOTHING = 0.6
 MAX_SMOOTHING = 0.999
 SLIDER_STEPS = 1000  # slider units per 1.0 of smoothing weight
+LEGEND_SAMPLE_PX = 34  # a legend entry's line sample and spacing beside its label
+MAX_LEGEND_COLUMNS = 6
 
 
 class PlotsPanel(QtWidgets.QWidget):
@@ -83,12 +85,13 @@ class PlotsPanel(QtWidgets.QWidget):
             legend.setSizePolicy(QtWidgets.QSizePolicy.Policy.Maximum, QtWidgets.QSizePolicy.Policy.Maximum)
             self.graphics.ci.layout.setAlignment(legend, QtCore.Qt.AlignmentFlag.AlignLeft)
         style_plot(self.loss_plot, "loss")
+        self.loss_plot.getAxis("bottom").showLabel(False)  # x-linked: the update (or heat-map) plot below names it
         for plot in (self.update_plot, self.update_views.heat_plot):
             plot.setXLink(self.loss_plot)
         for plot in (self.loss_plot, self.update_plot, self.update_views.heat_plot):
             plot.setMenuEnabled(False, enableViewBoxMenu=True)  # no log/FFT toggles that fight ours
             plot.vb.setMouseEnabled(x=True, y=False)  # the wheel zooms steps only; y fits what is in view
-        for row, stretch in ((1, 3), (2, 0), (3, 3), (4, 5)):
+        for row, stretch in ((1, 2), (2, 0), (3, 3), (4, 5)):  # the update plot first: what one freezes by
             self.graphics.ci.layout.setRowStretchFactor(row, stretch)
 
         self.losses = LossCurves(self.loss_plot, self.loss_legend, DEFAULT_SMOOTHING)
@@ -119,14 +122,17 @@ class PlotsPanel(QtWidgets.QWidget):
         return False
 
     def resizeEvent(self, event: QtGui.QResizeEvent) -> None:  # noqa: N802 (Qt name)
-        """Fit the update legend's columns to the width: a fixed 4 columns needed ~790 px and, in a
-        narrower window, pushed the plots' right edge (the newest steps) out of view."""
+        """Fit the update legend's columns to the width (`_fit_legend_columns`)."""
         super().resizeEvent(event)
         self._fit_legend_columns()
 
     def _fit_legend_columns(self) -> None:
-        width = self.graphics.width()
-        cols = 4 if width >= 860 else 2 if width >= 440 else 1  # even: kernel and bias side by side
+        """As many columns as the widest entry allows. A fixed 4 needed ~790 px and, in a narrower window,
+        pushed the plots' right edge out of view; 2 below 860 px made 24 variables a legend as tall as the
+        update plot on a 1366x768 screen (3 columns fit there)."""
+        items = self.update_legend.items
+        entry = max((label.boundingRect().width() for _, label in items), default=150) + LEGEND_SAMPLE_PX
+        cols = int(max(1, min(MAX_LEGEND_COLUMNS, (self.graphics.width() - 20) // entry)))
         if self.update_legend.columnCount != cols:
             self.update_legend.setColumnCount(cols)
 
@@ -209,6 +215,7 @@ class PlotsPanel(QtWidgets.QWidget):
             axis = "time (s)" if view.by_time else "step"
             for plot in (self.loss_plot, self.update_plot, self.update_views.heat_plot):
                 plot.setLabel("bottom", axis, color=palette.FOREGROUND)
+            self.loss_plot.getAxis("bottom").showLabel(False)  # the update plot below names the same x
         state = (view.version, self.samples_key_now())
         if state == self._seen:
             self._show_samples()
@@ -230,6 +237,7 @@ class PlotsPanel(QtWidgets.QWidget):
         if self.metrics.update(view):  # health plots: smaller than the loss and update plots
             self.graphics.ci.layout.setRowStretchFactor(2, min(len(self.metrics.plots), 2))
         self.update_views.update(view)
+        self._fit_legend_columns()  # its entries may have changed
         self._show_samples()
         self._prepare_paint()
 
