@@ -192,7 +192,8 @@ class UpdateHeatmap:
         rect = QtCore.QRectF(g.c0 * g.width, 0, g.n_columns * g.width, g.n_rows)
         self.image.setImage(means.astype(np.float32), levels=self.levels, autoLevels=False, rect=rect)
         self.zero_image.setImage(overlay, autoLevels=False, levels=(0, 255), rect=rect)
-        self.bar.setLevels(self.levels)
+        if tuple(self.bar.levels()) != self.levels:  # the bar re-lays out its axis and gradient on every call
+            self.bar.setLevels(self.levels)
 
     # -- look ------------------------------------------------------------------------------------------
     def _place_labels(self, *_args) -> None:

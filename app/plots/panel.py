@@ -22,7 +22,7 @@ from superqt.utils import signals_blocked
 from training_core.runs import RunData, RunSet
 
 from . import palette
-from .axes import FloorLogAxis, TidyAxis
+from .axes import FloorLogAxis, TidyAxis, quiet_axes
 from .canvas import Canvas
 from .curves import held, style_plot
 from .health import MetricPlots
@@ -38,8 +38,6 @@ from .wrap import WrapRow
 DEFAULT_SMOOTHING = 0.6
 MAX_SMOOTHING = 0.999
 SLIDER_STEPS = 1000  # slider units per 1.0 of smoothing weight
-LEGEND_SAMPLE_PX = 34  # a legend entry's line sample and spacing beside its label
-MAX_LEGEND_COLUMNS = 6
 
 
 class PlotsPanel(QtWidgets.QWidget):
@@ -86,6 +84,7 @@ class PlotsPanel(QtWidgets.QWidget):
             self.graphics.ci.layout.setAlignment(legend, QtCore.Qt.AlignmentFlag.AlignLeft)
         style_plot(self.loss_plot, "loss")
         self.loss_plot.getAxis("bottom").showLabel(False)  # x-linked: the update (or heat-map) plot below names it
+        quiet_axes(self.loss_plot)
         for plot in (self.update_plot, self.update_views.heat_plot):
             plot.setXLink(self.loss_plot)
         for plot in (self.loss_plot, self.update_plot, self.update_views.heat_plot):
@@ -127,14 +126,7 @@ class PlotsPanel(QtWidgets.QWidget):
         self._fit_legend_columns()
 
     def _fit_legend_columns(self) -> None:
-        """As many columns as the widest entry allows. A fixed 4 needed ~790 px and, in a narrower window,
-        pushed the plots' right edge out of view; 2 below 860 px made 24 variables a legend as tall as the
-        update plot on a 1366x768 screen (3 columns fit there)."""
-        items = self.update_legend.items
-        entry = max((label.boundingRect().width() for _, label in items), default=150) + LEGEND_SAMPLE_PX
-        cols = int(max(1, min(MAX_LEGEND_COLUMNS, (self.graphics.width() - 20) // entry)))
-        if self.update_legend.columnCount != cols:
-            self.update_legend.setColumnCount(cols)
+        self.update_views.fit_legend(self.graphics.width())
 
     # -- layout and controls ---------------------------------------------------------------------------
     def _build_layout(self) -> None:

@@ -118,6 +118,8 @@ class UpdateCurves:
         self.floor = DEFAULT_FLOOR
         self.zeros = (False, False)  # (a frozen variable at 0, an unfrozen one at 0)
         self._legend_key: tuple | None = None
+        self._shown_key: tuple | None = None
+        self._shown: dict = {}
         self._samples: list = []
         self.reference = pg.InfiniteLine(pos=math.log10(REFERENCE_RATIO), angle=0, movable=False,
                                          pen=pg.mkPen(palette.REFERENCE_COLOR, width=1.2,
@@ -145,9 +147,14 @@ class UpdateCurves:
         """Append the new log values of every variable; redo all only if the floor had to move down."""
         kind = KIND[self.mode]
         only = self.only
-        shown = {ly.key: [p for p in ly.data.var_paths if view.runs.shows(p, ly.data.var_path(p))
-                          and (only is None or p in only)]
-                 for ly in view.layers}
+        key = (view.signature, tuple(len(ly.data.var_paths) for ly in view.layers),
+               None if only is None else frozenset(only))
+        if key != self._shown_key:  # a pass over every variable (500 of a wide model) only when it can change
+            self._shown_key = key
+            self._shown = {ly.key: [p for p in ly.data.var_paths if view.runs.shows(p, ly.data.var_path(p))
+                                    and (only is None or p in only)]
+                           for ly in view.layers}
+        shown = self._shown
         keep = {view.name(ly, p) for ly in view.layers for p in shown[ly.key]}
         for name in [n for n in self.vars if n not in keep]:  # left the subset (heat-map mode's curves)
             self.plot.removeItem(self.vars.pop(name).curve)
@@ -332,6 +339,7 @@ class UpdateCurves:
         return self.vars[name].path
 
     def clear(self) -> None:
+        self._shown_key = None
         for vc in self.vars.values():
             self.plot.removeItem(vc.curve)
         self.legend.clear()
