@@ -120,6 +120,7 @@ class UpdateCurves:
         self._legend_key: tuple | None = None
         self._shown_key: tuple | None = None
         self._shown: dict = {}
+        self._spare: list[LiveCurve] = []  # curves of variables no longer drawn, hidden, for the next to come
         self._samples: list = []
         self.reference = pg.InfiniteLine(pos=math.log10(REFERENCE_RATIO), angle=0, movable=False,
                                          pen=pg.mkPen(palette.REFERENCE_COLOR, width=1.2,
@@ -157,7 +158,10 @@ class UpdateCurves:
         shown = self._shown
         keep = {view.name(ly, p) for ly in view.layers for p in shown[ly.key]}
         for name in [n for n in self.vars if n not in keep]:  # left the subset (heat-map mode's curves)
-            self.plot.removeItem(self.vars.pop(name).curve)
+            curve = self.vars.pop(name).curve
+            curve.hide()  # kept for the next variable to come in: a new curve item a mover's swap was churn
+            curve.setData([], [])
+            self._spare.append(curve)
         looks = view.variable_looks(shown)
         order = []
         for layer in view.layers:
@@ -244,9 +248,14 @@ class UpdateCurves:
 
     # -- look ------------------------------------------------------------------------------------------
     def _add(self, name: str, layer: Layer, path: str) -> None:
-        curve = LiveCurve(name=name)
+        if self._spare:
+            curve = self._spare.pop()
+            curve.opts["name"] = name
+            curve.show()
+        else:
+            curve = LiveCurve(name=name)
+            self.plot.addItem(curve)
         self.vars[name] = _VarCurve(name, layer, path, curve)
-        self.plot.addItem(curve)
 
     def _style(self, vc: _VarCurve) -> None:
         hi = self.highlighted
@@ -277,6 +286,17 @@ class UpdateCurves:
         if key == self._legend_key:
             return
         self._legend_key = key
+        entries = [(vc.curve, f"{vc.path} (frozen)" if vc.frozen else vc.path) for vc in self.vars.values()]
+        if not view.multi and not self._samples and len(self.legend.items) == len(entries) and self.legend.isVisible():
+            # the same number of entries (the top movers changed, a freeze): relabel them in place, as
+            # building a legend entry anew (a text item, a layout) took ~1.5 ms each
+            for (sample, label), (curve, text) in zip(self.legend.items, entries):
+                if sample.item is not curve:
+                    sample.item = curve
+                    sample.update()
+                if label.text != text:
+                    label.setText(text)
+            return
         self.legend.clear()
         self._samples = []
         paths = list(dict.fromkeys(vc.path for vc in self.vars.values()))
@@ -340,8 +360,9 @@ class UpdateCurves:
 
     def clear(self) -> None:
         self._shown_key = None
-        for vc in self.vars.values():
-            self.plot.removeItem(vc.curve)
+        for curve in [vc.curve for vc in self.vars.values()] + self._spare:
+            self.plot.removeItem(curve)
+        self._spare = []
         self.legend.clear()
         self._samples = []
         self._legend_key = None
