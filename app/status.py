@@ -29,7 +29,7 @@ STATE_TIP = "What training is doing"
 
 def cut_keeping(metrics: QFontMetrics, text: str, keep: str, width: int) -> str:
     """`text` cut to `width` pixels, its end `keep` (how to fix what it says) whole: what comes before is cut
-    first ("…" at its end), and `keep` itself only when it alone is wider (in its middle)."""
+    first ("…" at its end, or all of it), and `keep` itself only when it alone is wider (in its middle)."""
     if metrics.horizontalAdvance(text) <= width:
         return text
     if keep and text.endswith(keep):
@@ -37,6 +37,8 @@ def cut_keeping(metrics: QFontMetrics, text: str, keep: str, width: int) -> str:
         head = text[:len(text) - len(keep)]
         if room >= metrics.horizontalAdvance("Not training…  "):
             return metrics.elidedText(head, Qt.TextElideMode.ElideRight, room) + keep
+        if metrics.horizontalAdvance("… " + keep) <= width:  # the fix alone, whole (the rest in the tooltip)
+            return "… " + keep
         return metrics.elidedText(keep, Qt.TextElideMode.ElideMiddle, width)
     return metrics.elidedText(text, Qt.TextElideMode.ElideRight, width)
 
