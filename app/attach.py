@@ -12,6 +12,7 @@ Detaching stops the timer; the run trains on.
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -20,15 +21,33 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from training_core import Command, Stop, UserError
+from training_core import Command, Stop, UserError, builtin_examples
 from training_core.base import events as E
-from training_core.runs import Session
+from training_core.runs import Session, Source
 from training_core.runs.attach import AttachedRun
 
 from . import training_process
 
 POLL_MS = 250
 SAMPLE_EVERY_S = 2.0
+
+
+def available(source: Source) -> bool:
+    """Whether this window can prepare `source` (an attached run's record may name a file of another host)."""
+    kind, value = source
+    return value in builtin_examples() if kind == "example" else bool(value) and Path(value).is_file()
+
+
+def detached_text(run: AttachedRun) -> str:
+    """The state after File → Detach: where the run was, and that it goes on (or that its writer is gone)."""
+    at = f"Detached at step {run.data.last_step:,}"
+    if run.finished:
+        return ""  # its `stop` says how it ended
+    if run.gone is not None:
+        return f"{at}; its process (pid {run.gone.pid}) is gone: {run.resume_fix}"
+    h = run.writer()
+    who = "" if h is None else f" (pid {h.pid}" + ("" if h.host == socket.gethostname() else f" on {h.host}") + ")"
+    return f"{at}; the run goes on{who}"
 
 
 class AttachController(QObject):
@@ -97,10 +116,14 @@ class AttachController(QObject):
             self._show_text()
 
     def detach(self) -> None:
-        """Stop following; the run trains on."""
+        """Stop following; the run trains on, and the status bar says so. The window keeps the run's experiment
+        if its file is here (or it is a built-in example), else goes back to the one chosen before attaching."""
         self._timer.stop()
-        self.run, self._pending_dir = None, None
-        self.session.detach()
+        run, self.run, self._pending_dir = self.run, None, None
+        if self.session.attached:
+            self.session.fix = run.resume_fix if run is not None and run.gone is not None else ""
+            self.session.detach(available(self.session.source), "" if run is None else detached_text(run))
+
 
     def shutdown(self, timeout_s: float) -> None:
         """The window closes: a replay it started is stopped (its record is kept); an attached run trains on."""
@@ -148,6 +171,7 @@ class AttachController(QObject):
     def _show_text(self) -> None:
         if self.run is not None and self.run.status_text() != self.session.attached_text:
             self.session.attached_text = self.run.status_text()
+            self.session.fix = self.run.resume_fix if self.run.gone is not None else ""
             self.session.state_changed.emit()
 
     def _wait_for_replay(self) -> None:

@@ -30,6 +30,7 @@ from training_core.rundir.writer import default_run_dir
 from . import gui_gc
 from .attach import AttachController
 from .controller import ServiceFactory, TrainingController
+from .detach import PrepareAfterDetach
 from .errors import offer_rollback, show_error
 from .menus import Menus, build_menus, choose_run_dir, open_dialog, open_runs_dialog, run_actions, show_run_state
 from .panels import ExperimentPanel, SchedulePanel, ScopeTree, beside_plots, left_tabs, panels_column
@@ -101,6 +102,8 @@ class MainWindow(QMainWindow):
         self.experiment_panel.seed_spin.setValue(seed)
         self.experiment_panel.set_device(device)
         self._connect_session()
+        self.after_detach = PrepareAfterDetach(self.session, self.controller, self.experiment_panel,
+                                               self.schedule_panel, self.scope_tree, self._show_preparing)
         self._timer = QTimer(self)
         self._timer.setInterval(REFRESH_MS)
         self._timer.timeout.connect(lambda: self.refresh(part=True))
@@ -306,11 +309,8 @@ class MainWindow(QMainWindow):
     def _on_prepared(self, info: PreparedInfo, rebuild: bool) -> None:
         gc.freeze()  # Qt, pyqtgraph and the window live as long as the process: full collections stay short
         c = info.config
-        # preparing's warnings stay in view under the description (a passing status line at Start was missed)
-        self.experiment_panel.set_description("\n\n".join([info.description] * bool(info.description)
-                                                           + [f"Warning: {w}" for w in info.warnings]))
+        self.experiment_panel.show_prepared(info, self.session.source, attached=bool(self.session.attached))
         self.status_panel.set_device(info.device_name)
-        self.experiment_panel.show_target(info.phase_names, c.steps, c.count, attached=self.session.attached)
         if rebuild:
             self.follower.forget()
             self.scope_tree.set_tree(info.tree, c.freeze)
@@ -331,8 +331,6 @@ class MainWindow(QMainWindow):
 
     def _on_run_finished(self, status: Status | None) -> None:
         self.refresh()
-        if self.session.prepared is None and self.session.tf_ready and not self.session.busy:
-            self.controller.prepare(self._prepare_config())  # after detaching: Start needs this window's own
         self.runFinished.emit(status)
 
     def _error(self, summary: str, detail: str) -> None:
@@ -365,7 +363,7 @@ class MainWindow(QMainWindow):
         self.experiment_panel.set_running(s.running)
         reviewing = self._defer_loading and not s.tf_ready and not s.busy
         self.status_panel.set_state(f"Reviewing {len(self.review.runs.entries)} run(s): the Train tab loads "
-                                    "TensorFlow" if reviewing else s.state_text)
+                                    "TensorFlow" if reviewing else s.state_text, keep=s.state_fix)
 
     @property
     def store(self) -> RunData:

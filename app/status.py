@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import Qt, QUrl
-from PySide6.QtGui import QDesktopServices
-from PySide6.QtWidgets import QLabel, QProgressBar, QStatusBar, QWidget
+from PySide6.QtCore import QSize, Qt, QUrl
+from PySide6.QtGui import QDesktopServices, QFontMetrics, QResizeEvent
+from PySide6.QtWidgets import QLabel, QProgressBar, QSizePolicy, QStatusBar, QWidget
 
 from training_core import Status
 
@@ -23,12 +23,61 @@ def format_elapsed(seconds: float) -> str:
     return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
 
 
-STATE_MAX_PX = 560  # the state text's widest (a longer one is cut, whole in its tooltip)
+STATE_MAX_PX = 560  # the width the state text asks for (it takes what the bar has; a longer one is cut)
+STATE_TIP = "What training is doing"
+
+
+def cut_keeping(metrics: QFontMetrics, text: str, keep: str, width: int) -> str:
+    """`text` cut to `width` pixels, its end `keep` (how to fix what it says) whole: what comes before is cut
+    first ("…" at its end, or all of it), and `keep` itself only when it alone is wider (in its middle)."""
+    if metrics.horizontalAdvance(text) <= width:
+        return text
+    if keep and text.endswith(keep):
+        room = width - metrics.horizontalAdvance(keep)
+        head = text[:len(text) - len(keep)]
+        if room >= metrics.horizontalAdvance("Not training…  "):
+            return metrics.elidedText(head, Qt.TextElideMode.ElideRight, room) + keep
+        if metrics.horizontalAdvance("… " + keep) <= width:  # the fix alone, whole (the rest in the tooltip)
+            return "… " + keep
+        return metrics.elidedText(keep, Qt.TextElideMode.ElideMiddle, width)
+    return metrics.elidedText(text, Qt.TextElideMode.ElideRight, width)
+
+
+class StateLabel(QLabel):
+    """The status bar's first field: it takes the width the bar leaves (it never widens the window) and
+    shows its text cut to that width, keeping the fix whole (`cut_keeping`). Cut at a fixed 560 px, a gone
+    writer's line ended exactly where it said how to resume, with 300 px of the bar empty beside it."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.full, self.keep = text, ""
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.setMinimumWidth(120)
+
+    def sizeHint(self) -> QSize:  # noqa: N802 (Qt name)
+        return QSize(min(super().sizeHint().width(), STATE_MAX_PX), super().sizeHint().height())
+
+    def show_text(self, text: str, keep: str = "") -> None:
+        self.full, self.keep = text, keep
+        self._fit()
+
+    def _fit(self) -> None:
+        width = self.contentsRect().width() if self.isVisible() or self.width() > 120 else STATE_MAX_PX
+        shown = cut_keeping(self.fontMetrics(), self.full, self.keep, max(width, 40))
+        if shown != self.text():
+            self.setText(shown)
+        self.setToolTip(self.full if shown != self.full else STATE_TIP)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 (Qt name)
+        super().resizeEvent(event)
+        self._fit()
+
 
 class StatusPanel(QStatusBar):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.state_label = self._label("Starting…", "What training is doing")
+        self.state_label = StateLabel("Starting…")
+        self.state_label.setContentsMargins(6, 0, 6, 0)
         self.step_label = self._label("Step 0", "Steps taken in this run")
         self.phase_label = self._label("Phase –", "The phase of the latest step")
         self.rate_label = self._label("– steps/s", "Training speed")
@@ -42,7 +91,7 @@ class StatusPanel(QStatusBar):
         self.progress.setTextVisible(True)
         self.progress.setFormat("%p%")
         self.progress.hide()
-        self.addWidget(self.state_label)
+        self.addWidget(self.state_label, 1)
         for w in (self.step_label, self.phase_label, self.rate_label, self.elapsed_label, self.progress,
                   self.device_label, self.run_dir_label):
             self.addPermanentWidget(w)
@@ -64,13 +113,12 @@ class StatusPanel(QStatusBar):
             if width > label.minimumWidth():
                 label.setMinimumWidth(width)
 
-    def set_state(self, text: str) -> None:
-        """What training is doing, cut to `STATE_MAX_PX` with the whole text in the tooltip: the label only
-        widens (`_set`), and one long line (an attached run's gone writer, with its resume command) made the
-        window wider than a 1600-px screen for good."""
-        shown = self.state_label.fontMetrics().elidedText(text, Qt.TextElideMode.ElideRight, STATE_MAX_PX)
-        self._set(self.state_label, shown)
-        self.state_label.setToolTip(text if shown != text else "What training is doing")
+    def set_state(self, text: str, keep: str = "") -> None:
+        """What training is doing, cut to the room the bar has with the whole text in the tooltip; `keep`,
+        the text's end that says how to fix it, is never cut (`StateLabel`). A fix that names the run directory
+        (a gone writer's resume command) takes the Run field's room: it would say the same twice."""
+        self.run_dir_label.setVisible(not (keep and self._run_dir and self._run_dir in keep))
+        self.state_label.show_text(text, keep)
 
     def set_device(self, name: str) -> None:
         self._set(self.device_label, name or "Device –")

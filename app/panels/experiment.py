@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (QComboBox, QFormLayout, QHBoxLayout, QLabel, QPus
                                QToolButton, QVBoxLayout, QWidget)
 from superqt.utils import signals_blocked
 
+from training_core.base.protocol import PreparedInfo
 from training_core.runs import Source
 
 
@@ -109,12 +110,18 @@ class ExperimentPanel(QWidget):
                 self.source_combo.setItemData(self.source_combo.count() - 1, path, Qt.ItemDataRole.ToolTipRole)
                 self._sources.append(("file", str(path)))
         if current is not None:
-            self.select_source(current)
+            self.select_source(current, add=True)
 
-    def select_source(self, source: Source) -> bool:
-        """Show `source` as the current choice without emitting `sourceChosen`."""
-        if source not in self._sources:
+    def select_source(self, source: Source, add: bool = False) -> bool:
+        """Show `source` as the current choice without emitting `sourceChosen`. `add`: a file not in the list
+        (an attached run's experiment) gets an entry of its own, so the panel never names another experiment."""
+        if source not in self._sources and not (add and source[0] == "file" and source[1]):
             return False
+        if source not in self._sources:
+            with signals_blocked(self.source_combo):
+                self.source_combo.addItem(Path(source[1]).name)
+                self.source_combo.setItemData(self.source_combo.count() - 1, source[1], Qt.ItemDataRole.ToolTipRole)
+            self._sources.append(source)
         with signals_blocked(self.source_combo):
             self.source_combo.setCurrentIndex(self._sources.index(source))
         return True
@@ -162,6 +169,18 @@ class ExperimentPanel(QWidget):
     def count(self) -> str | None:
         """The phase whose steps the target counts (None: every phase's; and none without a target)."""
         return self.count_combo.currentData() if self.steps() else None
+
+    def show_prepared(self, info: PreparedInfo, source: Source, attached: bool) -> None:
+        """A prepared experiment: its description and preparing's warnings (they stay in view: a passing status
+        line at Start was missed), its phases and step target; an attached run's own experiment and seed (its
+        record's: the panel read "ring (built-in)" and "Seed 0" beside another run's scopes)."""
+        c = info.config
+        self.set_description("\n\n".join([info.description] * bool(info.description)
+                                          + [f"Warning: {w}" for w in info.warnings]))
+        self.show_target(info.phase_names, c.steps, c.count, attached=attached)
+        if attached:
+            self.select_source(source, add=True)
+            self.seed_spin.setValue(c.seed)
 
     def show_target(self, phase_names: Sequence[str], steps: int | None, count: str | None, attached: bool) -> None:
         """The experiment's phases to count by; an attached run's own target (a resume may set a new one)."""

@@ -91,6 +91,9 @@ class ScopeTree(QWidget):
         self._drawn: dict[str, tuple[str, str, str]] = {}  # path -> (value text, state, tip) on its row now
         self.tree.verticalScrollBar().valueChanged.connect(self._draw_on_screen)
         self.tree.itemExpanded.connect(self._draw_on_screen)
+        self._auto_expand, self._fitting = True, False  # the tree expands to fit its height (`_expand_to_fit`)
+        self.tree.itemExpanded.connect(self._user_expanded)
+        self.tree.itemCollapsed.connect(self._user_expanded)
         self._emitted: tuple[str, ...] = ()
         self._quiet = False  # programmatic check changes: not the user's, nothing to emit
         self._emit_soon = qdebounced(self._emit_if_changed, timeout=0, parent=self)
@@ -118,10 +121,8 @@ class ScopeTree(QWidget):
         self._var_items.clear()
         self._drawn.clear()
         self._add_children(self.tree.invisibleRootItem(), root)
-        if len(self._items) <= 40:  # small models: show every variable; large ones: top scopes only
-            self.tree.expandAll()
-        else:
-            self.tree.expandToDepth(0)
+        self._auto_expand = True
+        self._expand_to_fit()
         self._fit_columns()
         self.tree.resizeColumnToContents(NAME)
         self._name_min = min(max(self.tree.columnWidth(NAME), 110), 260)
@@ -129,6 +130,30 @@ class ScopeTree(QWidget):
         self._quiet = False
         self.set_frozen(frozen)
         self._apply_filter(self.filter_edit.text())
+
+    def _expand_to_fit(self) -> None:
+        """Every variable if they all fit in view (and there are at most 40 rows), else the models and their
+        layers, else the models alone: whatever is shown, every model is in view without scrolling. Expanded
+        whole, a DCGAN's 17 rows on a 1366x768 screen put the discriminator, what one usually freezes, below
+        the fold."""
+        if not self._items:
+            return
+        rows = max(self.tree.viewport().height() // max(self.tree.sizeHintForRow(0), 1), 1) \
+            if self.tree.isVisible() else 40
+        top = [self.tree.topLevelItem(i) for i in range(self.tree.topLevelItemCount())]
+        self._fitting = True
+        if len(self._items) <= min(rows, 40):
+            self.tree.expandAll()
+        elif len(top) + sum(t.childCount() for t in top) <= rows:
+            self.tree.expandToDepth(0)
+        else:
+            self.tree.collapseAll()
+        self._fitting = False
+
+    def _user_expanded(self, *_args) -> None:
+        """The user opened or closed a scope: what is expanded is theirs from now on (until the next tree)."""
+        if not self._fitting and not self._quiet:
+            self._auto_expand = False
 
     def _add_children(self, parent: QTreeWidgetItem, node: ScopeNode) -> None:
         right = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
@@ -180,6 +205,8 @@ class ScopeTree(QWidget):
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt override
         if event.type() == QEvent.Type.Resize:  # the viewport: panel resized, vertical scrollbar came or went
+            if self._auto_expand and event.size().height() != event.oldSize().height():
+                self._expand_to_fit()  # a window made smaller (or larger) after the tree was built
             self._fit_name()
             self._draw_on_screen()
         return False

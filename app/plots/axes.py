@@ -95,3 +95,11 @@ class FloorLogAxis(TidyAxis):
         if self.floor is None:
             return strings
         return ["0" if math.isclose(v, self.floor, abs_tol=1e-9) else s for v, s in zip(values, strings)]
+
+
+def quiet_axes(plot: pg.PlotItem, names: tuple[str, ...] = ("top", "right")) -> None:
+    """No SI prefix on `plot`'s axes `names` (by default the hidden top and right ones): a PlotItem's hidden
+    axes follow every range change too, and each one re-set its label's HTML on every change (~1.4 ms a
+    time on this machine), a third of a wide refresh's Python time."""
+    for name in names:
+        plot.getAxis(name).enableAutoSIPrefix(False)

@@ -13,7 +13,7 @@ import numpy as np
 import pyqtgraph as pg
 
 from . import palette
-from .axes import TidyAxis
+from .axes import TidyAxis, quiet_axes
 from .curves import dashed_pen, style_plot
 from .plot_view import PlotView
 
@@ -82,6 +82,7 @@ class MetricPlots:
         plot = self.layout.addPlot(row=len(self.plots), col=0, axisItems={"left": TidyAxis("left"),
                                                                          "bottom": TidyAxis("bottom")})
         style_plot(plot, "", bottom="")
+        quiet_axes(plot)
         plot.hideAxis("bottom")
         # the name as a title over the plot, not a rotated axis label: in a short plot those ran into the next
         plot.setTitle(tag.removeprefix("metric/").replace("_", " "), size="8pt", color=palette.FOREGROUND,

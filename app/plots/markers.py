@@ -13,9 +13,10 @@ and labels are QGraphicsTextItems (painted by Qt) placed in pixels.
 Labels sit in a band above the plot area (the plot's title row, grown to `LABEL_ROWS` rows), never
 over the curves. A label is shown in full where it fits (right of its line, else left of it), in the
 highest free row; consecutive markers with the same label share one ("pause (step) ×12"); a label
-with no room shows its short form (the kind), and one with none at all a "+": none is dropped without
-a trace, and the tooltip and the Runs tab's event list hold the full text. Markers out of view have
-no label.
+with no room shows its short form (the kind), or a "+"; labels never overprint: one with no room even
+for a "+" has its line alone, and the nearest label to its left names it in its tooltip. None is
+dropped without a trace: the tooltips and the Runs tab's event list hold the full text. Markers out of
+view have no label.
 """
 from __future__ import annotations
 
@@ -52,8 +53,10 @@ class MarkerLine:
         self.label = QtWidgets.QGraphicsTextItem(plot)
         self.label.document().setDocumentMargin(0)
         self.label.setDefaultTextColor(QtGui.QColor(color))
-        self.label.setToolTip(f"step {m.step:,}: {text}")
+        self.tip = f"step {m.step:,}: {text}"
+        self.label.setToolTip(self.tip)
         self.label.setZValue(6)
+        self.repeats = 1  # how many markers in a row its label stands for (0: none, another's label or none shown)
         self.shown = ""
         self.set_text(text)
 
@@ -123,6 +126,8 @@ class _PlotMarkers:
         px = (x1 - x0) / width
         taken: list[list[tuple[float, float]]] = [[] for _ in range(LABEL_ROWS)]
         used = 0
+        shown: list[tuple[float, MarkerLine]] = []
+        unplaced: list[tuple[float, MarkerLine]] = []
         for line, repeats, x in self._visible_runs(x0, px, width):
             line.repeats = repeats
             count = f" ×{repeats}" if repeats > 1 else ""  # part of the text before it is placed: never clipped
@@ -132,10 +137,21 @@ class _PlotMarkers:
                 placed = self._free_spot(taken, x, line.label.boundingRect().width(), width)
                 if placed is not None:
                     break
-            left, row = placed if placed is not None else (min(max(x - 4, 0), width - 8), 0)
+            line.label.setToolTip(line.tip)
+            if placed is None:  # no room even for "+": a label over its neighbour's would hide both
+                line.label.hide()
+                unplaced.append((x, line))
+                continue
+            left, row = placed
             line.label.setPos(geo.left() + left, geo.top() - (row + 1) * ROW_PX)
             line.label.show()
+            shown.append((x, line))
             used = max(used, row + 1)
+        for x, line in unplaced:  # named in the tooltip of the nearest label to its left (else its right)
+            left = [s for s in shown if s[0] <= x]
+            host = max(left, key=lambda s: s[0]) if left else min(shown, key=lambda s: s[0], default=None)
+            if host is not None:
+                host[1].label.setToolTip(host[1].label.toolTip() + "\n" + line.tip)
         self._set_rows(used)
 
     def _visible_runs(self, x0: float, px: float, width: float) -> list[tuple[MarkerLine, int, float]]:
@@ -144,6 +160,7 @@ class _PlotMarkers:
         out: list[list] = []
         for line in sorted(self.lines, key=lambda ln: ln.value()):
             x = (line.value() - x0) / px
+            line.repeats = 0  # shown by another's label, or out of view
             if not -0.5 <= x <= width + 0.5:
                 line.label.hide()
             elif out and out[-1][0].text == line.text and out[-1][0].marker.kind == line.marker.kind:

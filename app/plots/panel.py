@@ -22,7 +22,7 @@ from superqt.utils import signals_blocked
 from training_core.runs import RunData, RunSet
 
 from . import palette
-from .axes import FloorLogAxis, TidyAxis
+from .axes import FloorLogAxis, TidyAxis, quiet_axes
 from .canvas import Canvas
 from .curves import held, style_plot
 from .health import MetricPlots
@@ -83,12 +83,14 @@ class PlotsPanel(QtWidgets.QWidget):
             legend.setSizePolicy(QtWidgets.QSizePolicy.Policy.Maximum, QtWidgets.QSizePolicy.Policy.Maximum)
             self.graphics.ci.layout.setAlignment(legend, QtCore.Qt.AlignmentFlag.AlignLeft)
         style_plot(self.loss_plot, "loss")
+        self.loss_plot.getAxis("bottom").showLabel(False)  # x-linked: the update (or heat-map) plot below names it
+        quiet_axes(self.loss_plot)
         for plot in (self.update_plot, self.update_views.heat_plot):
             plot.setXLink(self.loss_plot)
         for plot in (self.loss_plot, self.update_plot, self.update_views.heat_plot):
             plot.setMenuEnabled(False, enableViewBoxMenu=True)  # no log/FFT toggles that fight ours
             plot.vb.setMouseEnabled(x=True, y=False)  # the wheel zooms steps only; y fits what is in view
-        for row, stretch in ((1, 3), (2, 0), (3, 3), (4, 5)):
+        for row, stretch in ((1, 2), (2, 0), (3, 3), (4, 5)):  # the update plot first: what one freezes by
             self.graphics.ci.layout.setRowStretchFactor(row, stretch)
 
         self.losses = LossCurves(self.loss_plot, self.loss_legend, DEFAULT_SMOOTHING)
@@ -119,16 +121,12 @@ class PlotsPanel(QtWidgets.QWidget):
         return False
 
     def resizeEvent(self, event: QtGui.QResizeEvent) -> None:  # noqa: N802 (Qt name)
-        """Fit the update legend's columns to the width: a fixed 4 columns needed ~790 px and, in a
-        narrower window, pushed the plots' right edge (the newest steps) out of view."""
+        """Fit the update legend's columns to the width (`_fit_legend_columns`)."""
         super().resizeEvent(event)
         self._fit_legend_columns()
 
     def _fit_legend_columns(self) -> None:
-        width = self.graphics.width()
-        cols = 4 if width >= 860 else 2 if width >= 440 else 1  # even: kernel and bias side by side
-        if self.update_legend.columnCount != cols:
-            self.update_legend.setColumnCount(cols)
+        self.update_views.fit_legend(self.graphics.width())
 
     # -- layout and controls ---------------------------------------------------------------------------
     def _build_layout(self) -> None:
@@ -209,6 +207,7 @@ class PlotsPanel(QtWidgets.QWidget):
             axis = "time (s)" if view.by_time else "step"
             for plot in (self.loss_plot, self.update_plot, self.update_views.heat_plot):
                 plot.setLabel("bottom", axis, color=palette.FOREGROUND)
+            self.loss_plot.getAxis("bottom").showLabel(False)  # the update plot below names the same x
         state = (view.version, self.samples_key_now())
         if state == self._seen:
             self._show_samples()
@@ -230,6 +229,7 @@ class PlotsPanel(QtWidgets.QWidget):
         if self.metrics.update(view):  # health plots: smaller than the loss and update plots
             self.graphics.ci.layout.setRowStretchFactor(2, min(len(self.metrics.plots), 2))
         self.update_views.update(view)
+        self._fit_legend_columns()  # its entries may have changed
         self._show_samples()
         self._prepare_paint()
 

@@ -41,23 +41,68 @@ def zero_reading(frozen: bool) -> str:
 
 
 class _VarCurve:
+    """One variable's curve: its points (x, log10 value) and, for each point, the record it stands for. A
+    change of frozen state between two records adds two points at the step of the change (`freeze_steps`),
+    so a freeze is drawn as a step there: joined straight, the records before and after it sloped down from
+    the last record before the freeze, up to ~35 steps early, and read as a decay that began earlier."""
+
     def __init__(self, name: str, layer: Layer, path: str, curve: LiveCurve) -> None:
         self.name, self.layer, self.path, self.curve = name, layer, path, curve
         self.variable = layer.data.var_path(path)  # `path` is a series' name: path@phase for a shared variable
         self.color, self.dash = palette.FOREGROUND, 0
-        self.log = GrowArray(np.float64)
-        self.x = GrowArray(np.float64)
         self.frozen = False
         self.style: tuple | None = None
+        self.reset()
+
+    def reset(self) -> None:
+        self.log = GrowArray(np.float64)
+        self.x = GrowArray(np.float64)
+        self.record = GrowArray(np.int64)  # the record each point stands for
+        self.n = 0  # records taken in
+
+    def extend(self, view: PlotView, steps: np.ndarray, wall: np.ndarray, log: np.ndarray,
+               frozen: np.ndarray) -> None:
+        """Take in records `self.n:` (`log`: their log10 values, already floored), with a step at each change
+        of frozen state."""
+        n0, n1 = self.n, min(len(log) + self.n, len(frozen))
+        if n1 <= n0:
+            return
+        f = np.asarray(frozen[max(n0 - 1, 0):n1], dtype=bool)
+        changes = (np.flatnonzero(f[1:] != f[:-1]) + max(n0 - 1, 0) + 1).tolist()  # records after a change
+        cuts = sorted({n0, n1, *changes})
+        xs = view.x(self.layer, steps[n0:n1], wall[n0:n1])
+        for a, b in zip(cuts[:-1], cuts[1:]):
+            if a in changes:  # the step: the level before at the change, then the level after
+                at, t = freeze_at(self.layer.data, int(steps[a - 1]), int(steps[a]), float(wall[a]))
+                x = float(view.x(self.layer, np.array([at]), np.array([t]))[0])
+                before = float(self.log.view()[-1]) if len(self.log) else float(log[a - n0])
+                self.x.extend(np.array([x, x]))
+                self.log.extend(np.array([before, log[a - n0]]))
+                self.record.extend(np.array([a - 1, a]))
+            self.x.extend(np.asarray(xs[a - n0:b - n0], dtype=np.float64))
+            self.log.extend(log[a - n0:b - n0])
+            self.record.extend(np.arange(a, b))
+        self.n = n1
 
     def point_near(self, x: float) -> tuple[int, float] | None:
-        """(index, plotted log10 value) of the recorded point nearest `x`; None if there is none or a gap."""
+        """(record index, plotted log10 value) of the point nearest `x`; None if there is none or a gap."""
         xs = self.curve.xData
         if xs is None or not len(xs):
             return None
         i = nearest_index(xs, x)
         y = float(self.log.view()[i])
-        return (i, y) if np.isfinite(y) else None
+        return (int(self.record.view()[i]), y) if np.isfinite(y) else None
+
+
+def freeze_at(data, after: int, upto: int, wall: float) -> tuple[int, float]:
+    """(step, time) of the freeze change between records at steps `after` and `upto`: the last `freeze` event
+    in (after, upto], else the later record itself."""
+    for e in reversed(data.markers):
+        if e.kind == "freeze" and after < e.step <= upto:
+            return e.step, e.time or wall
+        if e.step <= after:
+            break
+    return upto, wall
 
 
 class UpdateCurves:
@@ -73,6 +118,9 @@ class UpdateCurves:
         self.floor = DEFAULT_FLOOR
         self.zeros = (False, False)  # (a frozen variable at 0, an unfrozen one at 0)
         self._legend_key: tuple | None = None
+        self._shown_key: tuple | None = None
+        self._shown: dict = {}
+        self._spare: list[LiveCurve] = []  # curves of variables no longer drawn, hidden, for the next to come
         self._samples: list = []
         self.reference = pg.InfiniteLine(pos=math.log10(REFERENCE_RATIO), angle=0, movable=False,
                                          pen=pg.mkPen(palette.REFERENCE_COLOR, width=1.2,
@@ -100,41 +148,52 @@ class UpdateCurves:
         """Append the new log values of every variable; redo all only if the floor had to move down."""
         kind = KIND[self.mode]
         only = self.only
-        shown = {ly.key: [p for p in ly.data.var_paths if view.runs.shows(p, ly.data.var_path(p))
-                          and (only is None or p in only)]
-                 for ly in view.layers}
+        key = (view.signature, tuple(len(ly.data.var_paths) for ly in view.layers),
+               None if only is None else frozenset(only))
+        if key != self._shown_key:  # a pass over every variable (500 of a wide model) only when it can change
+            self._shown_key = key
+            self._shown = {ly.key: [p for p in ly.data.var_paths if view.runs.shows(p, ly.data.var_path(p))
+                                    and (only is None or p in only)]
+                           for ly in view.layers}
+        shown = self._shown
         keep = {view.name(ly, p) for ly in view.layers for p in shown[ly.key]}
         for name in [n for n in self.vars if n not in keep]:  # left the subset (heat-map mode's curves)
-            self.plot.removeItem(self.vars.pop(name).curve)
+            curve = self.vars.pop(name).curve
+            curve.hide()  # kept for the next variable to come in: a new curve item a mover's swap was churn
+            curve.setData([], [])
+            self._spare.append(curve)
         looks = view.variable_looks(shown)
+        order = []
         for layer in view.layers:
             for path in shown[layer.key]:
                 name = view.name(layer, path)
+                order.append(name)
                 if name not in self.vars:
                     self._add(name, layer, path)
                 self.vars[name].color, self.vars[name].dash = looks[(layer.key, path)]
+        if list(self.vars) != order:  # the run's order, whatever order they came in (the legend follows it)
+            self.vars = {name: self.vars[name] for name in order}
         fresh, redo = {}, set()
         for name, vc in self.vars.items():
             steps, wall, values = vc.layer.data.var_series(vc.path, kind)
-            if len(values) < len(vc.log) or not len(vc.log):
-                vc.log, vc.x = GrowArray(np.float64), GrowArray(np.float64)
+            frozen = vc.layer.data.frozen_series(vc.path)
+            if len(values) < vc.n or not vc.n:
+                vc.reset()
                 redo.add(name)
-            fresh[name] = (steps, wall, values)
-            self._note_range(values[len(vc.log):], vc.layer.data.frozen_series(vc.path)[len(vc.log):])
+            fresh[name] = (steps, wall, values, frozen)
+            self._note_range(values[vc.n:], frozen[vc.n:])
         floor = self._floor()
         if floor != self.floor:
             self.floor = floor
             for name, vc in self.vars.items():
-                vc.log = GrowArray(np.float64)
+                vc.reset()
                 redo.add(name)
         for name, vc in self.vars.items():
-            steps, wall, values = fresh[name]
-            if view.by_time:
-                vc.x.extend(view.x(vc.layer, steps[len(vc.x):], wall[len(vc.x):]))
-            vc.log.extend(self._to_log(values[len(vc.log):]))
+            steps, wall, values, frozen = fresh[name]
+            vc.extend(view, steps, wall, self._to_log(values[vc.n:]), frozen)
             vc.frozen = vc.layer.data.frozen_now(vc.path)
             self._style(vc)
-            vc.curve.setData(vc.x.view() if view.by_time else steps, vc.log.view(), grown=name not in redo)
+            vc.curve.setData(vc.x.view(), vc.log.view(), grown=name not in redo)
         self.axis.set_floor(self.floor if self.has_zero else None)
         self.floor_line.setValue(self.floor)
         self.floor_line.setVisible(self.has_zero)
@@ -150,7 +209,7 @@ class UpdateCurves:
         self.mode = mode
         self._min_pos, self.zeros, self.floor = math.inf, (False, False), DEFAULT_FLOOR
         for vc in self.vars.values():
-            vc.log = GrowArray(np.float64)
+            vc.reset()
         self.reference.setVisible(mode == "relative")
         self.plot.setLabel("left", AXIS_LABEL[mode], color=palette.FOREGROUND)
         self.update(view)
@@ -189,9 +248,14 @@ class UpdateCurves:
 
     # -- look ------------------------------------------------------------------------------------------
     def _add(self, name: str, layer: Layer, path: str) -> None:
-        curve = LiveCurve(name=name)
+        if self._spare:
+            curve = self._spare.pop()
+            curve.opts["name"] = name
+            curve.show()
+        else:
+            curve = LiveCurve(name=name)
+            self.plot.addItem(curve)
         self.vars[name] = _VarCurve(name, layer, path, curve)
-        self.plot.addItem(curve)
 
     def _style(self, vc: _VarCurve) -> None:
         hi = self.highlighted
@@ -222,6 +286,17 @@ class UpdateCurves:
         if key == self._legend_key:
             return
         self._legend_key = key
+        entries = [(vc.curve, f"{vc.path} (frozen)" if vc.frozen else vc.path) for vc in self.vars.values()]
+        if not view.multi and not self._samples and len(self.legend.items) == len(entries) and self.legend.isVisible():
+            # the same number of entries (the top movers changed, a freeze): relabel them in place, as
+            # building a legend entry anew (a text item, a layout) took ~1.5 ms each
+            for (sample, label), (curve, text) in zip(self.legend.items, entries):
+                if sample.item is not curve:
+                    sample.item = curve
+                    sample.update()
+                if label.text != text:
+                    label.setText(text)
+            return
         self.legend.clear()
         self._samples = []
         paths = list(dict.fromkeys(vc.path for vc in self.vars.values()))
@@ -284,8 +359,10 @@ class UpdateCurves:
         return self.vars[name].path
 
     def clear(self) -> None:
-        for vc in self.vars.values():
-            self.plot.removeItem(vc.curve)
+        self._shown_key = None
+        for curve in [vc.curve for vc in self.vars.values()] + self._spare:
+            self.plot.removeItem(curve)
+        self._spare = []
         self.legend.clear()
         self._samples = []
         self._legend_key = None

@@ -12,6 +12,7 @@ curves back by itself).
 """
 from __future__ import annotations
 
+import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtWidgets
 from superqt.utils import signals_blocked
@@ -20,7 +21,7 @@ from training_core.runs.heat import scope_order, top_movers
 from training_core.base.scopes import in_scope
 
 from . import palette
-from .axes import FloorLogAxis, TidyAxis
+from .axes import FloorLogAxis, TidyAxis, quiet_axes
 from .curves import LEFT_AXIS_WIDTH, style_plot
 from .heatmap import UpdateHeatmap
 from .update_curves import KIND, UpdateCurves
@@ -28,7 +29,11 @@ from .plot_view import PlotView
 
 AUTO_LIMIT = 48  # more variables shown than this: the heat map, unless the user chose curves
 TOP_K = 8
-MOVERS_EVERY = 5  # the top movers are chosen again after this many new records (of each phase, on average)
+MOVERS_EVERY = 10  # the top movers are chosen again after this many new records (of each phase, on average),
+# or at once when the freeze set changed: a new choice swaps curves and rebuilds the legend, a third of a
+# wide refresh when it came every tick
+LEGEND_SAMPLE_PX = 34  # a legend entry's line sample and spacing beside its label
+MAX_LEGEND_COLUMNS = 6
 CLICK_PX = 6  # how near (pixels) a click must be to an update curve to select its variable
 
 
@@ -50,6 +55,9 @@ class UpdateViews:
             ax.setPen(pg.mkPen(palette.FOREGROUND))
             ax.setTextPen(pg.mkPen(palette.FOREGROUND))
         self.heat_plot.getAxis("left").setWidth(LEFT_AXIS_WIDTH)
+        for plot in (self.plot, self.heat_plot):
+            quiet_axes(plot)
+        quiet_axes(self.heat_plot, ("left",))  # "500 variables": no prefix to find
         self.heat_plot.setLabel("bottom", "step", color=palette.FOREGROUND)
         self.curves = UpdateCurves(self.plot, self.axis, self.legend)
         self._layout, self._row = graphics.ci.layout, row
@@ -63,6 +71,8 @@ class UpdateViews:
         self._shown_key: tuple | None = None
         self._movers_at: tuple | None = None  # (what was ranked, how many records then)
         self._shown: list[str] = []
+        self._chosen_key: tuple | None = None
+        self._chosen: list[str] = []
         self._variable: dict[str, str] = {}  # series name -> the variable's path (path@phase -> path)
         self._build_controls()
         self._show(False, True)
@@ -155,8 +165,12 @@ class UpdateViews:
         only = None
         if heat:
             self.heat.update(view, self.mode)
-            chosen = [p for p in paths if self.highlighted in (p, self._variable[p])
-                      or (self.selected and in_scope(self._variable[p], self.selected))][:AUTO_LIMIT]
+            key = (self._shown_key, self.highlighted, self.selected)
+            if key != self._chosen_key:  # the tree's selection: a pass over every variable only when it moved
+                self._chosen_key = key
+                self._chosen = [p for p in paths if self.highlighted in (p, self._variable[p])
+                                or (self.selected and in_scope(self._variable[p], self.selected))][:AUTO_LIMIT]
+            chosen = self._chosen
             self._choose_movers(view, paths)
             only = set(chosen) | set(self.movers)
         if only != self.curves.only:
@@ -172,7 +186,9 @@ class UpdateViews:
             return
         phases = [(ly.data, ph) for ly in view.layers for ph in ly.data.var_phases]
         records = sum(len(data.var_block(ph)[1]) for data, ph in phases)
-        key = (view.signature, self.mode, len(paths))
+        frozen = tuple(bytes(np.asarray(f[-1], dtype=bool)) if len(f) else b""  # a freeze: rank again at once
+                       for f in (data.var_block(ph)[4] for data, ph in phases))
+        key = (view.signature, self.mode, len(paths), frozen)
         if self._movers_at is not None and self._movers_at[0] == key \
                 and records < self._movers_at[1] + MOVERS_EVERY * max(len(phases), 1):
             return
@@ -190,6 +206,15 @@ class UpdateViews:
                 with signals_blocked(button):
                     button.setChecked(on)
         self.movers_box.setEnabled(heat)
+
+    def fit_legend(self, width: float) -> None:
+        """As many legend columns as the widest entry allows in `width` pixels. A fixed 4 needed ~790 px and,
+        in a narrower window, pushed the plots' right edge out of view; 2 below 860 px made 24 variables a
+        legend as tall as the update plot on a 1366x768 screen (3 columns fit there)."""
+        entry = max((label.boundingRect().width() for _, label in self.legend.items), default=150) + LEGEND_SAMPLE_PX
+        cols = int(max(1, min(MAX_LEGEND_COLUMNS, (width - 20) // entry)))
+        if self.legend.columnCount != cols:
+            self.legend.setColumnCount(cols)
 
     def clicked(self, scene_pos: QtCore.QPointF) -> str | None:
         """The variable under a click: its heat-map row, or the update curve nearest the cursor at that step

@@ -201,3 +201,17 @@ def steered_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Pat
     for name, r in done.items():
         assert r.returncode == 0, (name, r.stderr[-2000:])
     return dirs
+
+
+@pytest.fixture(scope="session")
+def ring_dir(tmp_path_factory) -> Path:
+    """A real 300-step headless ring run, generator/dense_1 frozen from the start (tests/app/ring_run.py)."""
+    from tests.app.ring_run import train_ring
+    return train_ring(tmp_path_factory.mktemp("plots") / "ring")
+
+
+@pytest.fixture
+def ring(ring_dir):
+    """The ring run read afresh (a test may add to it)."""
+    from training_core.runs import read_run
+    return read_run(ring_dir)

@@ -12,6 +12,7 @@ from app.panels.scope_tree import EAGER_ROWS
 from app.plots import PlotsPanel
 from app.plots.heatmap import FROZEN_RGBA, NO_UPDATE_RGBA
 from app.plots.update_plot import AUTO_LIMIT, TOP_K
+from tests.app.blocks import block
 from tests.app.fake_service import FakeTrainingService
 from tests.core.synthetic import SimulatedTrainer
 from training_core import MetricsBatch, PhaseBlock, SetFreeze, VarInfo
@@ -247,3 +248,30 @@ def test_a_variable_two_phases_train_has_a_row_per_phase_and_its_path_outlines_b
     lo, hi = heat.highlight_band.getRegion()
     assert heat.highlight_band.isVisible()
     assert {names[i] for i in range(int(lo), int(hi))} >= {"encoder/layer_3/kernel@rec", "encoder/layer_3/kernel@reg"}
+
+
+def test_a_frozen_variable_is_no_mover_at_once_and_curves_after_the_heat_map_keep_the_legend_order(ui, qtbot):
+    """Frozen a few records ago, a variable's recent mean was still its old size: it was listed among the "top 8
+    movers" though it no longer moved. And after Heat map → Curves the legend listed the movers first, then the
+    rest: scrambled. A frozen variable is never a mover; the legend keeps the run's order of its variables."""
+    paths = tuple(f"net/layer_{i}/{leaf}" for i in range(10) for leaf in ("kernel", "bias"))  # 20: curves by count
+    store = RunData()
+    panel = PlotsPanel(store)
+    qtbot.addWidget(panel)
+    panel.resize(1100, 700)
+    ratio = np.tile(np.linspace(1e-3, 2e-2, len(paths)), (200, 1))  # layer_9 moves most
+    store.add_batch(MetricsBatch([block("D", np.arange(1, 201), paths, ratio=ratio)]))
+    panel.refresh()
+    views = panel.update_views
+    order = [label.text for _, label in views.legend.items]
+    assert order == list(paths)  # the run's order, curves by count
+    views.heat_button.click()
+    frozen = np.zeros((5, len(paths)), bool)
+    frozen[:, -2:] = True  # net/layer_9 frozen: five records of zeros (the recent mean is still large)
+    store.add_batch(MetricsBatch([block("D", np.arange(201, 206), paths, ratio=ratio[:5], frozen=frozen)]))
+    panel.refresh()
+    assert views.movers and not {"net/layer_9/kernel", "net/layer_9/bias"} & set(views.movers), views.movers
+    assert len(views.movers) == TOP_K
+    views.curves_button.click()
+    assert len(views.curves.vars) == len(paths)
+    assert [label.text.removesuffix(" (frozen)") for _, label in views.legend.items] == order

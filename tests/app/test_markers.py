@@ -12,6 +12,7 @@ from PySide6 import QtGui  # noqa: E402
 from tests.app.blocks import block  # noqa: E402
 from training_core import MetricsBatch
 from training_core.base import events  # noqa: E402
+from app.plots import palette  # noqa: E402
 from training_core.runs import RunData  # noqa: E402
 
 
@@ -57,3 +58,43 @@ def test_repeated_marker_labels_at_the_right_edge_stay_inside_the_plot(panel_of,
     shown = [ln for ln in lines if ln.label.isVisible()]
     assert [ln.label.toPlainText() for ln in shown] == ["pause (step) ×3"]
     assert _rect(panel, shown[0]).right() <= panel.loss_plot.vb.geometry().right() + 1
+
+
+def test_markers_at_their_steps_on_both_plots_alarms_in_red(ring, panel_of):
+    panel = panel_of(ring)
+    panel.refresh()
+    assert panel.marker_lines("loss") == []  # the run's only freeze was at the start: no marker
+    ring.add_event(events.Freeze(step=120, scopes=["discriminator/out"]))
+    ring.add_event(events.Ratio(step=150, policy={"policy": "fixed", "ratio": [5, 1]}))
+    ring.add_event(events.Nan(step=260, at_step=251, phase="D"))
+    ring.add_event(events.Warning(step=270, message="not a marker"))
+    panel.refresh()
+    for plot in ("loss", "update"):
+        lines = panel.marker_lines(plot)
+        assert [ln.value() for ln in lines] == [120, 150, 251]
+        assert [ln.label.toPlainText() for ln in lines] == ["freeze: discriminator/out", "ratio 5:1", "NaN in D"]
+        assert [ln.pen.color().name() for ln in lines] == [palette.CONTROL_COLOR, palette.CONTROL_COLOR,
+                                                          palette.ALARM_COLOR]
+    assert panel.marker_lines("loss")[0].getViewBox() is panel.loss_plot.vb
+    assert panel.marker_lines("update")[0].getViewBox() is panel.update_plot.vb
+
+
+def test_marker_labels_never_overprint_late_in_a_crowded_run(panel_of, qtbot):
+    """Late in a run a freeze label read "freeze: discriminator/conv…" with a pause marker's "+" printed over
+    it: a label with no room even for "+" was put in the first row anyway, its white box over its neighbour.
+    No two shown labels overlap now; a marker with no room for a label keeps its line, and the nearest label
+    to its left names it in its tooltip."""
+    freeze = events.Freeze(step=1900, scopes=["discriminator/conv_1", "discriminator/conv_2"])
+    reasons = ["user", "step", "nan", "leak", "samples", "checkpoint"]
+    pauses = [events.Pause(step=1903 + 3 * i, reason=reasons[i % len(reasons)]) for i in range(24)]
+    panel, lines = _labelled(panel_of, qtbot, freeze, *pauses)
+    shown = [ln for ln in lines if ln.label.isVisible()]
+    rects = [(_rect(panel, ln), ln.label.toPlainText()) for ln in shown]
+    for i, (a, ta) in enumerate(rects):
+        for b, tb in rects[i + 1:]:
+            assert not a.intersects(b), (ta, tb)
+    assert lines[0].label.isVisible() and lines[0].label.toPlainText().startswith("freeze")
+    hidden = [ln for ln in lines if not ln.label.isVisible() and ln.repeats == 1]
+    assert hidden  # crowded: some have no label of their own ...
+    tips = " ".join(ln.label.toolTip() for ln in shown)
+    assert all(f"step {ln.marker.step:,}: {ln.text}" in tips for ln in hidden)  # ... but are named

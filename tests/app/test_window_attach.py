@@ -136,6 +136,14 @@ def test_an_attached_window_follows_its_run_through_a_kill_and_a_resume(ui, qtbo
     # killed on this host: its lock names a process that is gone, so the window stops calling it training
     qtbot.waitUntil(lambda: w.session.state_text.startswith("Not training"), timeout=TIMEOUT)
     assert f"--resume {run_dir}" in w.session.state_text
+    # on a 1600-px screen (the window 1440 px wide) the status bar was cut exactly where it says how to resume
+    w.resize(1440, 900)
+    fix = f"resume it with python main.py --headless --resume {run_dir}"
+    label = w.status_panel.state_label  # (re-laid out after the Run field gave way: its text follows its width)
+    qtbot.waitUntil(lambda: label.text().endswith(fix), timeout=TIMEOUT)
+    shown = label.text()
+    assert label.toolTip() == w.session.state_text  # the whole line, "Not training" first
+    assert label.fontMetrics().horizontalAdvance(shown) <= label.contentsRect().width()
     from PySide6.QtCore import Qt
     before = (run_dir / "commands.jsonl").read_bytes() if (run_dir / "commands.jsonl").exists() else b""
     w.scope_tree.item("generator").setCheckState(0, Qt.CheckState.Checked)  # nothing would ever apply it
@@ -222,3 +230,77 @@ def test_an_attached_window_reads_an_old_records_resume_as_continue(ui, qtbot, t
     assert isinstance(w.session.data.events[-1], E.Continue)
     assert w.status_panel.state_label.text().startswith("Training")
     assert not w.attachment.run.controls.paused
+
+
+def _seeded_run(tmp_path, gan, name="seeded"):
+    run_dir = tmp_path / name
+    proc = start(main_cmd("--headless", "--experiment", str(gan), "--run-dir", str(run_dir), "--seed", "3",
+                          "--freeze", "discriminator/dense_1", "--quiet"))
+    return run_dir, proc
+
+
+def test_an_attached_run_shows_its_experiment_and_seed_and_after_detach_start_trains_what_the_panels_show(
+        ui, qtbot, tmp_path):
+    """Attached to a run of a file with `--seed 3`, the panel read "ring (built-in)" and "Seed 0"; after
+    Detach, Start was enabled for ring while the tree showed the GAN's ticked scopes, and the status bar read
+    "Ended at step N" while the run trained on. The panel shows the record's experiment and seed; after
+    Detach the window prepares that experiment with the tree's ticks, and Start trains it."""
+    gan = tiny_gan(tmp_path)
+    run_dir, proc = _seeded_run(tmp_path, gan)
+    try:
+        w = ui.make()  # ring, prepared by the window's own training process
+        qtbot.waitUntil(lambda: (run_dir / "events.jsonl").is_file(), timeout=TIMEOUT)
+        assert w.attach_run(run_dir)
+        qtbot.waitUntil(lambda: w.scope_tree.item("generator/dense_1") is not None and w.store.last_step > 0,
+                        timeout=TIMEOUT)
+        panel = w.experiment_panel
+        assert panel.current_source() == ("file", str(gan.resolve())) and panel.source_combo.currentText() == gan.name
+        assert panel.seed_spin.value() == 3
+        assert list(w.scope_tree.frozen_scopes()) == ["discriminator/dense_1"]
+
+        w.attachment.detach()
+        text = w.status_panel.state_label.text()
+        assert text.startswith("Detached at step ") and f"the run goes on (pid {proc.pid})" in text, text
+        assert not text.startswith("Ended")
+        ui.wait_prepared(w)  # the window's own trainer of the run's experiment
+        assert w.session.source == panel.current_source() == ("file", str(gan.resolve()))
+        assert list(w.scope_tree.frozen_scopes()) == ["discriminator/dense_1"] and panel.seed_spin.value() == 3
+        assert w.session.prepared.config.experiment_file == str(gan.resolve())
+        assert w.status_panel.state_label.text().startswith("Detached at step ")
+        assert proc.poll() is None  # the headless run trains on
+
+        w.experiment_panel.steps_spin.setValue(20)
+        w.start()
+        ui.wait_finished(w, timeout=TIMEOUT)
+        start_event = w.store.start
+        assert start_event.experiment == gan.name or gan.stem in start_event.experiment
+        assert start_event.freeze == ["discriminator/dense_1"] and w.store.last_step == 20
+        from training_core.base.config import RunConfig
+        cfg = RunConfig.read_toml(w.session.run_dir + "/config.toml")
+        assert cfg.seed == 3 and cfg.experiment_file == str(gan.resolve())
+    finally:
+        proc.kill()
+        proc.communicate()
+
+
+def test_after_detach_from_a_run_whose_experiment_is_not_here_the_window_goes_back_to_its_own(ui, qtbot, tmp_path):
+    """A server's run names a file this host does not have: after Detach the panel, the tree and Start are the
+    window's own experiment again (the tree showed the run's scopes, Start would train the panel's)."""
+    gan = tiny_gan(tmp_path)
+    run_dir, proc = _seeded_run(tmp_path, gan, "elsewhere")
+    try:
+        w = ui.make(fake=True)
+        qtbot.waitUntil(lambda: (run_dir / "events.jsonl").is_file(), timeout=TIMEOUT)
+        gan.unlink()  # the file is on the server only
+        assert w.attach_run(run_dir)
+        qtbot.waitUntil(lambda: w.scope_tree.item("generator/dense_10") is not None, timeout=TIMEOUT)  # the run's
+        assert w.experiment_panel.current_source() == ("file", str(gan.resolve()))
+        w.attachment.detach()
+        ui.wait_prepared(w)
+        assert w.session.source == w.experiment_panel.current_source() == ("example", "ring")
+        assert w.scope_tree.item("generator/dense_10") is None and w.scope_tree.item("generator/dense_2") is not None
+        assert list(w.scope_tree.frozen_scopes()) == [] and w.start_action.isEnabled()
+        assert w.session.prepared.config.example == "ring"
+    finally:
+        proc.kill()
+        proc.communicate()

@@ -285,7 +285,12 @@ class AttachedRun:
             parts.append(f"{last.kind} acknowledged at step {last.step:,}")
         if self.finished:
             parts.append(f"run ended ({self.data.stop.reason})")
-        elif self.gone is not None:
-            parts.append(f"its process ({self.gone.describe()}) is gone after step {self.data.last_step:,}, without "
-                         f"a stop; resume it with python main.py --headless --resume {self.dir}")
+        elif self.gone is not None:  # short: the status bar keeps the fix whole and cuts what comes before it
+            parts.append(f"its process (pid {self.gone.pid}) is gone after step {self.data.last_step:,}, without a "
+                         f"stop; {self.resume_fix}")
         return " · ".join(parts)
+
+    @property
+    def resume_fix(self) -> str:
+        """How to go on with a run whose writer is gone (the end of `status_text` then)."""
+        return f"resume it with python main.py --headless --resume {self.dir}"

@@ -67,11 +67,21 @@ class HeatGrid:
     def __init__(self, n_rows: int, width: float = 1.0, max_columns: int = MAX_COLUMNS) -> None:
         self.n_rows, self.width, self.max_columns = n_rows, float(width), max_columns
         self.c0 = 0
-        self._sums = np.zeros((4, n_rows, 0))  # sum of log10, count > 0, zeros frozen, zeros not frozen
+        self._buf = np.zeros((4, n_rows, 0))  # sum of log10, count > 0, zeros frozen, zeros not frozen
+        self._n = 0  # columns in use; the buffer has room for more (a copy of it per new column was most of a
+        # wide refresh)
+
+    @property
+    def _sums(self) -> np.ndarray:
+        return self._buf[:, :, :self._n]
+
+    def _set(self, sums: np.ndarray, room: int = 0) -> None:
+        self._n = sums.shape[2]
+        self._buf = np.concatenate([sums, np.zeros(sums.shape[:2] + (room,))], axis=2) if room else sums
 
     @property
     def n_columns(self) -> int:
-        return self._sums.shape[2]
+        return self._n
 
     def add(self, rows: np.ndarray, x: np.ndarray, values: np.ndarray, frozen: np.ndarray) -> None:
         """Records at x-positions `x` (n,) for grid rows `rows` (v,): `values`, `frozen` are (n, v)."""
@@ -82,16 +92,20 @@ class HeatGrid:
         cols = np.floor(x / self.width).astype(np.int64)
         self._cover(int(cols.min()), int(cols.max()))
         cols = (np.floor(x / self.width).astype(np.int64) - self.c0)[:, None]
-        flat = (np.asarray(rows, dtype=np.int64)[None, :] * self.n_columns + cols).ravel()
+        # only the columns the records fall in (a live tick's: the newest one or two), not the whole grid: a
+        # bincount the size of 500 rows x 512 columns, four times a phase, was most of a wide refresh
+        c_lo, c_hi = int(cols.min()), int(cols.max()) + 1
+        span = c_hi - c_lo
+        flat = (np.asarray(rows, dtype=np.int64)[None, :] * span + (cols - c_lo)).ravel()
         pos = (v > 0) & np.isfinite(v)
         zero = v == 0
         f = np.asarray(frozen, dtype=bool)
         with np.errstate(divide="ignore", invalid="ignore"):
             logs = np.where(pos, np.log10(np.where(pos, v, 1.0)), 0.0)
-        size = self.n_rows * self.n_columns
+        size = self.n_rows * span
         for i, w in enumerate((logs, pos, zero & f, zero & ~f)):
-            self._sums[i] += np.bincount(flat, weights=w.ravel().astype(np.float64),
-                                         minlength=size).reshape(self.n_rows, self.n_columns)
+            self._sums[i][:, c_lo:c_hi] += np.bincount(flat, weights=w.ravel().astype(np.float64),
+                                                       minlength=size).reshape(self.n_rows, span)
 
     def _cover(self, lo: int, hi: int) -> None:
         """Make room for absolute columns lo..hi, halving the resolution while there are too many."""
@@ -103,20 +117,28 @@ class HeatGrid:
             self._coarsen()
             lo, hi = lo // 2, hi // 2
         if not self.n_columns:
-            self.c0, self._sums = first, np.zeros((4, self.n_rows, last - first + 1))
+            self.c0 = first
+            self._set(np.zeros((4, self.n_rows, last - first + 1)), room=self.max_columns - (last - first + 1))
             return
         left, right = self.c0 - first, last - (self.c0 + self.n_columns - 1)
-        if left or right:
-            self._sums = np.pad(self._sums, ((0, 0), (0, 0), (left, right)))
+        if left:  # earlier than the first column (rare: runs aligned by time)
+            self._set(np.pad(self._sums, ((0, 0), (0, 0), (left, right))), room=self.max_columns)
             self.c0 = first
+        elif right:
+            if self._n + right > self._buf.shape[2]:
+                self._set(self._sums.copy(), room=max(right, self._n))
+            self._buf[:, :, self._n:self._n + right] = 0.0
+            self._n += right
 
     def _coarsen(self) -> None:
         """Twice as wide bins: column c goes to c // 2 (exact: the sums add up)."""
         new_c0 = self.c0 // 2
-        target = (self.c0 + np.arange(self.n_columns)) // 2 - new_c0
-        merged = np.zeros((4, self.n_rows, int(target[-1]) + 1 if len(target) else 0))
-        np.add.at(merged, (slice(None), slice(None), target), self._sums)
-        self._sums, self.c0, self.width = merged, new_c0, self.width * 2
+        lead = self.c0 % 2  # an odd first column pairs with an empty one before it
+        tail = (lead + self.n_columns) % 2
+        padded = np.pad(self._sums, ((0, 0), (0, 0), (lead, tail)))
+        merged = padded.reshape(4, self.n_rows, -1, 2).sum(axis=3)
+        self._set(merged, room=self.max_columns - merged.shape[2] + 1)
+        self.c0, self.width = new_c0, self.width * 2
 
     def widen_to(self, spacing: float) -> None:
         """Bins at least `spacing` wide (the records' spacing), so no column between two records is empty."""
@@ -159,7 +181,8 @@ def record_spacing(x: np.ndarray, tail: int = 16) -> float:
 def top_movers(runs: Sequence[RunData], paths: Sequence[str], kind: str = "update_ratio", k: int = 8,
                recent: int = RECENT_ROWS, keep: Sequence[str] = ()) -> list[str]:
     """The `k` variables of `paths` with the largest mean `kind` over their last `recent` records (the
-    largest over `runs`), largest first; variables that did not move at all are never among them.
+    largest over `runs`), largest first; variables that did not move at all, or are frozen now (their
+    recent mean still holds the records before the freeze), are never among them.
 
     `keep`: the movers shown so far; one stays while it is still among the top 2·k, so that two variables
     of about the same size do not swap curves at every refresh."""
@@ -167,14 +190,15 @@ def top_movers(runs: Sequence[RunData], paths: Sequence[str], kind: str = "updat
     scores: dict[str, float] = {}
     for data in runs:
         for phase in data.var_phases:
-            names, _, _, values, _ = data.var_block(phase, kind)
+            names, _, _, values, frozen = data.var_block(phase, kind)
             tail = np.asarray(values[-recent:], dtype=np.float64)
             if not len(tail):
                 continue
             with np.errstate(invalid="ignore"):
                 means = np.nanmean(np.where(np.isfinite(tail), tail, np.nan), axis=0)
-            for p, m in zip(names, means.tolist()):
-                if p in wanted and m > 0 and data.phase_of(p) == phase:
+            now = np.asarray(frozen[-1], dtype=bool)
+            for p, m, f in zip(names, means.tolist(), now.tolist()):
+                if p in wanted and m > 0 and not f and data.phase_of(p) == phase:
                     scores[p] = max(scores.get(p, 0.0), m)
     order = {p: i for i, p in enumerate(paths)}
     ranked = sorted(scores, key=lambda p: (-scores[p], order[p]))

@@ -90,6 +90,9 @@ class Session:
         self._nan_shown = False  # a NaN dialog was offered and training has not gone on since
         self.attached = ""  # the run directory of a run another process writes, while attached (runs/attach.py)
         self.attached_text = ""  # "attached · freeze acknowledged at step 1,234", for the status bar
+        self.detached_text = ""  # "Detached at step 298; the run goes on (pid 9760)": the state after a detach
+        self.fix = ""  # how to fix what the state text reports (an attached run's resume command), if it does
+        self._own_source: Source = source  # the window's choice before it attached (a detach may go back to it)
         self.controls = Controls()  # the own run's control state as its events say (attach.py has its own)
         self._own_ids: set[str] = set()  # ids of the commands this window sent
         self._in_flight: set[str] = set()  # of those, the ones not acknowledged yet
@@ -114,6 +117,7 @@ class Session:
         if self.running:
             return False
         self.source, self.prepared, self.status = source, None, None
+        self.detached_text = ""
         self._clear_data()
         self.state_changed.emit()
         return True
@@ -137,7 +141,7 @@ class Session:
         `resumed_dir`: the run continues in that directory (its record is read when it resumed)."""
         self.controls, self._in_flight, self._stale = Controls(), set(), False
         self.running, self.paused, self.pause_reason, self.stop_reason = True, False, "", ""
-        self.status = None
+        self.status, self.detached_text = None, ""
         self._resumed_dir = resumed_dir
         self._clear_data()
         self.state_changed.emit()
@@ -145,7 +149,9 @@ class Session:
     def attach(self, run_dir: str) -> None:
         """Show a run another process writes: it counts as running (controls, commands) until it ends or
         the window detaches. Its events are in `data` already; `track` each for the state it changes."""
-        self.attached, self.attached_text = str(run_dir), "attached"
+        if not self.attached:
+            self._own_source = self.source
+        self.attached, self.attached_text, self.detached_text = str(run_dir), "attached", ""
         self.running, self.paused, self.pause_reason, self.stop_reason = True, False, "", ""
         self.status, self.last_run, self.prepared = None, None, None
         self._clear_data()
@@ -154,16 +160,23 @@ class Session:
         self.run_started.emit(str(run_dir))  # shown as the live run, as one of the window's own (plots, Runs tab)
 
     def attached_prepared(self, info: P.PreparedInfo) -> None:
-        """The attached run's variables and settings, read from its record."""
-        self.source = source_of(info.config)
+        """The attached run's variables and settings, read from its record (a record without its experiment's
+        name keeps the window's)."""
+        if source_of(info.config)[1]:
+            self.source = source_of(info.config)
         self._on_prepared(P.Prepared(info), from_record=True)
 
-    def detach(self) -> None:
-        """Stop showing the attached run live (it trains on); what was read stays on screen."""
+    def detach(self, keep_source: bool = True, text: str = "") -> None:
+        """Stop showing the attached run live (it trains on); what was read stays on screen. The record's
+        experiment is no trainer of this window's: `prepared` is None until the window prepares one, the run's
+        experiment (`keep_source`: its file is here) or the one chosen before attaching. `text`: the state
+        text from now on ("Detached at step 298; the run goes on (pid 9760)"), not "Ended at step 298"."""
         if not self.attached:
             return
-        self.attached, self.attached_text = "", ""
-        self.running, self.paused = False, False
+        self.attached, self.attached_text, self.detached_text = "", "", text
+        self.running, self.paused, self.prepared = False, False, None
+        if not keep_source:
+            self.source = self._own_source
         self.last_run = self.status
         self.state_changed.emit()
         self.run_finished.emit(self.status)
@@ -316,11 +329,19 @@ class Session:
             return f"{text} · {self.attached_text}" if self.attached else text
         if not self.tf_ready:
             return LOADING
+        if self.last_run is not None and self.detached_text and not self.stop_reason:
+            return self.detached_text
         if self.last_run is not None:
             verb = {"done": "Finished", "stopped": "Stopped", "halted": "Halted",
                     "error": "Failed"}.get(self.stop_reason, "Ended")
             return f"{verb} at step {self.last_run.step:,}"
         return "Ready" if self.prepared is not None else "Not prepared"
+
+    @property
+    def state_fix(self) -> str:
+        """The end of `state_text` that says how to fix what it reports ('' if none): the status bar cuts what
+        comes before it, never it."""
+        return self.fix if self.fix and self.state_text.endswith(self.fix) else ""
 
     def variable_states(self) -> dict[str, VarState] | None:
         """Each variable's and scope's state, or None if nothing changed since the last call."""
