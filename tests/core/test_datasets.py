@@ -5,9 +5,8 @@
   and a replay of that run gives them again;
 * the same pipeline freezes exactly: 24 steps of two 12-variable phases with the freeze set changed mid-run
   equal a plain Keras loop over the same pipeline bit for bit (weights, optimizer slots, every loss), with
-  samples on (so the rows they draw from were taken while preparing, and took nothing from the training's
-  batches; metrics are left out: measured beside training they made the training's own numbers differ from
-  run to run, with in-memory data too, before this module existed);
+  samples and metrics on (the rows they draw from were taken while preparing, and took nothing from the
+  training's batches; the metrics are measured beside training every 0.01 s and must not move it);
 * tuple and dict batches reach the loss, the samples and the metrics with their members' rows together;
 * with two mirrored replicas, the pipeline's global batch is split among them, and a resumed run is exact;
   two workers of a multi-worker run on loopback, each reading the pipeline whole and training on its share,
@@ -180,6 +179,7 @@ def sample(ctx):
 
 def build():
     return Experiment(name="deep", models={"net": net()}, data=data(), batch_size=16, sample=sample,
+                      metrics=lambda ctx: {"m": float(np.mean(np.asarray(ctx.models["net"](ctx.batch[0]))))},
                       sample_kind="points2d",
                       phases=[Phase("A", loss, trains=[f"net/a{i}" for i in range(6)], optimizer=make_optimizer("A")),
                               Phase("B", loss, trains=[f"net/b{i}" for i in range(6)], optimizer=make_optimizer("B"))],
@@ -232,7 +232,8 @@ def test_a_pipeline_freezes_exactly_like_a_plain_keras_loop_bit_for_bit(tmp_path
     initial = {}
     script = Script({0: [lambda t: initial.update(snapshot(t))],
                      8: [SetFreeze(FREEZES[8])], 16: [SetFreeze(FREEZES[16])]})
-    trainer = run(config(path, run_dir, steps=STEPS, freeze=FREEZES[0], sample_seconds=0.0), script)
+    trainer = run(config(path, run_dir, steps=STEPS, freeze=FREEZES[0], sample_seconds=0.0,
+                         metrics_seconds=0.01), script)
     assert trainer.retraces == 0 and trainer.prepared.data.kind == "pipeline"
     assert len(trainer.prepared.data.pool[0]) == 64  # rows for the samples were taken (all 64 there are)
     weights, slots, losses = _reference(path, initial, trainer.config.seed)
