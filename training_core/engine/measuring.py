@@ -20,14 +20,29 @@ METRIC_SAMPLES = 2048  # `ctx.n` for metrics(): enough that a mode with 1% of th
 _METRICS_STREAM = 0x6D657472  # ("metr"): keeps the metrics' keys apart from any other use of (seed, step)
 
 
-def metrics_generator(seed: int, step: int) -> Any:
-    """The `tf.random.Generator` of the measure at `step`: Philox keyed by a hash of (run seed, step), counter 0.
+_SAMPLES_STREAM = 0x73616D70  # ("samp"): the sample generator's key, apart from the training's and the measures'
+
+
+def keyed_generator(*words: int) -> Any:
+    """A Philox `tf.random.Generator` keyed by a hash of `words`, counter 0.
     Keyed, not seeded: `Generator.from_seed(s)` makes `s` the counter of key 0, so the generators of two nearby
-    seeds are one stream shifted by a block; distinct keys are independent streams."""
+    seeds are one stream shifted by a block (the training's `from_seed(seed)` and a `from_seed(seed + 1)` would
+    share all but 4 of their numbers); distinct keys are independent streams."""
     import tensorflow as tf
-    key = int(np.random.SeedSequence([int(seed), int(step), _METRICS_STREAM]).generate_state(1, np.uint64)[0])
+    key = int(np.random.SeedSequence([int(w) for w in words]).generate_state(1, np.uint64)[0])
     return tf.random.Generator.from_key_counter(key=key - (1 << 64) if key >= 1 << 63 else key, counter=[0, 0],
                                                 alg="philox")
+
+
+def metrics_generator(seed: int, step: int) -> Any:
+    """The `tf.random.Generator` of the measure at `step`: keyed by (run seed, step)."""
+    return keyed_generator(seed, step, _METRICS_STREAM)
+
+
+def sample_generator(seed: int) -> Any:
+    """The generator `sample(ctx)` draws from (checkpointed): keyed by the run's seed, so it never replays the
+    training's stream, which is `from_seed(seed)`."""
+    return keyed_generator(seed, _SAMPLES_STREAM)
 
 
 def compute_metrics(prepared: Any, step: int, models: Any = None) -> dict[str, float] | None:

@@ -186,10 +186,11 @@ def _place(config: RunConfig, clock: _Stages) -> tuple[Any, Any]:
     import tensorflow as tf
 
     from training_core.engine.distribute import make_placement
+    from training_core.engine.measuring import sample_generator
     placement = make_placement(config.strategy, config.replicas, config.device)
     clock.lap("placement")
     with tf.device(placement.device):
-        sample_rng = tf.random.Generator.from_seed(config.seed + 1)
+        sample_rng = sample_generator(config.seed)
     return placement, sample_rng
 
 

@@ -6,7 +6,7 @@ context `sample(ctx)` and `metrics(ctx)` share (measuring itself is engine/measu
 them, labels included, drawn with a generator seeded by the step, so the same step shows the same real rows;
 for a Dataset, from the rows engine/datasets.py took once while preparing), all of the data in memory (None
 for a Dataset), and `ctx.normal`/`ctx.uniform` from a
-generator of its own (seeded from the run's seed + 1 and checkpointed), so drawing samples never
+generator of its own (keyed by the run's seed apart from the training's stream, and checkpointed), so drawing samples never
 changes the training's random numbers.
 """
 from __future__ import annotations
