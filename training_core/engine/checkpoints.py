@@ -6,7 +6,8 @@ find a variable in it with `tf.train.list_variables`:
   variables/generator/dense_1/kernel
   optimizers/D/slots/discriminator/dense_1/kernel/momentum
   optimizers/D/iteration, optimizers/D/learning_rate, rng, sample_rng, step, host
-(each followed by TensorFlow's `/.ATTRIBUTES/VARIABLE_VALUE`). Keras names a slot variable
+(each followed by TensorFlow's `/.ATTRIBUTES/VARIABLE_VALUE`), and, when the data is a `tf.data` pipeline,
+`data/.ATTRIBUTES/ITERATOR_STATE` (its iterator: position, shuffle buffer and seeds, prefetched batches). Keras names a slot variable
 `<path with _>_<slot>`; that is how a slot finds its variable. `host` is a JSON string (loop/restore.py
 says what it holds): the freeze set, the method, the schedule's position in its cycle, each phase's
 step count. A string variable in the checkpoint means one file holds the whole state: a checkpoint
@@ -89,9 +90,12 @@ class CheckpointStore:
         variables = {v.path: v for v in prepared.variables}
         optimizers = {name: _nest(_slots(opt, list(paths)))
                       for name, opt, paths in zip(prepared.phase_names, prepared.optimizers, prepared.phase_paths)}
+        # a tf.data pipeline's iterator (engine/datasets.py): its position, shuffle buffer, seeds and prefetched
+        # batches, so a resumed run takes the batches the run never interrupted took
+        data = getattr(prepared.data, "iterator", None)
         self.checkpoint = tf.train.Checkpoint(step=self.step, host=self.host, rng=prepared.rng,
                                               sample_rng=prepared.sample_rng, variables=_nest(variables),
-                                              optimizers=optimizers)
+                                              optimizers=optimizers, **({} if data is None else {"data": data}))
         self.models = dict(prepared.experiment.models)
         self.manager: Any = None
         self._resync()

@@ -6,7 +6,8 @@ live gradients only, the update on every variable then the frozen ones put back)
 needs the update without Keras' own all-reduce. Keras' public API offers only the whole of `apply`. Two
 more needs have no public door: resetting Keras' per-thread name counters without `clear_session()`, and
 handing Keras' per-thread state to the warm-up thread. And one TensorFlow one: listing the graphs a traced
-function calls, to search them for random draws.
+function calls, to search them for random draws. (One more, whether a tf.data Dataset is batched, is in
+experiment/data.py: the experiment room checks data before the engine exists and cannot import this module.)
 
 Each function below says what private thing it relies on, why, and the versions it was checked against
 (`CHECKED`, the pins of requirements.txt). tests/core/test_keras_private.py checks, for each function, that

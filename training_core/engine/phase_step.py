@@ -114,7 +114,7 @@ class StepSpec:
     variables: tuple[Any, ...]  # what the phase trains, in its order
     stats: tuple[Any, ...]  # non-trainable state a forward pass may change (BatchNormalization statistics)
     rng: tf.random.Generator  # the run's generator (ctx.normal, ctx.uniform, the batch's rows)
-    data: tf.Variable | None  # the experiment's data, or None
+    data: Any  # the experiment's data (engine/datasets.py: InMemory or Pipeline), or None
     batch_size: int | None  # rows a step draws; None: the whole data
     extra: dict  # the experiment's extra attributes of the step context
     on_trace: Callable[[str, str], None]  # called with (phase, variant) when a variant is traced
@@ -179,23 +179,23 @@ class PhaseStep:
         return fn
 
     # -- graph bodies -------------------------------------------------------------------------------------
-    def _context(self) -> StepContext:
+    def _context(self, batch: Any = None) -> StepContext:
+        """The loss's context: `batch` drawn here (random rows in memory, or the pipeline's next batch) unless
+        given (the replicated step draws the pipeline's global batch outside the replicas)."""
         data, b = self.data, self.batch_size
         if data is None:
             batch, bs = None, b or 1
-        elif b is None:
-            batch, bs = data.read_value(), int(data.shape[0])
         else:
-            idx = self.rng.uniform([b], minval=0, maxval=int(data.shape[0]), dtype=tf.int32)
-            batch, bs = tf.gather(data, idx), b
-        ctx = StepContext(self.models, self.rng, batch, None if data is None else data.read_value(), bs)
+            batch = data.draw(self.rng, b) if batch is None else batch
+            bs = data.rows if b is None else b
+        ctx = StepContext(self.models, self.rng, batch, None if data is None else data.whole(), bs)
         for k, v in self.extra.items():
             setattr(ctx, k, v)
         return ctx
 
-    def _loss_and_grads(self) -> tuple[tf.Tensor, list]:
+    def _loss_and_grads(self, batch: Any = None) -> tuple[tf.Tensor, list]:
         with tf.GradientTape() as tape:
-            loss = self.phase.loss(self._context())
+            loss = self.phase.loss(self._context(batch))
             if loss is None:  # TensorFlow's own words: "None values not supported", with no line to look at
                 raise UserError(f"the loss of phase {self.phase.name!r} returned None; end it with `return` and "
                                 f"the loss (a scalar tensor)")
@@ -242,9 +242,13 @@ class PhaseStep:
     #: whether `_reduce` needs the statistics before the step (replicas average their change)
     _syncs_stats = False
 
-    def _fast_grads(self) -> tuple[tf.Tensor, list]:
+    def _fast_grads(self, batch: Any = None) -> tuple[tf.Tensor, list]:
         """The fast variant's forward and backward pass, built in its own graph (module docstring)."""
-        return self._loss_and_grads()
+        return self._loss_and_grads(batch)
+
+    def _call_grads(self, batch: Any) -> tuple[tf.Tensor, list]:
+        """The shared forward and backward pass (`_grads_fn`), with the batch when one was drawn outside."""
+        return self._grads_fn() if batch is None else self._grads_fn(batch)
 
     def _reduce(self, loss: tf.Tensor, grads: list, stats_before: list) -> tuple[tf.Tensor, list]:
         return loss, grads
@@ -252,18 +256,18 @@ class PhaseStep:
     def _update(self, grads: list, variables: list) -> None:
         keras_private.update_variables(self.opt, grads, variables)
 
-    def _fast_body(self) -> tf.Tensor:
+    def _fast_body(self, batch: Any = None) -> tf.Tensor:
         before = [_read(v) for v in self.vars]
         stats_before = [_read(v) for v in self.stat_vars] if self._syncs_stats else []
-        loss, grads = self._gradients(stats_before, self._fast_grads)
+        loss, grads = self._gradients(stats_before, lambda: self._fast_grads(batch))
         self._apply_update(keras_private.clip_gradients(self.opt, [grads[i] for i in self._live]))
         return self._pack(loss, before, grads)
 
-    def _masked_body(self) -> tf.Tensor:
+    def _masked_body(self, batch: Any = None) -> tf.Tensor:
         before = [_read(v) for v in self.vars]
         stats_before = [_read(v) for v in self.stat_vars]
         slots_before = [[_read(s) for s in slots] for slots in self.slots]
-        loss, grads = self._gradients(stats_before, self._grads_fn)
+        loss, grads = self._gradients(stats_before, lambda: self._call_grads(batch))
         frozen_all, gate = self.frozen.read_value(), self.gate.read_value()
         live = self._live
         frozen = tf.unstack(frozen_all) if self.vars else []

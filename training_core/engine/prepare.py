@@ -14,8 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-import numpy as np
-
 from training_core.base.alternation import Policy, policy_from_dict
 from training_core.base.config import RunConfig
 from training_core.base.errors import UserError
@@ -138,7 +136,7 @@ def prepare(config: RunConfig, on_trace: Callable[[str, str], None]) -> Prepared
         freeze, policy = _check_settings(config, exp, names, infos)
         phase_vars, optimizers = _build_optimizers(config, exp, variables, infos, clock)
         rng, data, stats, steps = _make_steps(config, placement, exp, optimizers, phase_vars, variables, on_trace,
-                                              clock)
+                                              clock, source)
     warnings = default_name_warnings(exp.models) + untrained_nested_warnings(
         exp.models, [v.path for vs in phase_vars for v in vs])
     at_start, deferred = _trace_plan(config, placement, freeze, phase_vars, stats)
@@ -272,16 +270,17 @@ def _build_optimizers(config: RunConfig, exp: Experiment, variables: list[Any], 
 
 def _make_steps(config: RunConfig, placement: Any, exp: Experiment, optimizers: list[Any],
                 phase_vars: list[list[Any]], variables: list[Any], on_trace: Callable[[str, str], None],
-                clock: _Stages) -> tuple[Any, Any, list[Any], list[Any]]:
-    """The run's generator, the data as a variable, the statistics a forward pass may change, and one step
-    per phase (not traced yet). Last in the placement's scope (the caller's): the generator's state and the
-    data are placed like the models' variables, and each step needs its built optimizer."""
+                clock: _Stages, source: Path) -> tuple[Any, Any, list[Any], list[Any]]:
+    """The run's generator, the data (engine/datasets.py: variables, or a pipeline's iterator), the statistics a
+    forward pass may change, and one step per phase (not traced yet). Last in the placement's scope (the
+    caller's): the generator's state and the data are placed like the models' variables, and each step needs
+    its built optimizer."""
     import tensorflow as tf
 
+    from training_core.engine.datasets import run_data
     from training_core.engine.phase_step import StepSpec
     rng = tf.random.Generator.from_seed(config.seed)  # in the scope: one stream per replica
-    data = None if exp.data is None else tf.Variable(np.asarray(exp.data, dtype=np.float32), trainable=False,
-                                                     name="real_data")
+    data = run_data(exp, config.jit, f"the data of the experiment in {source.name}")
     stats = [v for v in variables if is_stat(v)]
     steps = [_make_step(placement, StepSpec(phase=p, models=exp.models, optimizer=opt, variables=tuple(vs),
                                             stats=tuple(stats), rng=rng, data=data, batch_size=exp.batch_size,

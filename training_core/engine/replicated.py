@@ -49,8 +49,8 @@ class ReplicatedStep(PhaseStep):
         if b is not None and b % self.replicas:
             raise UserError(f"batch size {b} does not split evenly over {self.replicas} replicas; use a multiple of "
                             f"{self.replicas} (--batch-size)")
-        if b is None and data is not None and int(data.shape[0]) % self.replicas:
-            raise UserError(f"phase {self.phase.name!r} uses the whole data ({int(data.shape[0])} rows) every step, "
+        if b is None and data is not None and data.rows % self.replicas:
+            raise UserError(f"phase {self.phase.name!r} uses the whole data ({data.rows} rows) every step, "
                             f"which does not split evenly over {self.replicas} replicas; give a batch_size or "
                             f"a row count divisible by {self.replicas}")
         if not isinstance(self.opt.iterations.value, tf.distribute.DistributedValues):
@@ -73,8 +73,8 @@ class ReplicatedStep(PhaseStep):
             return super()._pack(loss, before, grads)
         return tf.zeros([1 + 3 * len(self.vars)], tf.float32)
 
-    def _fast_grads(self) -> tuple[tf.Tensor, list]:
-        return self._grads_fn()  # with --jit, compiled per replica (`_compile_part`)
+    def _fast_grads(self, batch: Any = None) -> tuple[tf.Tensor, list]:
+        return self._call_grads(batch)  # with --jit, compiled per replica (`_compile_part`)
 
     def _compile_part(self, fn: Any, jit: bool) -> Any:
         """XLA cannot compile a program that spans devices (`strategy.run`), nor the merge call of the update on
@@ -85,29 +85,38 @@ class ReplicatedStep(PhaseStep):
     # -- cross-replica: one call per step -------------------------------------------------------------
     def _fast(self) -> tf.Tensor:
         self.on_trace(self.phase.name, "fast")
-        return self._first(self.strategy.run(self._fast_body))
+        return self._first(self.strategy.run(self._fast_body, args=self._global_batch()))
 
     def _masked(self) -> tf.Tensor:
         self.on_trace(self.phase.name, "masked")
-        return self._first(self.strategy.run(self._masked_body))
+        return self._first(self.strategy.run(self._masked_body, args=self._global_batch()))
+
+    def _global_batch(self) -> tuple:
+        """A pipeline's next global batch, drawn once for all replicas (each takes its rows in `_context`), as
+        the arguments of `strategy.run`; none for in-memory data, which each replica draws from its own stream."""
+        data = self.data
+        return (data.draw(),) if data is not None and data.kind == "pipeline" else ()
 
     def _first(self, per_replica: Any) -> tf.Tensor:
         return self.strategy.experimental_local_results(per_replica)[0]
 
     # -- replica context ----------------------------------------------------------------------------
-    def _context(self) -> StepContext:
+    def _context(self, batch: Any = None) -> StepContext:
+        """Each replica's share: its slice of the whole data (batch_size None) or of the pipeline's global
+        `batch` (rows `rid * k` to `(rid + 1) * k`, the split experimental_distribute_dataset makes), or
+        `batch_size / replicas` rows drawn from its own stream."""
         rid = tf.distribute.get_replica_context().replica_id_in_sync_group
         n, data, b = self.replicas, self.data, self.batch_size
         if data is None:
             batch, bs = None, (b // n if b else 1)
-        elif b is None:
-            k = int(data.shape[0]) // n
-            batch, bs = tf.slice(data.read_value(), tf.stack([rid * k, 0]), [k, -1]), k
+        elif b is None or batch is not None:
+            k = (data.rows if b is None else b) // n
+            whole = data.whole() if batch is None else batch
+            batch, bs = tf.nest.map_structure(lambda t: t[rid * k:(rid + 1) * k], whole), k
         else:
             bs = b // n
-            idx = self.rng.uniform([bs], minval=0, maxval=int(data.shape[0]), dtype=tf.int32)
-            batch = tf.gather(data, idx)
-        ctx = StepContext(self.models, self.rng, batch, None if data is None else data.read_value(), bs)
+            batch = data.draw(self.rng, bs)
+        ctx = StepContext(self.models, self.rng, batch, None if data is None else data.whole(), bs)
         for k_, v in self.extra.items():
             setattr(ctx, k_, v)
         return ctx

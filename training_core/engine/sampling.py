@@ -2,8 +2,10 @@
 and `metrics(ctx)` off the step.
 
 `sample(ctx)` runs eagerly on the host side of the training thread, between steps. Its context has
-`n` real rows of the data as a NumPy array (`ctx.batch`, drawn with a generator seeded by the step,
-so the same step shows the same real rows), all of the data, and `ctx.normal`/`ctx.uniform` from a
+`n` real rows of the data as NumPy, in the data's structure (`ctx.batch`: an array, or a tuple or dict of
+them, labels included, drawn with a generator seeded by the step, so the same step shows the same real rows;
+for a Dataset, from the rows engine/datasets.py took once while preparing), all of the data in memory (None
+for a Dataset), and `ctx.normal`/`ctx.uniform` from a
 generator of its own (seeded from the run's seed + 1 and checkpointed), so drawing samples never
 changes the training's random numbers.
 
@@ -25,16 +27,14 @@ N_IMAGES, N_POINTS = 64, 512
 
 
 def sample_context(prepared: Any, step: int, n: int, models: Any = None, rng: Any = None) -> Any:
-    """The `SampleContext` for `sample(ctx)` and `metrics(ctx)` at `step`: `n` real rows (the same rows for
-    the same step), all of the data, the generator `rng` (default: the sample generator), the `models`
+    """The `SampleContext` for `sample(ctx)` and `metrics(ctx)` at `step`: `n` real rows in the data's structure
+    (the same rows for the same step), all of the data, the generator `rng` (default: the sample generator), the `models`
     (default: the experiment's own) and the experiment's extra attributes."""
     from training_core.experiment.api import SampleContext
     exp = prepared.experiment
-    data = None if prepared.data is None else prepared.data.read_value()
-    batch = None
-    if data is not None:
-        idx = np.random.default_rng(step).integers(0, int(data.shape[0]), n)
-        batch = np.asarray(data)[idx]
+    src = prepared.data  # engine/datasets.py: rows of the data in memory, or of the pipeline's pool
+    batch = None if src is None else src.sample_rows(step, n)
+    data = None if src is None else src.whole()
     ctx = SampleContext(exp.models if models is None else models, prepared.sample_rng if rng is None else rng,
                         batch, data, n)
     for k, v in exp.extra.items():

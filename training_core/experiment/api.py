@@ -40,7 +40,9 @@ class Experiment:
     name: str
     models: Mapping[str, Any]
     phases: list[Phase]
-    #: real data; each step draws `batch_size` rows of it at random (on the device) into `ctx.batch`
+    #: real data (experiment/data.py): an array, a tuple or dict of arrays (each step draws `batch_size` rows at
+    #: random, on the device, the same rows of every member), or a tf.data.Dataset (batched to `batch_size`,
+    #: repeated, prefetched); `ctx.batch` has its structure
     data: Any = None
     batch_size: int | None = 64  # None: the whole of `data` every step
     #: `sample(ctx) -> dict` for the samples view; kind says how to draw it
@@ -57,8 +59,8 @@ class Experiment:
 class StepContext:
     """What a loss function sees inside the compiled step.
 
-    `models`, `batch` (a random batch of the real data), `data` (all of it), `batch_size`, and
-    random draws from the run's seeded generator (`normal`, `uniform`), which a checkpoint saves, so
+    `models`, `batch` (a batch of the real data in its structure: a tensor, or a tuple or dict of them),
+    `data` (all of in-memory data; None for a Dataset), `batch_size`, and random draws from the run's seeded generator (`normal`, `uniform`), which a checkpoint saves, so
     that a resumed run draws the same numbers.
     """
 

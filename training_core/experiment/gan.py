@@ -8,7 +8,12 @@ Phases are named `D` and `G` (so `--ratio 5:1` is five D steps per G step, `--lr
 the scopes of the discriminator and generator models. Optional module attributes: `batch_size`,
 `learning_rate` (a float, or {"D": .., "G": ..}), `optimizer` (a function of the phase name returning
 a Keras optimizer), `ratio` ("5:1"), `sample_kind`, `description`, `metrics` (a function of a
-`SampleContext` returning {name: number}: quality measures recorded every 2 s).
+`SampleContext` returning {name: number}: quality measures recorded every 2 s), `conditional`.
+
+`real_data` (an array, or a function returning one) may also be `(x, y)` arrays, a dict with "image" (or "x")
+and "label" (or "y"), or a `tf.data.Dataset` of any of these (experiment/data.py): the models see `x`, and with
+`conditional = True` the labels too, `generator([z, y])` and `discriminator([x, y])` with the batch's `y` (the
+fakes of a step are of the classes of its real batch).
 
 The builder owns everything specific to the shortcut, including the dry run that builds the models
 and checks they fit together (noise -> G -> D, data -> D): the rest of the core treats its result like
@@ -25,6 +30,7 @@ import numpy as np
 from training_core.base.alternation import parse_ratio
 from training_core.base.errors import UserError
 from training_core.experiment.api import Experiment, Models, Phase, SampleContext, StepContext
+from training_core.experiment.data import DataSpec, describe, map_rows, zeros_like_rows
 from training_core.experiment.usercode import user_code
 
 #: what a file must define to be a GAN-shortcut file
@@ -43,66 +49,139 @@ def _logits(y: Any) -> Any:
     return keras.ops.reshape(y, (keras.ops.shape(y)[0], -1))
 
 
-def gan_losses(noise_dim: int) -> tuple[Callable[[StepContext], Any], Callable[[StepContext], Any]]:
-    """The D and G losses for noise of `noise_dim` dimensions, drawn from the run's seeded generator."""
+class Split:
+    """Where the images and the labels are in a batch of the shortcut's data: the array itself (no labels), the
+    members 0 and 1 of a tuple, or a dict's "image"/"x" and "label"/"y". `conditional`: the labels go to both
+    models (`generator([z, y])`, `discriminator([x, y])`)."""
+
+    def __init__(self, x: Any = None, y: Any = None, conditional: bool = False) -> None:
+        self.x, self.y, self.conditional = x, y, conditional
+
+    def __call__(self, batch: Any) -> tuple[Any, Any]:
+        x = batch if self.x is None else batch[self.x]
+        return x, (batch[self.y] if self.conditional else None)
+
+    @staticmethod
+    def inputs(a: Any, y: Any) -> Any:
+        return a if y is None else [a, y]
+
+
+def gan_losses(noise_dim: int, split: Split | None = None) -> tuple[Callable[[StepContext], Any],
+                                                                   Callable[[StepContext], Any]]:
+    """The D and G losses for noise of `noise_dim` dimensions, drawn from the run's seeded generator; with
+    `split.conditional`, both models are given the batch's labels."""
     import keras
+    split, inputs = split or Split(), Split.inputs
 
     def d_loss(ctx: StepContext) -> Any:
         g, d = ctx.models["generator"], ctx.models["discriminator"]
+        x, y = split(ctx.batch)
         z = ctx.normal((ctx.batch_size, noise_dim))
-        real = _logits(d(ctx.batch, training=True))
-        fake = _logits(d(g(z, training=True), training=True))
+        real = _logits(d(inputs(x, y), training=True))
+        fake = _logits(d(inputs(g(inputs(z, y), training=True), y), training=True))
         return keras.ops.mean(keras.ops.softplus(-real)) + keras.ops.mean(keras.ops.softplus(fake))
 
     def g_loss(ctx: StepContext) -> Any:
         g, d = ctx.models["generator"], ctx.models["discriminator"]
+        _, y = split(ctx.batch)
         z = ctx.normal((ctx.batch_size, noise_dim))
-        fake = _logits(d(g(z, training=True), training=True))
+        fake = _logits(d(inputs(g(inputs(z, y), training=True), y), training=True))
         return keras.ops.mean(keras.ops.softplus(-fake))
 
     return d_loss, g_loss
 
 
-def gan_sampler(noise_dim: int) -> Callable[[SampleContext], dict]:
+def gan_sampler(noise_dim: int, split: Split | None = None) -> Callable[[SampleContext], dict]:
+    """Real rows and as many fakes; a conditional generator is given the real rows' labels, so the two halves of
+    the view show the same classes."""
+    split = split or Split()
+
     def sample(ctx: SampleContext) -> dict:
+        import keras
+        x, y = split(ctx.batch)
+        y = None if y is None else keras.ops.convert_to_tensor(y)
         z = ctx.normal((ctx.n, noise_dim))
-        fake = np.asarray(ctx.models["generator"](z, training=False))
-        return {"real": np.asarray(ctx.batch), "fake": fake}
+        fake = np.asarray(ctx.models["generator"](Split.inputs(z, y), training=False))
+        return {"real": np.asarray(x), "fake": fake}
     return sample
 
 
-def dry_run(g: Any, d: Any, data: np.ndarray, noise_dim: int, path: Path) -> None:
-    """Call the models once on two rows (builds them, and shows a shape mismatch now, in one line)."""
+def _split(spec: DataSpec, conditional: Any, path: Path) -> Split:
+    """Where a batch's images and labels are (`Split`), each data the shortcut cannot use one line."""
+    if not isinstance(conditional, bool):
+        raise UserError(f"conditional in {path.name} must be True or False, got {conditional!r}")
+    rows = spec.rows
+    if isinstance(rows, dict):
+        x = next((k for k in ("image", "x") if k in rows), None)
+        y = next((k for k in ("label", "y") if k in rows), None)
+        if x is None:
+            raise UserError(f"real_data() in {path.name} gives a dict with keys {', '.join(map(repr, rows))}; the GAN "
+                            f"shortcut takes its images from \"image\" (or \"x\") and its labels from \"label\" (or \"y\")")
+    elif isinstance(rows, tuple):
+        if len(rows) > 2:
+            raise UserError(f"real_data() in {path.name} gives a tuple of {len(rows)}; the GAN shortcut takes x or "
+                            f"(x, y): images and labels")
+        x, y = 0, (1 if len(rows) == 2 else None)
+    else:
+        x = y = None
+    if conditional and y is None:
+        raise UserError(f"conditional = True in {path.name} needs labelled data: real_data() returning (x, y) arrays "
+                        f"or a Dataset of (x, y), got {'a Dataset of' if spec.kind == 'dataset' else 'an'} "
+                        f"{'array' if not isinstance(rows, (tuple, dict)) else 'element without labels'}")
+    return Split(x, y, conditional)
+
+
+def dry_run(g: Any, d: Any, spec: DataSpec, split: Split, noise_dim: int, path: Path) -> None:
+    """Call the models once on two rows (builds them, and shows a shape mismatch now, in one line): in-memory
+    data's first rows, or zeros of a Dataset's row shapes (a Dataset is not read: experiment/data.py says why).
+    A conditional pair is called with the labels, as the losses call it."""
     import keras
-    with user_code(f"the models in {path.name}", path, verb="do not fit together:",
-                   fix="check noise_dim and the data shape"):
-        fake = g(keras.ops.zeros((2, noise_dim)), training=False)
-        d(keras.ops.convert_to_tensor(data[:2]), training=False)
-        d(fake, training=False)
+    rows = zeros_like_rows(spec, 2) if spec.kind == "dataset" else \
+        map_rows(lambda a: a[:2], spec.arrays) if spec.kind == "structure" else spec.arrays[:2]
+    x, y = split(rows)
+    if split.conditional:
+        for name, m, two in (("generator", g, "[z, y]"), ("discriminator", d, "[x, y]")):
+            try:
+                n = len(m.inputs)
+            except (AttributeError, TypeError, ValueError):  # a subclassed model: its call() says, when called
+                continue
+            if n != 2:  # Keras would pass the first of [z, y] and drop the labels, with a warning only
+                raise UserError(f"conditional = True in {path.name}, but its {name} takes {n} input"
+                                f"{'s' if n != 1 else ''}; give it two, {two} (a functional keras.Model({two}, ...))")
+    fix = ("check noise_dim, the data shape and that both models take [input, label] (the generator [z, y], the "
+           "discriminator [x, y])" if split.conditional else "check noise_dim and the data shape")
+    with user_code(f"the models in {path.name}", path, verb="do not fit together:", fix=fix):
+        y = None if y is None else keras.ops.convert_to_tensor(y)
+        fake = g(Split.inputs(keras.ops.zeros((2, noise_dim)), y), training=False)
+        d(Split.inputs(keras.ops.convert_to_tensor(x), y), training=False)
+        d(Split.inputs(fake, y), training=False)
 
 
 def gan_experiment(module: ModuleType, path: Path) -> Experiment:
     """Build a GAN-shortcut file's models, dry-run them, and return its two-phase `Experiment`."""
     with user_code(f"building the models of {path.name}", path):
-        data = np.asarray(module.real_data() if callable(module.real_data) else module.real_data, dtype=np.float32)
+        data = module.real_data() if callable(module.real_data) else module.real_data
         noise_dim = int(module.noise_dim)
         g = _model(module.generator, "generator")
         d = _model(module.discriminator, "discriminator")
         make_opt = getattr(module, "optimizer", None)
         optimizers = {phase: make_opt(phase) if make_opt else None for phase in ("D", "G")}
-    dry_run(g, d, data, noise_dim, path)
+    spec = describe(data, f"real_data() in {path.name}")
+    split = _split(spec, getattr(module, "conditional", False), path)
+    dry_run(g, d, spec, split, noise_dim, path)
     lr = getattr(module, "learning_rate", 2e-4)
     lrs = lr if isinstance(lr, dict) else {"D": lr, "G": lr}
     unknown = sorted(str(k) for k in lrs if k not in ("D", "G"))
     if unknown:  # a typo here left that phase at the default rate without a word
         raise UserError(f"learning_rate in {path.name} names {', '.join(repr(k) for k in unknown)}, but the GAN "
                         f"shortcut's phases are D and G; write learning_rate = {{\"D\": ..., \"G\": ...}}")
-    d_loss, g_loss = gan_losses(noise_dim)
+    d_loss, g_loss = gan_losses(noise_dim, split)
     phases = [Phase(phase, loss, trains=[model.name], learning_rate=float(lrs.get(phase, 2e-4)),
                     optimizer=optimizers[phase])
               for phase, loss, model in (("D", d_loss, d), ("G", g_loss, g))]
-    kind = getattr(module, "sample_kind", None) or ("points2d" if data.ndim == 2 and data.shape[1] == 2
-                                                     else "images" if data.ndim in (3, 4) else "none")
+    row = (spec.rows if split.x is None else spec.rows[split.x]).shape  # one image's (or point's) shape
+    kind = getattr(module, "sample_kind", None) or ("points2d" if row == (2,) else "images" if len(row) in (2, 3)
+                                                     else "none")
     ratio = getattr(module, "ratio", None)
     try:
         default_ratio = None if ratio is None else parse_ratio(str(ratio))
@@ -113,7 +192,7 @@ def gan_experiment(module: ModuleType, path: Path) -> Experiment:
         raise UserError(f"metrics in {path.name} must be a function of ctx returning {{name: number}}, "
                         f"got {type(metrics).__name__}")
     return Experiment(name=path.stem, models=Models(generator=g, discriminator=d), phases=phases, data=data,
-                      batch_size=int(getattr(module, "batch_size", 64)), sample=gan_sampler(noise_dim),
+                      batch_size=int(getattr(module, "batch_size", 64)), sample=gan_sampler(noise_dim, split),
                       sample_kind=kind, metrics=metrics,
                       default_ratio=default_ratio,
                       description=getattr(module, "description", (module.__doc__ or "").strip().split("\n")[0]))

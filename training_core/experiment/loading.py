@@ -15,13 +15,12 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable
 
-import numpy as np
-
 import training_core
 from training_core.base.alternation import check_counts
 from training_core.base.config import file_sha256
 from training_core.base.errors import UserError
 from training_core.experiment.api import SAMPLE_KINDS, Experiment, Models, Phase
+from training_core.experiment.data import describe, is_dataset
 from training_core.experiment.gan import GAN_NAMES, gan_experiment
 from training_core.experiment.usercode import user_code
 
@@ -180,28 +179,21 @@ def _check_models(exp: Experiment, path: Path) -> None:
 
 
 def _check_data(exp: Experiment, path: Path) -> None:
-    """NaN or Inf in the data would show up as a NaN loss, which reads as a learning rate that is too high."""
-    if exp.data is None:
-        return
-    try:
-        data = np.asarray(exp.data, dtype=np.float32)
-    except (TypeError, ValueError) as e:
-        raise UserError(f"the data of the experiment in {path.name} is not an array of numbers ({e}); "
-                        f"give a NumPy array") from None
-    bad = ~np.isfinite(data)
-    if bad.any():
-        row = int(np.flatnonzero(bad.reshape(len(data), -1).any(axis=1))[0]) if data.ndim else 0
-        raise UserError(f"the data of the experiment in {path.name} has {int(bad.sum())} NaN or Inf values "
-                        f"(the first in row {row}); clean it (np.nan_to_num, or drop those rows)")
+    """What the data may be (experiment/data.py), each wrong kind one line; NaN or Inf in it would show up as a NaN
+    loss, which reads as a learning rate that is too high."""
+    if exp.data is not None:
+        describe(exp.data, f"the data of the experiment in {path.name}")
 
 
 def check_batch_size(batch_size: int, exp: Experiment, path: Path) -> None:
     """The batch size a run asks for (`--batch-size`, or the `batch_size` of a `config.toml`) is at most the
-    rows of the data: each step draws its batch from the rows at random, with replacement, so a larger one
+    rows of in-memory data: each step draws its batch from the rows at random, with replacement, so a larger one
     repeats rows instead of taking the whole data (which `batch_size=None` in the experiment does), and it
     passed without a word. The experiment's own batch size, which a run records and a resume or replay asks
-    for again, is the experiment's to choose (it is not refused: files that worked keep working)."""
-    rows = None if exp.data is None else int(np.shape(exp.data)[0]) if np.ndim(exp.data) else None
+    for again, is the experiment's to choose (it is not refused: files that worked keep working). A Dataset's
+    rows are not counted (its batches are made from it repeated)."""
+    rows = None if exp.data is None or is_dataset(exp.data) else \
+        describe(exp.data, f"the data of the experiment in {path.name}").count
     if rows is not None and batch_size > rows and batch_size != exp.batch_size:
         raise UserError(f"batch size {batch_size} is larger than the data of the experiment in {path.name} "
                         f"({rows} rows); give --batch-size {rows} or less")

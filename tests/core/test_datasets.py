@@ -1,0 +1,352 @@
+"""Real data through `tf.data` and labelled data in memory (training_core/engine/datasets.py), by real training:
+
+* a shuffled, augmented pipeline (seeded shuffle, stateless augmentation in a parallel map) on the CPU with
+  `--deterministic`: a run killed mid-way and resumed gives exactly the losses of the run never interrupted,
+  and a replay of that run gives them again;
+* the same pipeline freezes exactly: 24 steps of two 12-variable phases with the freeze set changed mid-run
+  equal a plain Keras loop over the same pipeline bit for bit (weights, optimizer slots, every loss), with
+  samples on (so the rows they draw from were taken while preparing, and took nothing from the training's
+  batches; metrics are left out: measured beside training they made the training's own numbers differ from
+  run to run, with in-memory data too, before this module existed);
+* tuple and dict batches reach the loss, the samples and the metrics with their members' rows together;
+* with two mirrored replicas, the pipeline's global batch is split among them, and a resumed run is exact;
+  two workers of a multi-worker run on loopback, each reading the pipeline whole and training on its share,
+  give the mirrored run's losses exactly.
+"""
+from __future__ import annotations
+
+import random
+import shutil
+import signal
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from training_core import SetFreeze, read_scalars
+from training_core.experiment.api import Models
+from training_core.experiment.loading import load_module
+from training_core.rundir.layout import checkpoint_steps
+from training_core.rundir.samples import list_samples, load_samples
+
+from .helpers import (Script, assert_bitwise_equal, config, main_cmd, run, run_all, snapshot, start, wait_for,
+                      write_file)
+from .test_exactness import FREEZES, STEPS, _frozen_at
+from .test_multiworker import start_cluster
+
+#: a pipeline as research code writes one: labelled rows, a seeded shuffle, augmentation by stateless ops keyed by
+#: the row's position in the stream, in a parallel map, as a dict
+_PIPELINE = '''
+"""A classifier on a shuffled, augmented tf.data pipeline of {{"x", "y"}} dicts; phases A and B train its two
+layers."""
+import keras
+import numpy as np
+import tensorflow as tf
+
+from training_core import Experiment, Phase
+
+_rng = np.random.default_rng(0)
+X = _rng.normal(size=(300, 5)).astype("float32")
+Y = (X[:, 0] + X[:, 1] > 0).astype("int32")
+
+
+def augment(i, row):
+    x, y = row
+    noise = tf.random.stateless_normal([5], seed=tf.stack([tf.cast(i, tf.int32), 7]), stddev=0.05)
+    return {{"x": x + noise, "y": y}}
+
+
+def data():
+    ds = tf.data.Dataset.from_tensor_slices((X, Y)).shuffle(100, seed=3)
+    return ds.enumerate().map(augment, num_parallel_calls=2, deterministic=True)
+
+
+def loss(ctx):
+    logits = ctx.models.net(ctx.batch["x"], training=True)
+    return keras.ops.mean(keras.losses.sparse_categorical_crossentropy(ctx.batch["y"], logits, from_logits=True))
+
+
+def build():
+    net = keras.Sequential([keras.Input((5,)), keras.layers.Dense({width}, activation="tanh", name="h"),
+                            keras.layers.Dense(2, name="out")], name="net")
+    return Experiment(name="pipeline", models={{"net": net}}, data=data(), batch_size=16,
+                      phases=[Phase("A", loss, trains=["net/h"]), Phase("B", loss, trains=["net/out"])])
+'''
+
+
+def _losses(d) -> dict:
+    return {t: (s.steps, s.values) for t, s in read_scalars(d).items() if t.startswith("loss/")}
+
+
+def _assert_same_losses(a, b, steps: int) -> None:
+    la, lb = _losses(a), _losses(b)
+    assert la.keys() == lb.keys() == {"loss/A", "loss/B"}
+    for tag in la:
+        assert np.array_equal(la[tag][0], lb[tag][0]) and np.array_equal(la[tag][1], lb[tag][1]), tag
+    assert sorted(np.concatenate([s for s, _ in la.values()]).tolist()) == list(range(1, steps + 1))
+
+
+RESUME_STEPS = 2000
+
+
+@pytest.fixture(scope="module")
+def killed_resumed_replayed(tmp_path_factory):
+    """Two identical deterministic runs start together; one is killed (SIGKILL) at a random moment after its
+    third checkpoint and resumed; the other, never interrupted, is replayed."""
+    tmp = tmp_path_factory.mktemp("pipeline")
+    exp = write_file(tmp, "pipeline.py", _PIPELINE.format(width=8))
+    args = ["--headless", "--experiment", str(exp), "--steps", str(RESUME_STEPS), "--ratio", "3:2",
+            "--checkpoint-every", "100", "--fetch-every", "20", "--deterministic", "--quiet"]
+    killed, whole, replay = tmp / "killed", tmp / "whole", tmp / "replay"
+    victim = start(main_cmd(*args, "--run-dir", str(killed)))
+    reference = start(main_cmd(*args, "--run-dir", str(whole)))
+    try:
+        assert wait_for(lambda: len(checkpoint_steps(killed)) >= 3 or victim.poll() is not None, timeout=180)
+        wait_for(lambda: False, timeout=random.Random().uniform(0.0, 0.4), interval=0.01)
+    finally:
+        victim.send_signal(signal.SIGKILL)
+        victim.communicate(timeout=60)
+    assert victim.returncode == -signal.SIGKILL, "the run ended before it could be killed"
+    _, err = reference.communicate(timeout=300)
+    assert reference.returncode == 0, err
+    before = max(int(s[-1]) for s, _ in _losses(killed).values())
+    done = run_all({"resume": main_cmd("--headless", "--resume", str(killed), "--quiet", "--deterministic"),
+                    "replay": main_cmd("--headless", "--replay", str(whole), "--run-dir", str(replay), "--quiet")},
+                   timeout=300)
+    for name, proc in done.items():
+        assert proc.returncode == 0, (name, proc.stderr)
+    return killed, whole, replay, before
+
+
+def test_a_killed_pipeline_run_resumed_equals_the_run_never_interrupted(killed_resumed_replayed):
+    killed, whole, _, before = killed_resumed_replayed
+    assert before < RESUME_STEPS
+    _assert_same_losses(killed, whole, RESUME_STEPS)
+
+
+def test_a_replay_of_a_pipeline_run_equals_it(killed_resumed_replayed):
+    _, whole, replay, _ = killed_resumed_replayed
+    _assert_same_losses(replay, whole, RESUME_STEPS)
+
+
+def test_the_checkpoint_holds_the_pipelines_iterator(killed_resumed_replayed):
+    _, whole, _, _ = killed_resumed_replayed
+    keys = [k for k, _ in tf.train.list_variables(tf.train.latest_checkpoint(str(whole / "checkpoints")))]
+    assert "data/.ATTRIBUTES/ITERATOR_STATE" in keys
+
+
+# -- exact freezing against a plain Keras loop over the same pipeline ------------------------------------------------
+_DEEP_PIPELINE = '''
+"""The 12-layer regression of test_exactness on a tf.data pipeline of (x, y): seeded shuffle, stateless noise
+keyed by the position in the stream; samples on."""
+import keras
+import numpy as np
+import tensorflow as tf
+
+from training_core import Experiment, Phase
+
+_rng = np.random.default_rng(0)
+X = _rng.normal(size=(64, 5)).astype("float32")
+Y = np.sin(X @ _rng.normal(size=(5, 2))).astype("float32")
+
+
+def data():
+    ds = tf.data.Dataset.from_tensor_slices((X, Y)).shuffle(32, seed=5).enumerate()
+    return ds.map(lambda i, r: (r[0] + tf.random.stateless_normal([5], seed=tf.stack([tf.cast(i, tf.int32), 1]),
+                                                                    stddev=0.1), r[1]), num_parallel_calls=2)
+
+
+def make_optimizer(phase):
+    return keras.optimizers.Adam(0.01, global_clipnorm=0.05) if phase == "A" else keras.optimizers.AdamW(0.01)
+
+
+def net():
+    layers = [keras.layers.Dense(7, activation="tanh", name=f"a{i}") for i in range(6)]
+    layers += [keras.layers.Dense(7 if i < 5 else 2, activation="tanh" if i < 5 else None, name=f"b{i}")
+               for i in range(6)]
+    return keras.Sequential([keras.Input((5,)), *layers], name="net")
+
+
+def loss(ctx):
+    x, y = ctx.batch
+    return keras.ops.mean(keras.ops.square(ctx.models["net"](x, training=True) - y))
+
+
+def sample(ctx):
+    x, y = ctx.batch
+    return {"real": np.asarray(y), "fake": np.asarray(ctx.models["net"](x))}
+
+
+def build():
+    return Experiment(name="deep", models={"net": net()}, data=data(), batch_size=16, sample=sample,
+                      sample_kind="points2d",
+                      phases=[Phase("A", loss, trains=[f"net/a{i}" for i in range(6)], optimizer=make_optimizer("A")),
+                              Phase("B", loss, trains=[f"net/b{i}" for i in range(6)], optimizer=make_optimizer("B"))],
+                      default_ratio=[1, 1])
+'''
+
+
+def _reference(path, initial: dict, seed: int) -> tuple[dict, dict, list[float]]:
+    """The plain Keras loop: the pipeline batched by 16 and repeated, one batch a step; the gradients of the
+    unfrozen variables applied to them by the phase's optimizer."""
+    import keras
+    mod = load_module(path)
+    net = mod.net()
+    for v in net.variables:
+        v.assign(initial[v.path])
+    keras.utils.set_random_seed(seed)  # as the run's preparing sets it before build(): the shuffle's seed pair
+    batches = iter(mod.data().repeat().batch(16, drop_remainder=True))
+    phases = {name: [v for v in net.trainable_variables if v.path.startswith(f"net/{name.lower()}")]
+              for name in ("A", "B")}
+    assert all(len(vs) == 12 for vs in phases.values())
+    opts = {name: mod.make_optimizer(name) for name in phases}
+    for name, vs in phases.items():
+        opts[name].build(vs)
+    compiled, losses = {}, []
+
+    def make(name: str, frozen: frozenset):
+        opt, live = opts[name], [v for v in phases[name] if v.path not in frozen]
+
+        @tf.function(autograph=False)
+        def step(batch):
+            with tf.GradientTape() as tape:
+                loss = mod.loss(SimpleNamespace(batch=batch, models=Models(net=net)))
+            opt.apply(tape.gradient(loss, live), live)
+            return loss
+        return step
+
+    for s in range(1, STEPS + 1):
+        name = "A" if s % 2 else "B"
+        frozen = frozenset(_frozen_at(s, [v.path for v in phases[name]]))
+        if (name, frozen) not in compiled:
+            compiled[name, frozen] = make(name, frozen)
+        losses.append(float(compiled[name, frozen](next(batches)).numpy()))
+    weights = {v.path: v.numpy() for v in net.variables}
+    slots = {name: {v.path.split("/", 1)[1]: v.numpy() for v in opt.variables} for name, opt in opts.items()}
+    return weights, slots, losses
+
+
+def test_a_pipeline_freezes_exactly_like_a_plain_keras_loop_bit_for_bit(tmp_path, run_dir):
+    path = write_file(tmp_path, "deep_pipeline.py", _DEEP_PIPELINE)
+    initial = {}
+    script = Script({0: [lambda t: initial.update(snapshot(t))],
+                     8: [SetFreeze(FREEZES[8])], 16: [SetFreeze(FREEZES[16])]})
+    trainer = run(config(path, run_dir, steps=STEPS, freeze=FREEZES[0], sample_seconds=0.0), script)
+    assert trainer.retraces == 0 and trainer.prepared.data.kind == "pipeline"
+    assert len(trainer.prepared.data.pool[0]) == 64  # rows for the samples were taken (all 64 there are)
+    weights, slots, losses = _reference(path, initial, trainer.config.seed)
+    assert_bitwise_equal(snapshot(trainer), weights, "model variables")
+    for name, opt in zip(trainer.prepared.phase_names, trainer.prepared.optimizers):
+        assert_bitwise_equal({v.path.split("/", 1)[1]: v.numpy() for v in opt.variables}, slots[name],
+                             f"optimizer of phase {name}")
+    sc = read_scalars(run_dir)
+    recorded = sorted((s, v) for tag in ("loss/A", "loss/B") for s, v in zip(sc[tag].steps, sc[tag].values))
+    assert np.array_equal(np.float32([v for _, v in recorded]), np.float32(losses))
+    assert list_samples(run_dir)
+
+
+# -- structure: tuples and dicts, in memory and through tf.data ------------------------------------------------------
+_STRUCTURED = '''
+"""Rows whose label is their index mod 3, the index in x[:, 0]: the loss, the samples and the metrics check that
+each batch's members are rows of the same examples."""
+import keras
+import numpy as np
+import tensorflow as tf
+
+from training_core import Experiment, Phase
+
+N = 90
+X = np.stack([np.arange(N), np.linspace(-1, 1, N)], 1).astype("float32")
+Y = (np.arange(N) % 3).astype("int32")
+DATA = {data}
+
+
+def parts(batch):
+    return (batch["x"], batch["y"]) if isinstance(batch, dict) else batch
+
+
+def loss(ctx):
+    x, y = parts(ctx.batch)
+    tf.debugging.assert_equal(tf.cast(x[:, 0], tf.int32) % 3, y, message="members of different rows")
+    logits = ctx.models.net(x[:, 1:], training=True)
+    return keras.ops.mean(keras.losses.sparse_categorical_crossentropy(y, logits, from_logits=True))
+
+
+def sample(ctx):
+    x, y = parts(ctx.batch)
+    return {{"real": x, "fake": x, "index": x[:, 0], "label": y}}
+
+
+def metrics(ctx):
+    x, y = parts(ctx.batch)
+    return {{"aligned": float(np.mean(x[:, 0].astype(int) % 3 == y)), "rows": len(y)}}
+
+
+def build():
+    net = keras.Sequential([keras.Input((1,)), keras.layers.Dense(3, name="out")], name="net")
+    return Experiment(name="structured", models={{"net": net}}, data=DATA, batch_size=12, sample=sample,
+                      sample_kind="points2d", metrics=metrics, phases=[Phase("fit", loss, trains=["net"])])
+'''
+
+STRUCTURES = {
+    "tuple in memory": "(X, Y)",
+    "dict in memory": '{"x": X, "y": Y}',
+    "Dataset of tuples, batched": "tf.data.Dataset.from_tensor_slices((X, Y)).shuffle(90, seed=1).batch(7)",
+    "Dataset of dicts": 'tf.data.Dataset.from_tensor_slices({"x": X, "y": Y}).shuffle(30, seed=2)',
+}
+
+
+@pytest.mark.parametrize("name", list(STRUCTURES))
+def test_tuple_and_dict_batches_reach_the_loss_the_samples_and_the_metrics(tmp_path, run_dir, name):
+    path = write_file(tmp_path, "structured.py", _STRUCTURED.format(data=STRUCTURES[name]))
+    trainer = run(config(path, run_dir, steps=30, sample_seconds=0.0))
+    assert trainer.step == 30  # the loss's assertion held at every step
+    files = list_samples(run_dir)
+    assert files
+    for _, f in files:
+        got = load_samples(f)
+        assert len(got["label"]) == 512 and np.array_equal(got["index"].astype(int) % 3, got["label"])
+        assert got["label"].dtype == np.int32 and set(got["label"].tolist()) == {0, 1, 2}
+    sc = read_scalars(run_dir)
+    assert set(sc["metric/aligned"].values.tolist()) == {1.0} and set(sc["metric/rows"].values.tolist()) == {2048}
+
+
+# -- two mirrored replicas ---------------------------------------------------------------------------------------------
+def test_a_pipeline_with_mirrored_replicas_splits_the_batch_and_resumes_exactly(tmp_path):
+    """Each replica gets its half of the global batch (the loss checks that its rows are 8 of the 16), and a
+    run resumed from its middle checkpoint equals the run never interrupted."""
+    exp = write_file(tmp_path, "pipeline.py", _PIPELINE.format(width=8).replace(
+        'logits = ctx.models.net(ctx.batch["x"], training=True)',
+        'tf.debugging.assert_equal(tf.shape(ctx.batch["x"])[0], ctx.batch_size)\n'
+        '    logits = ctx.models.net(ctx.batch["x"], training=True)'))
+    whole, part = tmp_path / "whole", tmp_path / "part"
+    args = ["--headless", "--experiment", str(exp), "--steps", "60", "--checkpoint-every", "20", "--strategy",
+            "mirrored", "--replicas", "2", "--deterministic", "--quiet"]
+    done = run_all({"whole": main_cmd(*args, "--run-dir", str(whole))}, timeout=300)
+    assert done["whole"].returncode == 0, done["whole"].stderr
+    shutil.copytree(whole, part)
+    for f in (part / "checkpoints").glob("ckpt-60.*"):
+        f.unlink()
+    for f in (part / "checkpoints").glob("ckpt-40.*"):
+        f.unlink()
+    done = run_all({"resume": main_cmd("--headless", "--resume", str(part), "--quiet", "--deterministic")}, timeout=300)
+    assert done["resume"].returncode == 0, done["resume"].stderr
+    assert "resumed: checkpoints/ckpt-20" in done["resume"].stdout + done["resume"].stderr
+    _assert_same_losses(part, whole, 60)
+    workers = tmp_path / "workers"
+    procs = start_cluster(main_cmd(*args[:-6], "--strategy", "multiworker", "--deterministic", "--quiet", "--run-dir",
+                                   str(workers)))
+    outs = [p.communicate(timeout=600) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [o[1][-2000:] for o in outs]
+    _assert_same_losses(workers, whole, 60)
+
+
+def test_a_pipeline_serves_the_steps_of_many_phases(tmp_path, run_dir):
+    """20 phases, two variants each, every one reading the pipeline: tf.data refuses a 33rd `get_next()` traced on
+    one iterator, so every step reads it through one traced function."""
+    source = _PIPELINE.format(width=8).replace(
+        'phases=[Phase("A", loss, trains=["net/h"]), Phase("B", loss, trains=["net/out"])])',
+        'phases=[Phase(f"P{i}", loss, trains=["net/h" if i % 2 else "net/out"]) for i in range(20)])')
+    trainer = run(config(write_file(tmp_path, "many.py", source), run_dir, steps=60, freeze=["net/h/bias"]))
+    assert trainer.step == 60 and trainer.retraces == 0 and trainer.traces == 40

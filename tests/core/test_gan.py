@@ -1,0 +1,154 @@
+"""The GAN shortcut with labelled data (training_core/experiment/gan.py): `real_data()` returning `(x, y)` arrays
+or a Dataset of them (a directory loader's), `conditional = True` giving the labels to both models in the
+losses, the samples and the dry run; what does not fit is one line."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from training_core import RunConfig, read_scalars
+from training_core.base.errors import UserError
+from training_core.engine.prepare import prepare
+from training_core.rundir.samples import list_samples, load_samples
+
+from .helpers import config, run, write_file
+
+_CGAN = '''
+"""A conditional GAN on 8x8 images of 3 classes."""
+import keras
+import numpy as np
+import tensorflow as tf
+
+noise_dim = 4
+batch_size = 8
+conditional = {conditional}
+HERE = __import__("pathlib").Path(__file__).parent
+
+
+def real_data():
+    {real_data}
+
+
+def generator():
+    with keras.name_scope("generator"):
+        z, y = keras.Input((noise_dim,)), keras.Input((), dtype="int32")
+        h = keras.layers.Concatenate()([z, keras.layers.Flatten()(keras.layers.Embedding(3, 2, name="classes")(y))])
+        out = keras.layers.Reshape((8, 8, 1))(keras.layers.Dense(64, activation="tanh")(h))
+        return keras.Model([z, y], out, name="generator")
+
+
+def discriminator():
+    with keras.name_scope("discriminator"):
+        x, y = keras.Input((8, 8, 1)), keras.Input((), dtype="int32")
+        h = keras.layers.Concatenate()([keras.layers.Flatten()(x),
+                                        keras.layers.Flatten()(keras.layers.Embedding(3, 2, name="classes")(y))])
+        return keras.Model([x, y], keras.layers.Dense(1)(h), name="discriminator")
+'''
+
+ARRAYS = '''rng = np.random.default_rng(0)
+    y = np.arange(60) % 3
+    return (rng.uniform(-1, 1, (60, 8, 8, 1)) * (y[:, None, None, None] + 1) / 3).astype("float32"), y.astype("int32")'''
+DIRECTORY = '''ds = keras.utils.image_dataset_from_directory(HERE / "images", image_size=(8, 8), color_mode="grayscale",
+                                                  batch_size=4, seed=1, verbose=False)
+    return ds.map(lambda x, y: (x / 127.5 - 1.0, y))'''
+
+
+def _images(folder) -> None:
+    rng = np.random.default_rng(0)
+    for c in range(3):
+        (folder / "images" / f"c{c}").mkdir(parents=True)
+        for i in range(6):
+            img = (rng.uniform(0, 255, (8, 8, 1)) * (c + 1) / 3).astype("uint8")
+            tf.io.write_file(str(folder / "images" / f"c{c}" / f"{i}.png"), tf.io.encode_png(img))
+
+
+@pytest.mark.parametrize("data", ["arrays", "directory"])
+def test_a_conditional_gan_trains_with_the_labels_in_both_models(tmp_path, run_dir, data):
+    if data == "directory":
+        _images(tmp_path)
+    path = write_file(tmp_path, f"cgan_{data}.py", _CGAN.format(conditional=True,
+                                                                real_data=ARRAYS if data == "arrays" else DIRECTORY))
+    trainer = run(config(path, run_dir, steps=40, sample_seconds=0.0))
+    p = trainer.prepared
+    assert p.data.kind == ("memory" if data == "arrays" else "pipeline") and p.experiment.sample_kind == "images"
+    before = {v.path: v.numpy() for v in run(config(path, tmp_path / "none", steps=0)).prepared.variables}
+    moved = [v.path for v in p.variables if "classes" in v.path and not np.array_equal(v.numpy(), before[v.path])]
+    # the labels' embeddings train in both models: the labels reached both, in both phases' losses
+    assert sorted(moved) == ["discriminator/classes/embeddings", "generator/classes/embeddings"], moved
+    sc = read_scalars(run_dir)
+    assert len(sc["loss/D"].values) == len(sc["loss/G"].values) == 20 and np.isfinite(sc["loss/D"].values).all()
+    got = load_samples(list_samples(run_dir)[-1][1])
+    assert got["real"].shape == got["fake"].shape == (64, 8, 8, 1)
+
+
+def test_an_unconditional_gan_takes_the_images_of_labelled_data(tmp_path, run_dir):
+    source = _CGAN.format(conditional=False, real_data=ARRAYS)
+    source = source[:source.index("def generator")] + '''
+def generator():
+    return keras.Sequential([keras.Input((noise_dim,)), keras.layers.Dense(64, activation="tanh"),
+                             keras.layers.Reshape((8, 8, 1))], name="generator")
+
+
+def discriminator():
+    return keras.Sequential([keras.Input((8, 8, 1)), keras.layers.Flatten(), keras.layers.Dense(1)],
+                            name="discriminator")
+'''
+    trainer = run(config(write_file(tmp_path, "gan_xy.py", source), run_dir, steps=10, sample_seconds=0.0))
+    assert trainer.step == 10
+    assert load_samples(list_samples(run_dir)[-1][1])["real"].shape == (64, 8, 8, 1)
+
+
+_UNLABELLED = ('''rng = np.random.default_rng(0)
+    return rng.uniform(-1, 1, (60, 8, 8, 1)).astype("float32")''')
+BAD = {
+    "unlabelled": (dict(conditional=True, real_data=_UNLABELLED),
+                   "conditional = True in bad.py needs labelled data: real_data() returning (x, y) arrays or a "
+                   "Dataset of (x, y), got an array"),
+    "not a bool": (dict(conditional='"yes"', real_data=ARRAYS), "conditional in bad.py must be True or False, got 'yes'"),
+    "three members": (dict(conditional=True, real_data="x = np.zeros((6, 8, 8, 1), 'float32')\n    return x, x, x"),
+                      "real_data() in bad.py gives a tuple of 3; the GAN shortcut takes x or (x, y): images and "
+                      "labels"),
+    "a dict without images": (dict(conditional=True, real_data="x = np.zeros((6, 8, 8, 1), 'float32')\n    "
+                                                              "return {'pixels': x, 'label': np.arange(6)}"),
+                              "real_data() in bad.py gives a dict with keys 'pixels', 'label'; the GAN shortcut takes "
+                              "its images from \"image\" (or \"x\") and its labels from \"label\" (or \"y\")"),
+}
+
+
+@pytest.mark.parametrize("name", list(BAD))
+def test_labelled_data_the_shortcut_cannot_use_is_one_line(tmp_path, name):
+    kw, line = BAD[name]
+    path = write_file(tmp_path, "bad.py", _CGAN.format(**kw))
+    with pytest.raises(UserError) as e:
+        prepare(RunConfig(experiment_file=str(path)), lambda *_: None)
+    assert str(e.value) == line
+
+
+def test_conditional_models_that_do_not_take_labels_are_one_line_naming_the_fix(tmp_path):
+    source = _CGAN.format(conditional=True, real_data=ARRAYS)
+    source = source[:source.index("def generator")] + '''
+def generator():
+    return keras.Sequential([keras.Input((noise_dim,)), keras.layers.Dense(64), keras.layers.Reshape((8, 8, 1))],
+                            name="generator")
+
+
+def discriminator():
+    return keras.Sequential([keras.Input((8, 8, 1)), keras.layers.Flatten(), keras.layers.Dense(1)],
+                            name="discriminator")
+'''
+    with pytest.raises(UserError) as e:
+        prepare(RunConfig(experiment_file=str(write_file(tmp_path, "plain.py", source))), lambda *_: None)
+    assert str(e.value) == ("conditional = True in plain.py, but its generator takes 1 input; give it two, [z, y] (a "
+                            "functional keras.Model([z, y], ...))")
+
+
+def test_conditional_models_whose_label_input_does_not_fit_are_one_line_naming_the_fix(tmp_path):
+    source = _CGAN.format(conditional=True, real_data=ARRAYS).replace('keras.Input((), dtype="int32")',
+                                                                      'keras.Input((3,), dtype="int32")')
+    with pytest.raises(UserError) as e:
+        prepare(RunConfig(experiment_file=str(write_file(tmp_path, "labels.py", source))), lambda *_: None)
+    line = str(e.value)
+    assert "\n" not in line and line.startswith("the models in labels.py do not fit together: "), line
+    assert line.endswith("; check noise_dim, the data shape and that both models take [input, label] (the generator "
+                         "[z, y], the discriminator [x, y])"), line
