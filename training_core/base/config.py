@@ -49,7 +49,7 @@ def file_sha256(path: str | Path) -> str:
 
 @dataclass
 class RunConfig:
-    #: a built-in example name (`ring`, `digits`, `factorization`) ...
+    #: a built-in example name (`ring`, `digits`, `shapes`, `factorization`) ...
     example: str | None = "ring"
     #: ... or a Python experiment file (takes precedence over `example`)
     experiment_file: str | None = None

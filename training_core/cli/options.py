@@ -22,7 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = ArgParser(prog="main.py --headless", description="Train a Freezeframe experiment without the window.")
     p.add_argument("--headless", action="store_true", help="run without the window (this mode)")
     src = p.add_mutually_exclusive_group()
-    src.add_argument("--example", help="built-in example: ring (default), digits, factorization")
+    src.add_argument("--example", help="built-in example: ring (default), digits, shapes, factorization")
     src.add_argument("--experiment", metavar="FILE", help="your own experiment file (.py)")
     src.add_argument("--config", metavar="TOML", help="run again from a run directory's config.toml")
     src.add_argument("--resume", metavar="RUN_DIR", help="continue a run in its directory from its last checkpoint")

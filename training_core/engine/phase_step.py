@@ -271,7 +271,7 @@ class PhaseStep:
         frozen_all, gate = self.frozen.read_value(), self.gate.read_value()
         live = self._live
         frozen = tf.unstack(frozen_all) if self.vars else []
-        kept = [tf.where(frozen[i], tf.zeros_like(grads[i]), grads[i]) for i in live]
+        kept = [_zeroed_if(frozen[i], grads[i]) for i in live]
         kept = _clip(self.opt, kept, tf.logical_not(tf.gather(frozen_all, live)), gate)
         self._update_fn(kept)
         restore = tf.unstack(tf.logical_and(frozen_all, tf.logical_not(gate))) if self.vars else []
@@ -285,6 +285,17 @@ class PhaseStep:
             for j, (v, b) in enumerate(zip(self.stat_vars, stats_before)):
                 v.assign(tf.where(restore_stats[j], b, _value(v)))
         return self._norms_fn(loss, before, grads)
+
+
+def _zeroed_if(frozen: tf.Tensor, grad: Any) -> Any:
+    """`grad`, or zeros where the variable is frozen, of the same kind: an Embedding's gradient is a
+    `tf.IndexedSlices`, and Keras' optimizers update only its rows (Adam's moments of the other rows stay put), so
+    a dense gradient (what `tf.where` would make of it) is other arithmetic: it moved every row by up to the
+    learning rate against the plain loop's."""
+    if isinstance(grad, tf.IndexedSlices):
+        return tf.IndexedSlices(tf.where(frozen, tf.zeros_like(grad.values), grad.values), grad.indices,
+                                grad.dense_shape)
+    return tf.where(frozen, tf.zeros_like(grad), grad)
 
 
 def _clip(opt: Any, grads: list, live: tf.Tensor, gate: tf.Tensor) -> list:

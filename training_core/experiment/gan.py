@@ -8,7 +8,9 @@ Phases are named `D` and `G` (so `--ratio 5:1` is five D steps per G step, `--lr
 the scopes of the discriminator and generator models. Optional module attributes: `batch_size`,
 `learning_rate` (a float, or {"D": .., "G": ..}), `optimizer` (a function of the phase name returning
 a Keras optimizer), `ratio` ("5:1"), `sample_kind`, `description`, `metrics` (a function of a
-`SampleContext` returning {name: number}: quality measures recorded every 2 s), `conditional`.
+`SampleContext` returning {name: number}: quality measures recorded every 2 s), `conditional`, `sample` (a
+function of a `SampleContext` returning the samples view's arrays, in place of the default: the real rows and
+as many fakes, e.g. to lay a conditional model's samples out by class).
 
 `real_data` (an array, or a function returning one) may also be `(x, y)` arrays, a dict with "image" (or "x")
 and "label" (or "y"), or a `tf.data.Dataset` of any of these (experiment/data.py): the models see `x`, and with
@@ -191,8 +193,12 @@ def gan_experiment(module: ModuleType, path: Path) -> Experiment:
     if metrics is not None and not callable(metrics):
         raise UserError(f"metrics in {path.name} must be a function of ctx returning {{name: number}}, "
                         f"got {type(metrics).__name__}")
+    sample = getattr(module, "sample", None)
+    if sample is not None and not callable(sample):
+        raise UserError(f"sample in {path.name} must be a function of ctx returning the samples' arrays "
+                        f"(e.g. {{\"real\": ..., \"fake\": ...}}), got {type(sample).__name__}")
     return Experiment(name=path.stem, models=Models(generator=g, discriminator=d), phases=phases, data=data,
-                      batch_size=int(getattr(module, "batch_size", 64)), sample=gan_sampler(noise_dim, split),
+                      batch_size=int(getattr(module, "batch_size", 64)), sample=sample or gan_sampler(noise_dim, split),
                       sample_kind=kind, metrics=metrics,
                       default_ratio=default_ratio,
                       description=getattr(module, "description", (module.__doc__ or "").strip().split("\n")[0]))
