@@ -137,6 +137,28 @@ def group_names(a: argparse.Namespace, n_runs: int, groups: list[list[int]]) -> 
     return labels
 
 
+def expand_sweeps(dirs: Sequence[str]) -> list[str]:
+    """A sweep directory among the runs stands for its points' runs, in the grid's order (seeds innermost), so
+    that `--export SWEEP_DIR --bands minmax --out fig.pdf` draws a sweep's settings as bands without naming
+    every run. Points not begun yet are left out with a line on stderr; a sweep with none begun is refused."""
+    from training_core.runs.sweep import Sweep, is_sweep_dir
+    out: list[str] = []
+    for d in dirs:
+        if not is_sweep_dir(d):
+            out.append(d)
+            continue
+        sweep = Sweep.open(d)
+        begun = [str(sweep.run_dir(p)) for p in sweep.points if is_run_dir(sweep.run_dir(p))]
+        if not begun:
+            raise UserError(f"the sweep in {d} has no point with a record yet; export it once a point has trained "
+                            f"(python main.py --headless --resume {d})")
+        if len(begun) < len(sweep.points):
+            print(f"warning: {len(sweep.points) - len(begun)} of the {len(sweep.points)} points of {d} have no "
+                  f"record yet and are left out", file=sys.stderr)
+        out += begun
+    return out
+
+
 def _check_paths(a: argparse.Namespace) -> None:
     for d in a.export:
         run = Path(d)
@@ -174,6 +196,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: list[str]) -> int:
     a = build_parser().parse_args(argv)
+    a.export = expand_sweeps(a.export)
     _check_paths(a)
     spec, auto_height = spec_from_args(a)
     labels = run_labels(a)

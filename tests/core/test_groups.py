@@ -69,3 +69,11 @@ def test_band_with_smoothing_smooths_each_seed_then_combines_them():
     sa, sb = ema_smooth(a, 0.6)[0], ema_smooth(b, 0.6)[0]
     assert np.array_equal(got.mean, (sa + sb) / 2)
     assert np.array_equal(got.low, np.minimum(sa, sb)) and np.array_equal(got.high, np.maximum(sa, sb))
+
+
+def test_planned_changes_are_part_of_the_setting():
+    """"Freeze X from step N" lives in `planned`: two such sweep points differ, seeds of one do not."""
+    plan = lambda step: [{"step": step, "kind": "freeze", "scopes": ["discriminator/dense_1"]}]
+    configs = {"a": {"planned": plan(100), "seed": 0}, "b": {"planned": plan(100), "seed": 1},
+               "c": {"planned": plan(300), "seed": 0}}
+    assert [g.members for g in group_runs(configs)] == [("a", "b"), ("c",)]

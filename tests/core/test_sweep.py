@@ -60,6 +60,8 @@ def sweep(tmp_path_factory):
         "csv": main_cmd("--export", str(d), "--table", str(tmp / "table.csv")),
         "tex": main_cmd("--export", str(d), "--table", str(tmp / "table.tex"), "--step", str(FROM)),
         "point": main_cmd("--headless", "--sweep", str(d), "--point", "0", "--quiet"),
+        "bands": main_cmd("--export", str(d), "--bands", "minmax", "--plots", "losses", "--csv",
+                          str(tmp / "bands.csv"), "--out", str(tmp / "bands.svg")),
     }, timeout=TIMEOUT)
     return d, killed, cut_at, after_kill, resumed, later, tmp
 
@@ -205,3 +207,31 @@ def test_the_device_pool_runs_two_points_side_by_side_each_in_a_process_of_its_o
     assert [s.state for s in sweep.states()] == ["done", "done"]
     for p in sweep.points:
         assert "30 steps in" in sweep.log_file(p).read_text()
+
+
+def test_a_sweep_directory_exports_as_its_settings_drawn_as_bands(sweep):
+    """`--export SWEEP_DIR --bands minmax`: the sweep stands for its points' runs, and each setting (its seeds)
+    is one mean line with its band; the CSV's mean of a setting equals the NumPy mean of its seeds' losses."""
+    import csv
+    d, *_, later, tmp = sweep
+    assert later["bands"].returncode == 0, later["bands"].stderr
+    assert (tmp / "bands.svg").stat().st_size > 0
+    rows = list(csv.DictReader(open(tmp / "bands.csv")))
+    sw = Sweep.open(d)
+    groups = {}
+    for p in sw.points:
+        groups.setdefault(tuple(sorted(p.setting().items())), []).append(sw.run_dir(p))
+    names = {r["run"] for r in rows}
+    assert len(names) == len(sw.points) // 2  # 2 seeds per setting: one line per setting
+    assert all(r["low"] != "" and r["high"] != "" for r in rows)
+    tag = rows[0]["tag"]
+    name = rows[0]["run"]
+    mine = sorted(((int(r["step"]), float(r["value"])) for r in rows if r["run"] == name and r["tag"] == tag))
+    # the setting whose seeds' mean this is: the one whose seeds' mean matches at every step
+    means = []
+    for dirs in groups.values():
+        curves = [read_scalars(x)[tag] for x in dirs]
+        if all(np.array_equal(c.steps, curves[0].steps) for c in curves):
+            means.append(dict(zip(curves[0].steps.tolist(), np.mean([c.values for c in curves], axis=0).tolist())))
+    assert any(all(abs(m[s] - v) <= 1e-6 * max(1.0, abs(v)) for s, v in mine if s in m) and
+               sum(s in m for s, _ in mine) == len(mine) for m in means)

@@ -25,7 +25,7 @@ from training_core.base.smoothing import ema_smooth
 #: the configuration keys that make a setting; everything else (seed, run_dir, fetch and sample
 #: intervals, TensorBoard, threads, the device) does not change what is compared
 SETTING_KEYS = ("example", "experiment_file", "schedule", "lr", "freeze", "freeze_method", "update_frozen_stats",
-                "batch_size", "steps", "count", "strategy", "jit")
+                "batch_size", "steps", "count", "strategy", "jit", "planned")
 SPREADS = ("minmax", "sd")  # a band from the lowest to the highest seed, or mean ± one standard deviation
 
 
