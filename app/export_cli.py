@@ -115,7 +115,8 @@ def run_labels(a: argparse.Namespace) -> list[str]:
     """One label per run: `--labels`, or the directory names. With --bands, `--labels` may instead name the
     groups of seeds (`group_names`), and the runs keep their directory names."""
     if a.labels is None:
-        return unique_labels(a.export)
+        named = getattr(a, "sweep_labels", {})  # a sweep's runs are named by their grid point
+        return [named.get(d, u) for d, u in zip(a.export, unique_labels(a.export))]
     labels = [s.strip() for s in a.labels.split(",")]
     if a.bands != "off" and len(labels) != len(a.export) and all(labels):
         return unique_labels(a.export)
@@ -137,12 +138,15 @@ def group_names(a: argparse.Namespace, n_runs: int, groups: list[list[int]]) -> 
     return labels
 
 
-def expand_sweeps(dirs: Sequence[str]) -> list[str]:
+def expand_sweeps(dirs: Sequence[str], labels: dict[str, str] | None = None) -> list[str]:
     """A sweep directory among the runs stands for its points' runs, in the grid's order (seeds innermost), so
     that `--export SWEEP_DIR --bands minmax --out fig.pdf` draws a sweep's settings as bands without naming
-    every run. Points not begun yet are left out with a line on stderr; a sweep with none begun is refused."""
+    every run. Points not begun yet are left out with a line on stderr; a sweep with none begun is refused.
+    `labels` receives each point's name by its grid point ("ratio=3:1 freeze=none seed=1"), so that a group of
+    seeds is named by its setting, what the runs' names share."""
     from training_core.runs.sweep import Sweep, is_sweep_dir
     out: list[str] = []
+    labels = {} if labels is None else labels
     for d in dirs:
         if not is_sweep_dir(d):
             out.append(d)
@@ -156,6 +160,9 @@ def expand_sweeps(dirs: Sequence[str]) -> list[str]:
             print(f"warning: {len(sweep.points) - len(begun)} of the {len(sweep.points)} points of {d} have no "
                   f"record yet and are left out", file=sys.stderr)
         out += begun
+        for p in sweep.points:
+            setting = " ".join(f"{k}={v}" for k, v in p.setting().items())
+            labels[str(sweep.run_dir(p))] = f"{setting} seed={p.seed}" if p.seed is not None else setting
     return out
 
 
@@ -196,7 +203,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: list[str]) -> int:
     a = build_parser().parse_args(argv)
-    a.export = expand_sweeps(a.export)
+    a.sweep_labels = {}
+    a.export = expand_sweeps(a.export, a.sweep_labels)
     _check_paths(a)
     spec, auto_height = spec_from_args(a)
     labels = run_labels(a)

@@ -177,3 +177,17 @@ def test_an_event_every_run_has_is_one_plain_label():
 ])
 def test_a_group_is_named_by_what_its_runs_names_share(labels, name):
     assert group_name(labels) == name
+
+
+def test_a_marker_of_some_groups_is_named_by_the_words_only_they_share():
+    """A sweep's settings as groups: the freeze from step 1500 that two of four settings have is named by their
+    shared word, not by both settings listed (which ran off the figure)."""
+    from training_core.figures.markers import figure_markers
+    names = ["ratio=1:1 freeze=none", "ratio=1:1 freeze=d@1500", "ratio=3:1 freeze=none", "ratio=3:1 freeze=d@1500"]
+    key = (1500, "freeze", "freeze: d")
+    per = [{}, {key: (1500.0, False)}, {}, {key: (1500.0, False)}]
+    (line,) = figure_markers(per, names)
+    assert line.label == "freeze=d@1500: freeze: d"
+    per[2] = {key: (1500.0, False)}  # three owners with no word of their own: listed
+    (line,) = figure_markers(per, names)
+    assert line.label.startswith("ratio=1:1 freeze=d@1500, ratio=3:1 freeze=none, ")

@@ -81,9 +81,23 @@ def figure_markers(per_entity: Sequence[dict[Key, tuple[float, bool]]], names: S
     out = []
     for (_, kind, label), who in owners.items():
         plain = len(names) <= 1 or len(who) == len(names) or all(named for _, _, named in who)
-        text = label if plain else f"{', '.join(n for n, _, _ in who)}: {label}"
+        text = label if plain else f"{_owners_text([n for n, _, _ in who], names)}: {label}"
         out.append(MarkerLine(float(np.mean([x for _, x, _ in who])), kind, text))
     return sorted(out)
+
+
+def _owners_text(owners: Sequence[str], names: Sequence[str]) -> str:
+    """Who has a marker, in as few words as tell them apart: the words (of names such as a sweep's settings,
+    "ratio=3:1 freeze=discriminator/dense_1@1500") that every owner has and no other entity has, when there
+    are such words and several owners ("freeze=discriminator/dense_1@1500" for the two settings that froze it);
+    else the owners' names, listed."""
+    if len(owners) > 1:
+        shared = set(owners[0].split()).intersection(*(o.split() for o in owners[1:]))
+        others = [n for n in names if n not in owners]
+        own = [w for w in owners[0].split() if w in shared and all(w not in n.split() for n in others)]
+        if own and others:
+            return " ".join(own)
+    return ", ".join(owners)
 
 
 def merge_repeats(lines: Sequence[MarkerLine]) -> list[tuple[MarkerLine, int]]:
