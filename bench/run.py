@@ -48,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     from bench.metrics_bench import measure as measure_metrics
     from bench.paint_bench import measure_gil_free_painting
     from bench.steering import measure_command_file
+    from bench.tfdata_bench import measure as measure_tfdata
     from bench.throughput import in_child
     from bench.wide_startup import measure as measure_wide_startup
     from bench.wide_window import measure as measure_wide_window
@@ -95,6 +96,18 @@ def main(argv: list[str] | None = None) -> int:
                  f"{cpu['measures']} measure(s) of up to {cpu['cost']:.1f} s, in flight {cpu['share_measuring']:.0%} of "
                  f"the run; training at {cpu['rate_measuring']:.0f} steps/s while one runs, "
                  f"{cpu['rate_not_measuring']:.0f} otherwise", "(reported)"))
+    # the shapes DCGAN on tf.data, headless against a bare loop over the same pipeline, in turn (chunks of 300
+    # steps, 6 rounds; --quick: 20 steps, 2 rounds, without the two variants kept for the record)
+    tf_ = measure_tfdata(20 if q else 300, 2 if q else 6, ["headless", "bare", "bare_again"] if q else None)
+    r_, ref_ = tf_["steps_per_s"], tf_["reference"]
+    rows.append(("throughput bare, shapes DCGAN on tf.data (bench/tfdata_bench.py; the faster of the batch read "
+                 "inside the step and passed in)", f"{r_[ref_]:.1f} steps/s ({ref_}" + (
+                     f"; batch passed in / read inside = {tf_['bare_fed_over_bare']:.3f}" if "bare_fed" in r_ else "")
+                 + f"; the same loop again = {tf_['aa']:.3f} x, the A/A spread)", "reference"))
+    rows.append(("throughput headless, shapes DCGAN on tf.data (FID/KID every ~10 s, samples, the full record)",
+                 f"{r_['headless']:.1f} steps/s = {tf_['headless_over_bare']:.3f} x bare" + (
+                     f" (without its metrics: {tf_['headless_nomet_over_bare']:.3f} x)" if "headless_nomet" in r_
+                     else ""), ">= 0.97 x bare"))
     cmd = measure_command_file(2_000 if q else 20_000)
     rows.append(("commands.jsonl reader (a look)", f"{cmd['look_us']:.1f} us with nothing new, "
                  f"{cmd['look_with_command_us']:.1f} us reading a command; at most 4 looks/s = "
