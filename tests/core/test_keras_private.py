@@ -18,7 +18,8 @@ import tensorflow as tf
 from training_core.engine import keras_private as kp
 
 FUNCTIONS = ["clip_gradients", "clip_by_global_norm", "apply_weight_decay", "update_variables", "replica_update_step",
-             "reset_layer_name_counters", "keras_thread_state", "set_keras_thread_state", "called_function_graphs"]
+             "reset_layer_name_counters", "keras_thread_state", "set_keras_thread_state", "called_function_graphs",
+             "weights_made_trainable"]
 
 
 def _gone(function: str, private: str, need: str) -> None:
@@ -238,6 +239,22 @@ def test_called_function_graphs_finds_nested_functions_and_branches():
     if len(ops) != 3 or not any("RandomStandardNormal" in o for o in ops) or not any("Abs" in o for o in ops):
         _gone("called_function_graphs", f"Graph._functions no longer holds the called functions' graphs ({ops})",
               need)
+
+
+def test_weights_made_trainable_tells_frozen_weights_from_statistics():
+    need = "list the weights a model made trainable, whatever their flags say now"
+    inner = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2, name="d"),
+                              keras.layers.BatchNormalization(name="bn")], name="inner")
+    model = keras.Sequential([keras.Input((3,)), inner, keras.layers.Dense(1, name="out")], name="outer")
+    if not hasattr(model, "_flatten_layers") or not hasattr(model, "_trainable_variables"):
+        _gone("weights_made_trainable", "Layer._flatten_layers or Layer._trainable_variables is gone", need)
+    model.trainable = False  # every flag now reads False, the statistics' as the kernels'
+    assert not any(v.trainable for v in model.variables)
+    got = sorted(v.path for v in kp.weights_made_trainable(model))
+    if got != ["inner/bn/beta", "inner/bn/gamma", "inner/d/bias", "inner/d/kernel", "outer/out/bias",
+               "outer/out/kernel"]:  # not the moving statistics
+        _gone("weights_made_trainable", f"Layer._trainable_variables no longer lists what add_weight made trainable "
+                                        f"({got})", need)
 
 
 def test_every_function_is_checked_with_the_pinned_versions():

@@ -140,3 +140,23 @@ def called_function_graphs(graph: Any) -> list[Any]:
     from any other. Checked with tensorflow 2.21.0."""
     nested = [getattr(fn, "graph", None) for fn in getattr(graph, "_functions", {}).values()]
     return [g for g in nested if g is not None]
+
+
+# -- a model's weights as they were made (monitor/models.py) ---------------------------------------------------
+def weights_made_trainable(model: Any) -> list[Any]:
+    """Every variable that `model` or one of its layers made as a trainable weight, whatever its `trainable`
+    flag says now (`layer.trainable = False` turns the flags of these off, and only these).
+
+    Relies on `Layer._flatten_layers(include_self=True, recursive=True)` and on `Layer._trainable_variables`
+    (keras/src/layers/layer.py: the variables `add_weight` tracked as trainable; `Layer.trainable`'s setter
+    sets each one's flag and keeps it in that list). Why: the monitor's leak check must tell a weight whose
+    author froze it (`discriminator.trainable = False`) from state that is never trained
+    (BatchNormalization's moving statistics): both read `trainable == False`, and only the first is a leak
+    when it moves. Public Keras lists no such difference. Checked with keras 3.15.1."""
+    out, seen = [], set()
+    for layer in model._flatten_layers(include_self=True, recursive=True):
+        for v in layer._trainable_variables:
+            if id(v) not in seen:
+                seen.add(id(v))
+                out.append(v)
+    return out
