@@ -142,7 +142,7 @@ def called_function_graphs(graph: Any) -> list[Any]:
     return [g for g in nested if g is not None]
 
 
-# -- a model's weights as they were made (monitor/models.py) ---------------------------------------------------
+# -- a model's weights as they were made (monitor/described.py) -----------------------------------------------------
 def weights_made_trainable(model: Any) -> list[Any]:
     """Every variable that `model` or one of its layers made as a trainable weight, whatever its `trainable`
     flag says now (`layer.trainable = False` turns the flags of these off, and only these).

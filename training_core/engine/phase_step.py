@@ -273,7 +273,7 @@ class PhaseStep:
 
 def apply_update(opt: Any, grads: list, variables: list, update: Callable[[list, list], None]) -> None:
     """What `optimizer.apply` does after clipping: weight decay, the update (`update(grads, variables)`),
-    constraints, the step count. Also the monitor's exact update of a user's own loop (monitor/exact.py)."""
+    constraints, the step count. Also the monitor's exact update of a user's own loop (monitor/exact_update.py)."""
     keras_private.apply_weight_decay(opt, variables)
     update(grads, variables)
     for v in variables:

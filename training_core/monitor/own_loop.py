@@ -13,8 +13,8 @@ with its own tricks (an EMA of G's weights, a lazy R1 penalty every 16 steps, au
 add TensorBoard or W&B in two lines. This is the same few lines, and the run is then a Freezeframe run: the
 record the window opens, attaches to and steers, exported figures and TensorBoard.
 
-What it does between steps is monitor/core.py's. What is particular to a loop: `apply_gradients` honours the
-run's live freeze set exactly (monitor/exact.py); `boundary()` (which `steps()` calls) applies the window's
+What it does between steps is monitor/monitored.py's. What is particular to a loop: `apply_gradients` honours the
+run's live freeze set exactly (monitor/exact_update.py); `boundary()` (which `steps()` calls) applies the window's
 commands and blocks while paused; `next_phase()` lets a loop that alternates its phases follow the run's ratio,
 which the window can change; checkpoints hold the models, the optimizers, `run.rng` and the run's state, and a
 loop restarted with `resume=True` continues the same record from the last one (engine/checkpoints.py,
@@ -30,10 +30,10 @@ from training_core.base import commands as C
 from training_core.base.config import RunConfig, check_learning_rate, file_sha256
 from training_core.base.errors import UserError
 from training_core.experiment.api import Models
-from training_core.monitor.core import MonitoredRun
-from training_core.monitor.exact import ExactUpdate
-from training_core.monitor.models import describe, resolve_trains
-from training_core.monitor.terminal import TerminalReport
+from training_core.monitor.monitored import MonitoredRun
+from training_core.monitor.exact_update import ExactUpdate
+from training_core.monitor.described import describe, resolve_trains
+from training_core.monitor.terminal_report import TerminalReport
 from training_core.observers.alarms import LeakAlarm, NanAlarm
 from training_core.observers.checkpointing import Checkpointer
 from training_core.observers.command_file import CommandFileReader
@@ -157,7 +157,7 @@ class Run:
 
 def start_run(run_dir: str | Path, models: Mapping[str, Any], phases: Mapping[str, tuple[Any, Any]], *,
               steps: int | None = None, resume: bool = False, freeze: Any = (), schedule: dict | None = None,
-              sample: Callable[[Models], dict] | None = None, checkpoint_every: int = 1000, var_every: int = 25,
+              sample: Callable[[Models], dict] | None = None, checkpoint_every: int = 5000, var_every: int = 25,
               sample_every: float = 10.0, seed: int = 0, tensorboard: bool = True, quiet: bool = False) -> Run:
     """Open a run for a hand-written loop (see the module docstring).
 

@@ -5,10 +5,14 @@ Why not `optimizer.apply` on the unfrozen subset: inside the user's `tf.function
 fixed when the step was traced; a freeze set that changes (the window's scope tree, a command line) would need
 a new trace each time, seconds mid-run, or do nothing at all, which is the `trainable = False`-after-compile bug
 this monitor reports. So, as the trainer's masked step does (engine/phase_step.py), which variables are frozen
-is read from a `tf.Variable` inside the graph, and the update is the trainer's own pieces: the frozen gradients
-zeroed, Keras' clipping with the global norm over the live gradients only (`clip_live`), weight decay, the
+is read from a `tf.Variable` inside the graph. A `tf.cond` on it picks one of two updates, both traced once:
+with nothing of the call's variables frozen, `optimizer.apply`'s own pieces (clipping, then `apply_update`),
+as cheap as `apply` itself; with some frozen, the trainer's masked update: the frozen gradients zeroed, Keras' clipping with the global norm over the live gradients only (`clip_live`), weight decay, the
 update, constraints and the step count (`apply_update`), then each frozen variable and its optimizer slots
-put back (`restore_frozen`). The `gate` method leaves them in (momentum and decay move them: a leak).
+put back (`restore_frozen`). The `gate` method leaves them in (momentum and decay move them: a leak). Why two:
+the masked update reads every variable and slot before it updates them, and those reads make TensorFlow copy
+each buffer before updating it in place; on the ring's models that cost 40% of the step when nothing was frozen
+(bench/PERFORMANCE.md).
 
 Supported: what the exact method supports (every Keras optimizer whose state is per variable plus its
 iteration count and learning rate; `clipnorm`, `clipvalue`, `global_clipnorm`, `weight_decay`). Refused in
@@ -88,16 +92,34 @@ class ExactUpdate:
         if not live:
             return
         idx = [i for i, _ in live]
-        vs = [self.vars[i] for i in idx]
+        vs, gs = [self.vars[i] for i in idx], [g for _, g in live]
+        frozen_live = tf.gather(self.frozen.read_value(), idx)
+
+        def unfrozen() -> tf.Tensor:  # nothing of these is frozen: exactly `optimizer.apply`'s pieces, in order
+            self._update(keras_private.clip_gradients(self.opt, gs), vs)
+            return tf.constant(False)
+
+        def masked() -> tf.Tensor:
+            return self._masked(idx, vs, gs, frozen_live)
+
+        tf.cond(tf.reduce_any(frozen_live), masked, unfrozen)
+
+    def _masked(self, idx: list[int], vs: list[Any], grads: list[Any], frozen_live: Any) -> Any:
+        """Some are frozen: the update of all, then the frozen ones and their slots put back (exact), or left
+        moved by momentum and decay (gate)."""
+        import tensorflow as tf
         before = [tf.convert_to_tensor(_value(v)) for v in vs]
         slots_before = [[tf.convert_to_tensor(_value(s)) for s in self.slots[i]] for i in idx]
-        frozen_all, gate = self.frozen.read_value(), self.gate.read_value()
-        frozen = tf.unstack(tf.gather(frozen_all, idx))
-        kept = [tf.where(f, tf.zeros_like(g), g) for f, (_, g) in zip(frozen, live)]
-        kept = clip_live(self.opt, kept, tf.logical_not(tf.stack(frozen)), gate)
-        apply_update(self.opt, kept, vs, lambda g, v: keras_private.update_variables(self.opt, g, v))
+        gate = self.gate.read_value()
+        frozen = tf.unstack(frozen_live)
+        kept = [tf.where(f, tf.zeros_like(g), g) for f, g in zip(frozen, grads)]
+        self._update(clip_live(self.opt, kept, tf.logical_not(frozen_live), gate), vs)
         restore = [tf.logical_and(f, tf.logical_not(gate)) for f in frozen]
         restore_frozen([(v, self.slots[i], b, sb, r) for v, i, b, sb, r in zip(vs, idx, before, slots_before, restore)])
+        return tf.constant(True)
+
+    def _update(self, grads: list[Any], variables: list[Any]) -> None:
+        apply_update(self.opt, grads, variables, lambda g, v: keras_private.update_variables(self.opt, g, v))
 
     def set_frozen(self, mask: Sequence[bool], gate: bool) -> None:
         """The freeze set and the method, from the run's boundary: read by the next step, no retrace."""

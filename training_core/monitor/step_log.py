@@ -2,7 +2,7 @@
 
 Why its own batching: the trainer's fetcher (loop/fetch.py) collects one packed device tensor per step that
 its compiled step returned. A user's loop returns nothing to the monitor: it logs each step's losses (numbers
-or scalar tensors) and, at the sampled steps (monitor/meter.py), the meter measures every variable's update.
+or scalar tensors) and, at the sampled steps (monitor/update_meter.py), the meter measures every variable's update.
 This module joins the two by step, per phase, into the same packed rows (`PhaseBlock.from_packed`: loss,
 ‖ΔW‖², ‖W‖², ‖g‖²), so the record, the leak alarm and every reader see what a Freezeframe run writes.
 
@@ -40,7 +40,7 @@ class StepLog:
 
     def __init__(self, phase_names: Sequence[str], phase_paths: Sequence[tuple[str, ...]],
                  columns: Sequence[Sequence[int]]) -> None:
-        #: columns[i]: where phase i's variables sit in the meter's vector (monitor/meter.py)
+        #: columns[i]: where phase i's variables sit in the meter's vector (monitor/update_meter.py)
         self.names, self.paths = list(phase_names), [tuple(p) for p in phase_paths]
         self.columns = [np.asarray(c, dtype=np.int64) for c in columns]
         self._rows: list[tuple[int, int, float, Any]] = []  # (phase, step, wall, loss)
@@ -99,7 +99,11 @@ def _host(values: list[Any]) -> list[float]:
     out = [v if isinstance(v, float) else 0.0 for v in values]
     if tensors:
         import tensorflow as tf
-        got = tf.stack([tf.cast(tf.reshape(values[k], []), tf.float64) for k in tensors]).numpy()
+        items = [values[k] for k in tensors]
+        try:  # one op for the batch: per-tensor casts cost more than the steps they logged (cProfile)
+            got = np.asarray(tf.stack(items), dtype=np.float64).reshape(len(items))
+        except (TypeError, ValueError, tf.errors.InvalidArgumentError):  # mixed dtypes or shapes (), (1,)
+            got = np.array([float(np.asarray(v).reshape(())) for v in items])
         for k, v in zip(tensors, got.tolist()):
             out[k] = v
     return out

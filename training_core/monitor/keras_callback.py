@@ -4,9 +4,9 @@ several sub-models (the keras.io GAN, DCGAN, WGAN-GP and conditional GAN example
     gan.fit(dataset, epochs=20, callbacks=[Monitor("runs/dcgan", sample=lambda gan: {...})])
 
 Why a callback: that is where Keras users add TensorBoard or W&B, and `fit()` offers nothing else between
-batches. What it records (monitor/core.py does the work): the losses from `logs`, every variable of every
+batches. What it records (monitor/monitored.py does the work): the losses from `logs`, every variable of every
 sub-model with its ‖ΔW‖, ‖ΔW‖/‖W‖ and whether it counts as frozen, measured on the device at sampled batches
-(monitor/meter.py), events, TensorBoard, samples from `sample(model)`, checkpoints on request. The run
+(monitor/update_meter.py), events, TensorBoard, samples from `sample(model)`, checkpoints on request. The run
 directory is a Freezeframe run's: the window opens it, attaches to it and steers it.
 
 The leak check is the point: `discriminator.trainable = False` after `compile()` (or after the first batch)
@@ -33,9 +33,9 @@ import keras
 
 from training_core.base import commands as C
 from training_core.base.errors import UserError
-from training_core.monitor.core import MonitoredRun
-from training_core.monitor.models import describe
-from training_core.monitor.terminal import TerminalReport
+from training_core.monitor.monitored import MonitoredRun
+from training_core.monitor.described import describe
+from training_core.monitor.terminal_report import TerminalReport
 from training_core.observers.alarms import LeakAlarm, NanAlarm
 from training_core.observers.checkpointing import Checkpointer
 from training_core.observers.command_file import CommandFileReader
@@ -96,7 +96,7 @@ class Monitor(keras.callbacks.Callback):
         if self.core is not None:
             raise UserError("this Monitor recorded a fit() already; give each fit() a Monitor with a run_dir of its own")
         from training_core.base.scopes import resolve_scopes
-        from training_core.monitor.run import _config
+        from training_core.monitor.own_loop import _config
         models = dict(self._models) if self._models else sub_models(self.model)
         opts = self._known_optimizers(list(models))
         phases = [(name, opts.get(name), [v for v in m.weights if "float" in str(v.dtype)]) for name, m in models.items()]

@@ -3,7 +3,7 @@ someone else's code takes.
 
 Why one core for both: what the two do between the user's steps is the same. They write the record
 (observers/record.py through rundir/writer.py), measure every variable's update on the device at the sampled
-steps (monitor/meter.py), report leaks (observers/alarms.py's `LeakAlarm`), take the window's commands from
+steps (monitor/update_meter.py), report leaks (observers/alarms.py's `LeakAlarm`), take the window's commands from
 `commands.jsonl` (observers/command_file.py) and apply them with the trainer's own command table
 (loop/command_table.py), block while paused, draw samples and save checkpoints (engine/checkpoints.py), and
 begin or resume the run directory as the trainer does (loop/restore.py). Those pieces read a trainer through
@@ -34,9 +34,9 @@ from training_core.loop import command_table
 from training_core.loop.dispatch import EventDispatch
 from training_core.loop.handle import TrainerHandle
 from training_core.loop.state import Flow, LoopState
-from training_core.monitor.batches import StepLog, check_scalar
-from training_core.monitor.meter import UpdateMeter, measured
-from training_core.monitor.models import Described, frozen_flags
+from training_core.monitor.step_log import StepLog, check_scalar
+from training_core.monitor.update_meter import UpdateMeter, measured
+from training_core.monitor.described import Described, frozen_flags
 from training_core.observers.base import Observer, overrides
 from training_core.rundir import lock as runlock
 
