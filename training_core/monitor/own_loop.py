@@ -120,6 +120,10 @@ class Run:
                 raise UserError(f"step {step} ran without run.log(step, ...); log every step before the next")
         self.close()
 
+    def send(self, command: C.Command) -> None:
+        """Queue a command (`SetFreeze`, `Pause`, ...) for the next `boundary()`, as the window's are (any thread)."""
+        self._core.send(command)
+
     def next_phase(self) -> str:
         """The phase the run's ratio (or adaptive policy) picks for the next step: a loop that asks lets the
         window change its ratio live; one that does not refuses ratio changes."""
