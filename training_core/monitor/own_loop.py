@@ -120,6 +120,11 @@ class Run:
                 raise UserError(f"step {step} ran without run.log(step, ...); log every step before the next")
         self.close()
 
+    def flush(self) -> None:
+        """Write every step logged so far to the record now (the run does so by itself every 0.25 s, at each
+        checkpoint and at the end)."""
+        self._core.sync()
+
     def send(self, command: C.Command) -> None:
         """Queue a command (`SetFreeze`, `Pause`, ...) for the next `boundary()`, as the window's are (any thread)."""
         self._core.send(command)
