@@ -18,7 +18,9 @@ from training_core.base.errors import UserError
 from training_core.monitor import Monitor
 from training_core.rundir.samples import list_samples, load_samples
 from training_core.rundir.varstore import read_variables
-from training_core.runs import read_run
+from training_core.base.scopes import build_scope_tree
+from training_core.runs import VariableStates, read_run
+from training_core.runs.attach import var_infos_of
 
 from .keras_gan import dataset, make_gan, points
 
@@ -56,7 +58,13 @@ def test_a_discriminator_frozen_after_compile_is_reported_as_a_leak(tmp_path, ca
     assert (d.update_norm[:, [d.paths.index(p) for p in D_WEIGHTS]] > 0).all()  # it moves while frozen
     assert "generator/bn/moving_mean" in g.paths and not g.frozen.any() and (g.update_ratio > 0).any()
     assert events[-1].kind == "stop" and events[-1].reason == "done"
-    assert read_run(tmp_path / "run").last_step == 48  # what the window opens
+    run = read_run(tmp_path / "run")  # what the window opens, and its scope tree's words for the variables
+    assert run.last_step == 48
+    states = VariableStates(build_scope_tree(var_infos_of(run.start)))
+    states.update(run)
+    kernel = states.states["discriminator/out/kernel"]
+    assert kernel.state == "LEAK" and "fit()'s compiled train_step still updates it" in kernel.tip
+    assert states.states["discriminator"].state == "LEAK" and states.states["generator/bn/moving_mean"].state == ""
     drawn = load_samples(list_samples(tmp_path / "run")[-1][1])  # sample(model), at the end
     assert drawn["kind"] == "points2d" and drawn["step"] == 48 and drawn["fake"].shape == (256, 2)
 

@@ -48,7 +48,7 @@ class MonitorHandle(TrainerHandle):
 
     @property
     def method(self) -> str:
-        return self._t.leak_method
+        return self._t.leak_method or self._t.state.method
 
 
 class MonitoredRun:
@@ -57,7 +57,7 @@ class MonitoredRun:
     def __init__(self, described: Described, observers: list[Observer], resume: bool,
                  refuse: Callable[[C.Command], str | None], declared: tuple[str, ...] = (),
                  on_freeze: Callable[[list[np.ndarray], bool], None] | None = None,
-                 sample: Callable[[], dict | None] | None = None, leak_method: str = "exact") -> None:
+                 sample: Callable[[], dict | None] | None = None, leak_method: str | None = None) -> None:
         self.prepared = described
         self.config: RunConfig = described.config
         self.resuming = resume

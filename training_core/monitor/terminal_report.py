@@ -14,6 +14,13 @@ from training_core.base import events as E
 from training_core.observers.base import Observer, RunHandle
 
 
+#: why a frozen variable moved, by the leak's method (the monitor's run says "fit" or "own loop")
+WHY = {"fit": "fit()'s compiled train_step still updates it (trainable = False after compile does not reach it)",
+       "own loop": "the loop updates it outside run.apply_gradients",
+       "exact": "the loop updates it outside run.apply_gradients",
+       "gate": "the gate method leaves it to the optimizer's momentum and decay"}
+
+
 class TerminalReport(Observer):
     """Prints the run directory once, each leak, each warning and each refused command."""
 
@@ -33,7 +40,7 @@ class TerminalReport(Observer):
     def on_event(self, event: E.Event) -> None:
         if isinstance(event, E.Leak):
             self._say(f"leak: {event.variable} moved by {event.update_norm:.3g} (||dW||) at step {event.at_step} "
-                      f"while frozen ({event.method}); the step still updates it")
+                      f"while frozen: {WHY.get(event.method, 'something in the step still updates it')}")
         elif isinstance(event, E.Warning) and not self.quiet:
             self._say(f"warning: {event.message}")
         elif isinstance(event, E.Rejected):
