@@ -45,9 +45,10 @@ from training_core.observers.sampling import Sampler
 class Run:
     """A Freezeframe run driven by the user's loop (make it with `start_run`)."""
 
-    def __init__(self, core: MonitoredRun, updates: dict[str, ExactUpdate], models: Models) -> None:
+    def __init__(self, core: MonitoredRun, updates: dict[str, ExactUpdate], models: Models,
+                 follows_schedule: bool = False) -> None:
         self._core, self._updates, self.models = core, updates, models
-        self._asks_phase = False
+        self._asks_phase = follows_schedule  # a schedule given to start_run, or next_phase() called
 
     # -- what the loop reads ----------------------------------------------------------------------------------
     @property
@@ -160,7 +161,7 @@ class Run:
     def _refuse(self, command: C.Command) -> str | None:
         if isinstance(command, C.SetRatio) and not self._asks_phase:
             return ("this loop does not ask the run which phase is next (run.next_phase()), so a ratio cannot "
-                    "change it; call run.next_phase() in the loop to follow the run's ratio")
+                    "change it; give start_run a schedule and call run.next_phase() in the loop to follow it")
         return None
 
 
@@ -173,7 +174,8 @@ def start_run(run_dir: str | Path, models: Mapping[str, Any], phases: Mapping[st
     `models`: name -> Keras model (every variable is recorded, checkpointed, and can be frozen by scope).
     `phases`: name -> (optimizer, what it trains: a model, a scope path or a list of them), in order.
     `resume=True`: continue the run in `run_dir` from its last checkpoint when it has one (else start it).
-    `freeze`: scopes frozen from the start; `schedule`: the ratio `next_phase()` follows ({"ratio": [5, 1]}).
+    `freeze`: scopes frozen from the start; `schedule`: the ratio `next_phase()` follows ({"ratio": [5, 1]}):
+    a loop given one asks the run for its phases, and the window may change the ratio.
     `sample(models) -> {"fake": array, "real": array}`: drawings for the samples view and the record."""
     d = Path(run_dir)
     resuming = bool(resume) and d.is_dir() and (d / "config.toml").is_file()
@@ -203,7 +205,7 @@ def start_run(run_dir: str | Path, models: Mapping[str, Any], phases: Mapping[st
                  RunRecord()]
     core = MonitoredRun(described, observers, resuming, lambda c: holder["run"]._refuse(c), on_freeze=on_freeze,
                         sample=None if sample is None else (lambda: sample(described.experiment.models)))
-    run = holder["run"] = Run(core, updates, described.experiment.models)
+    run = holder["run"] = Run(core, updates, described.experiment.models, follows_schedule=schedule is not None)
     core.begin()
     return run
 
