@@ -102,3 +102,14 @@ def test_logs_without_a_loss_for_each_sub_model_is_one_line(tmp_path):
     gan.fit(dataset(), epochs=1, verbose=0, callbacks=[Monitor(tmp_path / "named", quiet=True, losses={
         "discriminator": "critic", "generator": "actor"})])
     assert read_scalars(tmp_path / "named")["loss/discriminator"].steps.tolist() == list(range(1, 17))
+
+
+def test_keep_open_records_several_fit_calls_as_one_run(tmp_path):
+    gan = make_gan()
+    monitor = Monitor(tmp_path / "run", keep_open=True, quiet=True)
+    for _ in range(2):
+        gan.fit(dataset(), epochs=1, verbose=0, callbacks=[monitor])
+    assert read_scalars(tmp_path / "run")["loss/generator"].steps.tolist() == list(range(1, 33))  # on record so far
+    assert [e.kind for e in read_events(tmp_path / "run")] == ["start"]
+    monitor.close()
+    assert [e.kind for e in read_events(tmp_path / "run")] == ["start", "stop"]

@@ -72,14 +72,15 @@ def match(names: Sequence[str], keys: Sequence[str], given: Mapping[str, str] | 
 
 class Monitor(keras.callbacks.Callback):
     """See the module docstring. `frozen`: scopes declared frozen from the start (a move is a leak);
-    `checkpoint_every`: batches between checkpoints (0: only on request); `var_every`: about one batch in
-    this many has its per-variable update measured."""
+    `checkpoint_every`: batches between checkpoints (0: only on request); `var_every`: one batch in each
+    `var_every` has its per-variable update measured; `keep_open`: several fit() calls are one run, ended by
+    `close()`."""
 
     def __init__(self, run_dir: str | Path, *, models: Mapping[str, Any] | None = None,
                  losses: Mapping[str, str] | None = None, optimizers: Mapping[str, Any] | None = None,
                  frozen: Sequence[str] = (), sample: Callable[[Any], dict] | None = None, checkpoint_every: int = 0,
                  var_every: int = 25, sample_every: float = 10.0, seed: int = 0, tensorboard: bool = True,
-                 quiet: bool = False) -> None:
+                 quiet: bool = False, keep_open: bool = False) -> None:
         super().__init__()
         self.run_dir = Path(run_dir)
         if self.run_dir.is_dir() and any(self.run_dir.iterdir()):
@@ -88,13 +89,17 @@ class Monitor(keras.callbacks.Callback):
         self._frozen, self._sample, self._quiet = list(frozen), sample, quiet
         self._settings = dict(checkpoint_every=checkpoint_every, var_every=var_every, sample_every=sample_every,
                               seed=seed, tensorboard=tensorboard)
+        self.keep_open = keep_open
         self.core: MonitoredRun | None = None
         self._keys: dict[str, str] | None = None  # phase -> its loss in logs (known at the first batch)
 
     # -- the run --------------------------------------------------------------------------------------------
     def on_train_begin(self, logs: dict | None = None) -> None:
+        if self.core is not None and not self.core.closed and self.keep_open:
+            return  # another fit() of the same run: its batches continue the record
         if self.core is not None:
-            raise UserError("this Monitor recorded a fit() already; give each fit() a Monitor with a run_dir of its own")
+            raise UserError("this Monitor recorded a fit() already; give each fit() a Monitor with a run_dir of its own, "
+                            "or Monitor(..., keep_open=True) to record several fit() calls as one run")
         from training_core.base.scopes import resolve_scopes
         from training_core.monitor.own_loop import _config
         models = dict(self._models) if self._models else sub_models(self.model)
@@ -175,6 +180,15 @@ class Monitor(keras.callbacks.Callback):
         return keys
 
     def on_train_end(self, logs: dict | None = None) -> None:
+        core = self.core
+        if core is not None and not core.closed:
+            if self.keep_open and not core.flow.stopping:
+                core.sync()  # the record holds every batch; the next fit() goes on with it
+            else:
+                self.close()
+
+    def close(self) -> None:
+        """End the run (`keep_open`: after the last fit()): a final flush and the `stop` event."""
         core = self.core
         if core is not None and not core.closed:
             core.close(core.stop_reason() if core.flow.stopping else "done")
