@@ -182,7 +182,7 @@ def compare(make_a: Callable[[], Any], make_b: Callable[[], Any], chunk: int, ro
 def measure(quick: bool) -> dict[str, dict[str, float]]:
     """Every pair; `quick` (CI): small sizes and few rounds, to check that it runs (no timing asserted)."""
     from functools import partial
-    size = 32 if quick else 64
+    size = 16 if quick else 64
     ring_chunk, ring_rounds = (50, 2) if quick else (300, 14)
     dc_chunk, dc_rounds = (1, 2) if quick else (3, 8)
     dc = partial(dcgan_parts, size)
