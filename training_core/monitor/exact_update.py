@@ -25,21 +25,8 @@ from typing import Any, Sequence
 from training_core.base.errors import UserError
 from training_core.engine import keras_private
 from training_core.engine.phase_step import apply_update, clip_live, restore_frozen
+from training_core.engine.experiment_checks import check_optimizer
 from training_core.engine.slots import slots_by_variable
-
-
-def check_optimizer(name: str, opt: Any) -> None:
-    """The optimizer options the exact method cannot honour, each refused in one line."""
-    import keras
-    if not isinstance(opt, keras.optimizers.Optimizer):
-        raise UserError(f"phase {name!r}: the optimizer must be a Keras optimizer, got {type(opt).__name__}; give "
-                        f"e.g. keras.optimizers.Adam(1e-3)")
-    if getattr(opt, "use_ema", False) or getattr(opt, "gradient_accumulation_steps", None):
-        raise UserError(f"phase {name!r}: optimizers with use_ema or gradient_accumulation_steps cannot be frozen "
-                        f"exactly; remove those options (keep an EMA of the weights in your loop instead)")
-    if getattr(opt, "loss_scale_factor", None) is not None or isinstance(opt, keras.optimizers.LossScaleOptimizer):
-        raise UserError(f"phase {name!r}: loss-scaling optimizers are not supported by run.apply_gradients; use the "
-                        f"plain optimizer")
 
 
 class ExactUpdate:
