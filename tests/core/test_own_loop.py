@@ -166,3 +166,18 @@ def test_another_optimizer_than_the_phases_is_refused(tmp_path):
         with pytest.raises(UserError, match=r"this is not phase D's optimizer"):
             run.apply_gradients("D", phases["G"][0], [tf.zeros_like(v) for v in d.trainable_variables],
                                 d.trainable_variables)
+
+
+def test_the_command_line_will_not_resume_or_replay_a_monitored_run(tmp_path):
+    """Its experiment file is the user's script: importing it would run the whole script, so the CLI refuses,
+    in one line saying how such a run is continued."""
+    from training_core.rundir.replay_plan import plan_replay
+    from training_core.rundir.resume_point import resume_config
+    g, d = _models()
+    phases = {"D": (keras.optimizers.Adam(), d), "G": (keras.optimizers.Adam(), g)}
+    with start_run(tmp_path / "run", models={"generator": g, "discriminator": d}, phases=phases, quiet=True) as run:
+        run.log(1, {"D": 1.0})
+    for refuse, what in ((resume_config, "--resume"), (plan_replay, "--replay")):
+        with pytest.raises(UserError, match=rf"was recorded by training_core.monitor from .*, whose own code trains "
+                                            rf"it, so {what} cannot run it; run it again with start_run"):
+            refuse(tmp_path / "run")

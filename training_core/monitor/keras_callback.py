@@ -107,7 +107,7 @@ class Monitor(keras.callbacks.Callback):
         phases = [(name, opts.get(name), [v for v in m.weights if "float" in str(v.dtype)]) for name, m in models.items()]
         s = self._settings
         config = _config(self.run_dir, self._target(), s["seed"], s["var_every"], s["checkpoint_every"],
-                         s["sample_every"], s["tensorboard"], [p for p in phases if p[1] is not None])
+                         s["sample_every"], s["tensorboard"], [p for p in phases if p[1] is not None], "fit")
         described = describe(models, phases, config)
         config.schedule = described.policy.to_dict()
         config.freeze = list(resolve_scopes(self._frozen, described.var_infos))

@@ -211,7 +211,7 @@ def start_run(run_dir: str | Path, models: Mapping[str, Any], phases: Mapping[st
 
 
 def _config(d: Path, steps: int | None, seed: int, var_every: int, checkpoint_every: int, sample_every: float,
-            tensorboard: bool, phases: list) -> RunConfig:
+            tensorboard: bool, phases: list, monitor: str = "loop") -> RunConfig:
     """The run's `config.toml`: the script that trains it (so the window names it, and a resume tells it was
     edited), the step target, the record's settings and each phase's learning rate."""
     script = Path(sys.argv[0]) if sys.argv and sys.argv[0].endswith(".py") and Path(sys.argv[0]).is_file() else None
@@ -224,4 +224,4 @@ def _config(d: Path, steps: int | None, seed: int, var_every: int, checkpoint_ev
     return RunConfig(example=None if script else "own-loop", experiment_file=str(script.resolve()) if script else None,
                      experiment_sha256=file_sha256(script) if script else None, steps=steps, seed=seed, lr=lr,
                      var_every=var_every, checkpoint_every=checkpoint_every, sample_every=sample_every,
-                     tensorboard=tensorboard, on_nan="continue", run_dir=str(d)).validate()
+                     tensorboard=tensorboard, on_nan="continue", run_dir=str(d), monitor=monitor).validate()
