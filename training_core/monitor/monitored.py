@@ -16,7 +16,6 @@ masks). Every call here runs on the user's training thread, between steps.
 """
 from __future__ import annotations
 
-import sys
 import time
 import traceback
 from dataclasses import replace
@@ -29,7 +28,7 @@ from training_core.base import events as E
 from training_core.base.config import RunConfig
 from training_core.base.errors import UserError
 from training_core.base.metrics import Status
-from training_core.base.scopes import resolve_scopes
+from training_core.base.scopes import frozen_mask, resolve_scopes
 from training_core.loop import command_table
 from training_core.loop.dispatch import EventDispatch
 from training_core.loop.handle import TrainerHandle
@@ -55,7 +54,7 @@ class MonitoredRun:
     """A run whose steps the user's code takes; `observers` are the run's, in order (the record last)."""
 
     def __init__(self, described: Described, observers: list[Observer], resume: bool,
-                 refuse: Callable[[C.Command], str | None], declared: tuple[str, ...] = (),
+                 refuse: Callable[[C.Command], str | None],
                  on_freeze: Callable[[list[np.ndarray], bool], None] | None = None,
                  sample: Callable[[], dict | None] | None = None, leak_method: str | None = None) -> None:
         self.prepared = described
@@ -76,7 +75,7 @@ class MonitoredRun:
         self.command_file_start: int | None = None
         self.measures: Any = None
         self.traces = self.retraces = 0
-        self.refuse, self.declared, self.on_freeze, self.sample_fn = refuse, tuple(declared), on_freeze, sample
+        self.refuse, self.on_freeze, self.sample_fn = refuse, on_freeze, sample
         self.leak_method = leak_method
         self.error: BaseException | None = None
         self.closed = False
@@ -117,8 +116,7 @@ class MonitoredRun:
         p = self.prepared
         self.state.freeze = tuple(scopes)
         self.config.update_frozen_stats = update_stats
-        masks = [np.array([any(path == s or path.startswith(s + "/") for s in scopes) for path in paths], dtype=bool)
-                 for paths in p.phase_paths]
+        masks = [np.array(frozen_mask(paths, scopes), dtype=bool) for paths in p.phase_paths]
         if self.on_freeze is not None:
             self.on_freeze(masks, self.state.method == "gate")
         self._mark_frozen()
@@ -280,7 +278,7 @@ class MonitoredRun:
     def _mark_frozen(self) -> None:
         p = self.prepared
         for i in range(len(p.phase_names)):
-            self.log.set_frozen(i, frozen_flags(p, i, self.state.freeze, self.declared))
+            self.log.set_frozen(i, frozen_flags(p, i, self.state.freeze, ()))
 
     def close(self, reason: str = "done", error: BaseException | None = None) -> None:
         """End the run: the last steps, the observers' end (a final checkpoint), the `stop` event, the lock."""
@@ -335,8 +333,3 @@ def _sample_kind(samples: dict) -> dict:
         return {}
     fake = np.asarray(samples.get("fake", np.zeros((0, 0))))
     return {"kind": "images" if fake.ndim >= 3 else "points2d" if fake.ndim == 2 and fake.shape[-1] == 2 else "matrix"}
-
-
-def print_line(text: str) -> None:
-    """One line on the terminal (stderr, so a loop's own output on stdout stays its own)."""
-    print(f"freezeframe: {text}", file=sys.stderr, flush=True)
