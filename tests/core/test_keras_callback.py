@@ -113,3 +113,33 @@ def test_keep_open_records_several_fit_calls_as_one_run(tmp_path):
     assert [e.kind for e in read_events(tmp_path / "run")] == ["start"]
     monitor.close()
     assert [e.kind for e in read_events(tmp_path / "run")] == ["start", "stop"]
+
+
+def test_an_exception_inside_fit_still_ends_the_record_with_its_error(tmp_path):
+    """fit() calls no callback when the user's code raises in it; the run is closed at the interpreter's exit,
+    with the error and its traceback in the record (as a hand-written loop's `with run:` does)."""
+    import sys
+
+    from .helpers import REPO, start
+    script = tmp_path / "crash.py"
+    script.write_text(f"""import sys
+sys.path.insert(0, {str(REPO)!r})
+import keras
+from tests.core.keras_gan import dataset, make_gan
+from training_core.monitor import Monitor
+
+
+class Boom(keras.callbacks.Callback):
+    def on_train_batch_end(self, batch, logs=None):
+        if batch == 5:
+            raise RuntimeError("the user's code failed")
+
+
+make_gan().fit(dataset(), epochs=1, verbose=0, callbacks=[Monitor(sys.argv[1], quiet=True), Boom()])
+""")
+    proc = start([sys.executable, str(script), str(tmp_path / "run")])
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 1 and "RuntimeError: the user's code failed" in err
+    *_, error, stop = read_events(tmp_path / "run")
+    assert (error.kind, error.message, stop.kind, stop.reason) == ("error", "the user's code failed", "stop", "error")
+    assert "Traceback" in error.detail

@@ -16,8 +16,11 @@ masks). Every call here runs on the user's training thread, between steps.
 """
 from __future__ import annotations
 
+import atexit
+import sys
 import time
 import traceback
+import weakref
 from dataclasses import replace
 from typing import Any, Callable, Mapping
 
@@ -40,6 +43,19 @@ from training_core.observers.base import Observer, overrides
 from training_core.rundir import lock as runlock
 
 IDLE_POLL_S = 0.25  # while paused: how often the commands file is looked at
+#: runs begun and not closed: closed at the interpreter's exit (a script that ended without `close()`, or that
+#: an exception ended inside fit(), which calls no callback then), so the record gets its `error` and `stop`
+_OPEN: "weakref.WeakSet[MonitoredRun]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_runs() -> None:
+    error = getattr(sys, "last_value", None)  # the exception that ended the script, if one did
+    for run in list(_OPEN):
+        try:
+            run.close("error" if error is not None else "stopped", error)
+        except Exception:  # noqa: BLE001 - at exit: the record keeps what it has
+            pass
 
 
 class MonitorHandle(TrainerHandle):
@@ -182,6 +198,7 @@ class MonitoredRun:
             raise
         self._opt_vars = _optimizer_variables(self.prepared)
         self._next_fetch = time.perf_counter() + self.config.fetch_seconds
+        _OPEN.add(self)
         self.emit(began)
         for o in self.observers:
             o.on_run_begin(self.handle)
@@ -285,6 +302,7 @@ class MonitoredRun:
         if self.closed:
             return
         self.closed = True
+        _OPEN.discard(self)
         try:
             self.flush()
             for o in self.observers:
