@@ -3,8 +3,8 @@ it, on the ring's models and on the keras.io DCGAN's, in a hand-written loop (`s
 `run.log`, `boundary()`) and in `fit()` (`Monitor`).
 
 Each pair is two copies of one training, built alike (same models, optimizers, data and seed); their chunks of
-steps alternate A B A B ... in one process, and the ratio of the median seconds per step of B (monitored) to A
-(bare) is reported, so that a busy, shared machine slows both alike. An A/A pair (the bare loop against a second
+steps alternate in one process, and the median over back-to-back pairs of chunks of B's (monitored) seconds per
+step over A's (bare) is reported, so that a busy, shared machine slows both alike (`compare`). An A/A pair (the bare loop against a second
 bare loop) is the harness's own spread in the same run.
 
 `python -m bench.monitor_bench [--quick]` prints one JSON line; bench/run.py runs it in a child process.
@@ -165,26 +165,34 @@ class Fit:
 
 
 def compare(make_a: Callable[[], Any], make_b: Callable[[], Any], chunk: int, rounds: int) -> dict[str, float]:
-    """Seconds per step of A and B, chunks alternating A B A B ..., medians; B/A."""
+    """A and B in chunks of `chunk` steps, alternating A B, B A, A B, ... (`rounds` pairs). Each pair's B/A is
+    taken from two chunks run back to back, so a machine whose speed drifts (other jobs start and stop) moves
+    both alike; the ratio reported is the median over the pairs, for the wall-clock time per step (`ratio`) and
+    for the process's CPU time per step (`cpu_ratio`: every thread of it, the record's writer included; less
+    moved by other processes on the machine than the wall clock)."""
     a, b = make_a(), make_b()
-    times: dict[str, list[float]] = {"a": [], "b": []}
+    wall: dict[str, list[float]] = {"a": [], "b": []}
+    cpu: dict[str, list[float]] = {"a": [], "b": []}
     for r in range(rounds):
         for name, v in (("a", a), ("b", b)) if r % 2 == 0 else (("b", b), ("a", a)):
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             v.run_steps(chunk)
-            times[name].append((time.perf_counter() - t) / chunk)
+            wall[name].append((time.perf_counter() - t) / chunk)
+            cpu[name].append((time.process_time() - c) / chunk)
     a.close()
     b.close()
-    ta, tb = statistics.median(times["a"]), statistics.median(times["b"])
-    return {"a_ms": 1e3 * ta, "b_ms": 1e3 * tb, "ratio": tb / ta}
+    med = statistics.median
+    return {"a_ms": 1e3 * med(wall["a"]), "b_ms": 1e3 * med(wall["b"]),
+            "ratio": med([tb / ta for ta, tb in zip(wall["a"], wall["b"])]),
+            "cpu_ratio": med([tb / ta for ta, tb in zip(cpu["a"], cpu["b"])]), "pairs": rounds}
 
 
 def measure(quick: bool) -> dict[str, dict[str, float]]:
     """Every pair; `quick` (CI): small sizes and few rounds, to check that it runs (no timing asserted)."""
     from functools import partial
     size = 16 if quick else 64
-    ring_chunk, ring_rounds = (50, 2) if quick else (300, 14)
-    dc_chunk, dc_rounds = (1, 2) if quick else (3, 8)
+    ring_chunk, ring_rounds = (50, 2) if quick else (200, 40)
+    dc_chunk, dc_rounds = (1, 2) if quick else (1, 12)
     dc = partial(dcgan_parts, size)
     return {
         "loop_ring": compare(partial(Loop, ring, False), partial(Loop, ring, True), ring_chunk, ring_rounds),

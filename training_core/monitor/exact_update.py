@@ -5,14 +5,21 @@ Why not `optimizer.apply` on the unfrozen subset: inside the user's `tf.function
 fixed when the step was traced; a freeze set that changes (the window's scope tree, a command line) would need
 a new trace each time, seconds mid-run, or do nothing at all, which is the `trainable = False`-after-compile bug
 this monitor reports. So, as the trainer's masked step does (engine/phase_step.py), which variables are frozen
-is read from a `tf.Variable` inside the graph. A `tf.cond` on it picks one of two updates, both traced once:
-with nothing of the call's variables frozen, `optimizer.apply`'s own pieces (clipping, then `apply_update`),
-as cheap as `apply` itself; with some frozen, the trainer's masked update: the frozen gradients zeroed, Keras' clipping with the global norm over the live gradients only (`clip_live`), weight decay, the
-update, constraints and the step count (`apply_update`), then each frozen variable and its optimizer slots
-put back (`restore_frozen`). The `gate` method leaves them in (momentum and decay move them: a leak). Why two:
-the masked update reads every variable and slot before it updates them, and those reads make TensorFlow copy
-each buffer before updating it in place; on the ring's models that cost 40% of the step when nothing was frozen
-(bench/PERFORMANCE.md).
+is read from a `tf.Variable` inside the graph, and the update is the trainer's own pieces: Keras' clipping with
+the global norm over the live gradients only (`clip_live`), weight decay, the update, constraints and the step
+count (`apply_update`), for every variable, then each frozen variable and its optimizer slots put back
+(`restore_frozen`) from copies made before the update. The update is bit for bit `apply` on the unfrozen ones:
+Keras updates each variable on its own, and a frozen variable's gradient counts nowhere else (the global norm
+leaves it out), so it needs no zeroing.
+
+Cost: the copies and the putting back are `tf.cond` branches taken only when some of the call's variables are
+frozen; when none is, the step is `apply`'s own pieces plus a few ops. Two designs measured slower on the ring's
+models (CPU time per step, against a plain loop; bench/PERFORMANCE.md): the masked update always, its reads of
+every variable and slot before the update making TensorFlow copy each buffer (+40%); one `tf.cond` between the
+whole masked update and `apply`'s pieces, whose untaken branch of ~150 ops is still walked each step (+9-11%).
+A `tf.cond` whose branches are not lowered into the graph was cheap but changed the update's bits (its branch
+is optimised as a function of its own). Not supported, therefore: the `gate` method, which needs the frozen
+gradients zeroed in every step (the window's method command is refused for a hand-written loop).
 
 Supported: what the exact method supports (every Keras optimizer whose state is per variable plus its
 iteration count and learning rate; `clipnorm`, `clipvalue`, `global_clipnorm`, `weight_decay`). Refused in
@@ -50,7 +57,11 @@ class ExactUpdate:
         self._index = {id(v): i for i, v in enumerate(self.vars)}
         with tf.init_scope():
             self.frozen = tf.Variable([False] * len(self.vars), trainable=False, name=f"monitor_frozen_{name}")
-            self.gate = tf.Variable(False, trainable=False, name=f"monitor_gate_{name}")
+            # where a frozen variable and its slots wait while the update runs (engine/phase_step.py keeps
+            # tensors instead; here the copy is made only when something is frozen: see the module docstring)
+            self._shadows = [tf.Variable(tf.zeros(v.shape, v.dtype), trainable=False) for v in self.vars]
+            self._slot_shadows = [[tf.Variable(tf.zeros(s.shape, s.dtype), trainable=False) for s in slots]
+                                  for slots in self.slots]
         self.traces = 0  # how often a step calling `apply` was traced (a retrace shows here)
 
     def positions(self, variables: Sequence[Any], where: str) -> list[int]:
@@ -80,38 +91,40 @@ class ExactUpdate:
             return
         idx = [i for i, _ in live]
         vs, gs = [self.vars[i] for i in idx], [g for _, g in live]
-        frozen_live = tf.gather(self.frozen.read_value(), idx)
+        frozen = tf.gather(self.frozen.read_value(), idx)
+        some = tf.reduce_any(frozen)
+        _when(some, lambda: self._save(idx))  # the values to put back, copied only when some are frozen
+        # a frozen variable's gradient needs no zeroing: the norm of global_clipnorm is taken over the live ones,
+        # and whatever the update does to a frozen variable and its slots is undone below
+        clipped = clip_live(self.opt, gs, tf.logical_not(frozen), tf.constant(False))
+        apply_update(self.opt, clipped, vs, lambda g, v: keras_private.update_variables(self.opt, g, v))
+        _when(some, lambda: self._restore(idx, tf.unstack(frozen)))
 
-        def unfrozen() -> tf.Tensor:  # nothing of these is frozen: exactly `optimizer.apply`'s pieces, in order
-            self._update(keras_private.clip_gradients(self.opt, gs), vs)
-            return tf.constant(False)
+    def _save(self, idx: list[int]) -> None:
+        """Copy the variables and their slots into the shadows (a copy is exact in any graph)."""
+        for i in idx:
+            self._shadows[i].assign(_value(self.vars[i]))
+            for shadow, slot in zip(self._slot_shadows[i], self.slots[i]):
+                shadow.assign(_value(slot))
 
-        def masked() -> tf.Tensor:
-            return self._masked(idx, vs, gs, frozen_live)
+    def _restore(self, idx: list[int], restore: list[Any]) -> None:
+        restore_frozen([(self.vars[i], self.slots[i], self._shadows[i].read_value(),
+                         [s.read_value() for s in self._slot_shadows[i]], r) for i, r in zip(idx, restore)])
 
-        tf.cond(tf.reduce_any(frozen_live), masked, unfrozen)
+    def set_frozen(self, mask: Sequence[bool]) -> None:
+        """The freeze set, from the run's boundary: read by the next step, no retrace."""
+        self.frozen.assign([bool(m) for m in mask])
 
-    def _masked(self, idx: list[int], vs: list[Any], grads: list[Any], frozen_live: Any) -> Any:
-        """Some are frozen: the update of all, then the frozen ones and their slots put back (exact), or left
-        moved by momentum and decay (gate)."""
-        import tensorflow as tf
-        before = [tf.convert_to_tensor(_value(v)) for v in vs]
-        slots_before = [[tf.convert_to_tensor(_value(s)) for s in self.slots[i]] for i in idx]
-        gate = self.gate.read_value()
-        frozen = tf.unstack(frozen_live)
-        kept = [tf.where(f, tf.zeros_like(g), g) for f, g in zip(frozen, grads)]
-        self._update(clip_live(self.opt, kept, tf.logical_not(frozen_live), gate), vs)
-        restore = [tf.logical_and(f, tf.logical_not(gate)) for f in frozen]
-        restore_frozen([(v, self.slots[i], b, sb, r) for v, i, b, sb, r in zip(vs, idx, before, slots_before, restore)])
+
+def _when(pred: Any, fn: Any) -> None:
+    """`fn()` (stateful, returning nothing) where `pred` holds, in the graph: `tf.cond`, with a no-op beside it."""
+    import tensorflow as tf
+
+    def run() -> Any:
+        fn()
         return tf.constant(True)
 
-    def _update(self, grads: list[Any], variables: list[Any]) -> None:
-        apply_update(self.opt, grads, variables, lambda g, v: keras_private.update_variables(self.opt, g, v))
-
-    def set_frozen(self, mask: Sequence[bool], gate: bool) -> None:
-        """The freeze set and the method, from the run's boundary: read by the next step, no retrace."""
-        self.frozen.assign([bool(m) for m in mask])
-        self.gate.assign(bool(gate))
+    tf.cond(pred, run, lambda: tf.constant(False))
 
 
 def _value(v: Any) -> Any:

@@ -71,7 +71,7 @@ class MonitoredRun:
 
     def __init__(self, described: Described, observers: list[Observer], resume: bool,
                  refuse: Callable[[C.Command], str | None],
-                 on_freeze: Callable[[list[np.ndarray], bool], None] | None = None,
+                 on_freeze: Callable[[list[np.ndarray]], None] | None = None,
                  sample: Callable[[], dict | None] | None = None, leak_method: str | None = None) -> None:
         self.prepared = described
         self.config: RunConfig = described.config
@@ -134,7 +134,7 @@ class MonitoredRun:
         self.config.update_frozen_stats = update_stats
         masks = [np.array(frozen_mask(paths, scopes), dtype=bool) for paths in p.phase_paths]
         if self.on_freeze is not None:
-            self.on_freeze(masks, self.state.method == "gate")
+            self.on_freeze(masks)
         self._mark_frozen()
         return [E.Warning(message=f"phase {name} has all its variables frozen; its updates change nothing", phase=name)
                 for name, m in zip(p.phase_names, masks) if len(m) and m.all()]

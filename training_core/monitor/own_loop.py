@@ -159,6 +159,9 @@ class Run:
             self._core.close("error", error)
 
     def _refuse(self, command: C.Command) -> str | None:
+        if isinstance(command, C.SetFreezeMethod) and command.method != "exact":
+            return ("run.apply_gradients freezes exactly; the gate method (frozen gradients zeroed, momentum and "
+                    "decay still moving them) is for experiment files")
         if isinstance(command, C.SetRatio) and not self._asks_phase:
             return ("this loop does not ask the run which phase is next (run.next_phase()), so a ratio cannot "
                     "change it; give start_run a schedule and call run.next_phase() in the loop to follow it")
@@ -195,9 +198,9 @@ def start_run(run_dir: str | Path, models: Mapping[str, Any], phases: Mapping[st
     from training_core.base.scopes import resolve_scopes
     config.freeze = list(resolve_scopes(list(freeze), described.var_infos))
 
-    def on_freeze(masks: list, gate: bool) -> None:
+    def on_freeze(masks: list) -> None:
         for update, mask in zip(updates.values(), masks):
-            update.set_frozen(mask, gate)
+            update.set_frozen(mask)
 
     holder: dict[str, Run] = {}
     observers = [*([Sampler(2.0, sample_every)] if sample is not None else []), Checkpointer(checkpoint_every),
