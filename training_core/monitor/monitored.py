@@ -78,6 +78,7 @@ class MonitoredRun:
         self.resuming = resume
         self.state = LoopState(method=self.config.freeze_method, phase_counts=[0] * len(described.phase_names))
         self._logged_phases: set[str] = set()  # the phases logged at the last step
+        self._phase_index = {name: i for i, name in enumerate(described.phase_names)}
         self.flow = Flow()
         self.commands = C.CommandQueue()
         self.observers = observers
@@ -208,32 +209,35 @@ class MonitoredRun:
         return resolve_scopes(list(scopes), self.prepared.var_infos)
 
     def record(self, step: Any, losses: Mapping[str, Any], metrics: Mapping[str, Any] | None, where: str) -> None:
-        """One step's losses by phase and its metrics (`metric/<name>`), checked: one line for bad use."""
-        if isinstance(step, bool) or not isinstance(step, (int, np.integer)) or step < 1:
+        """One step's losses by phase and its metrics (`metric/<name>`), checked: one line for bad use. (Called
+        every step: a few microseconds, so its checks are dictionary lookups.)"""
+        if type(step) is not int and (isinstance(step, bool) or not isinstance(step, (int, np.integer))) or step < 1:
             raise UserError(f"{where}: step must be a whole number >= 1, got {step!r}")
         step, last = int(step), self.state.step
-        if step < last or (step == last and self._logged_phases & set(losses)):
+        if not isinstance(losses, dict) and not isinstance(losses, Mapping):
+            raise UserError(f"{where}: losses must be a dict of phase name -> loss, got {type(losses).__name__}")
+        if step < last or (step == last and not self._logged_phases.isdisjoint(losses)):
             raise UserError(f"{where}: step {step} is logged after step {last} was; log each phase once a step, "
                             f"steps in order (a resumed loop continues from run.step + 1)")
-        if not isinstance(losses, Mapping) or not all(isinstance(k, str) for k in losses):
-            raise UserError(f"{where}: losses must be a dict of phase name -> loss, got {type(losses).__name__}")
-        names = self.prepared.phase_names
+        index = self._phase_index
         rows = []
         for name, value in losses.items():
-            if name not in names:
-                raise UserError(f"{where}: there is no phase {name!r}; phases are {', '.join(names)}")
-            rows.append((names.index(name), check_scalar(value, f"{where}: the loss of phase {name!r} at step {step}")))
+            i = index.get(name) if isinstance(name, str) else None
+            if i is None:
+                raise UserError(f"{where}: there is no phase {name!r}; phases are {', '.join(index)}")
+            rows.append((i, check_scalar(value, f"{where}: the loss of phase {name!r} at step {step}")))
         extra = [(f"metric/{k}", check_scalar(v, f"{where}: metric {k!r} at step {step}"))
-                 for k, v in (metrics or {}).items()]
+                 for k, v in metrics.items()] if metrics else ()
         if step != last:
-            self._logged_phases = set()
-        self._logged_phases |= set(losses)
-        wall = time.time()
+            self._logged_phases = set(losses)
+        else:
+            self._logged_phases.update(losses)
+        wall, log, counts = time.time(), self.log, self.state.phase_counts
         for i, value in rows:
-            self.log.add(i, step, value, wall)
-            self.state.phase_counts[i] += 1
+            log.add(i, step, value, wall)
+            counts[i] += 1
         for tag, value in extra:
-            self.log.scalar(tag, step, value, wall)
+            log.scalar(tag, step, value, wall)
         self.state.step = step
 
     def before_step(self, step: int) -> None:

@@ -22,9 +22,25 @@ from training_core.base.errors import UserError
 from training_core.base.metrics import MetricsBatch, PhaseBlock, Status, scalar_columns
 
 
+def _eager_type() -> type | None:
+    try:
+        from tensorflow.python.framework.ops import EagerTensor  # (the class of tf.constant's result)
+    except ImportError:
+        return None
+    return EagerTensor
+
+
+_EAGER = _eager_type()
+
+
 def check_scalar(value: Any, what: str) -> Any:
     """`value` if it is one number (a Python or NumPy number, a 0-d array or tensor, or a tensor of one
     element); a `UserError` naming `what` otherwise. Tensors are kept as they are (read with the batch)."""
+    kind = type(value)
+    if kind is float:  # fit()'s logs, and most loops' (the checks below cost microseconds a step)
+        return value
+    if kind is _EAGER and value.shape.rank == 0:
+        return value
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
         return float(value)
     shape = getattr(value, "shape", None)
@@ -100,8 +116,10 @@ def _host(values: list[Any]) -> list[float]:
     if tensors:
         import tensorflow as tf
         items = [values[k] for k in tensors]
-        try:  # one op for the batch: per-tensor casts cost more than the steps they logged (cProfile)
-            got = np.asarray(tf.stack(items), dtype=np.float64).reshape(len(items))
+        on_host = "CPU" in str(getattr(items[0], "device", "CPU"))
+        try:  # on a GPU, one copy for the batch; on the host, reading each costs less than a stack of hundreds
+            got = (np.array([np.asarray(v).reshape(()) for v in items], dtype=np.float64) if on_host else
+                   np.asarray(tf.stack(items), dtype=np.float64).reshape(len(items)))
         except (TypeError, ValueError, tf.errors.InvalidArgumentError):  # mixed dtypes or shapes (), (1,)
             got = np.array([float(np.asarray(v).reshape(())) for v in items])
         for k, v in zip(tensors, got.tolist()):
