@@ -19,7 +19,7 @@ from training_core.engine import keras_private as kp
 
 FUNCTIONS = ["clip_gradients", "clip_by_global_norm", "apply_weight_decay", "update_variables", "replica_update_step",
              "reset_layer_name_counters", "keras_thread_state", "set_keras_thread_state", "called_function_graphs",
-             "weights_made_trainable"]
+             "weights_made_trainable", "run_if"]
 
 
 def _gone(function: str, private: str, need: str) -> None:
@@ -272,3 +272,29 @@ def test_every_function_is_checked_with_the_pinned_versions():
         doc = getattr(kp, name).__doc__ or ""
         assert "Relies on" in doc and any(f"{k} {v}" in doc for k, v in kp.CHECKED.items()), (
             f"engine/keras_private.{name}'s docstring must say what it relies on and the version it was checked with")
+
+
+def test_run_if_keeps_its_branch_a_function_and_runs_it_only_when_true():
+    need = "run a stateful branch kept as a function, only when a predicate holds"
+    try:
+        from tensorflow.python.ops import cond_v2
+        cond_v2.indexed_case  # noqa: B018
+    except (ImportError, AttributeError):
+        _gone("run_if", "tensorflow.python.ops.cond_v2.indexed_case is gone", need)
+    flag, hits = tf.Variable(False), tf.Variable(0)
+
+    @tf.function(autograph=False)
+    def step() -> None:
+        kp.run_if(flag.read_value(), lambda: hits.assign_add(1))
+
+    step()
+    flag.assign(True)
+    step()
+    step()
+    ops = step.get_concrete_function().graph.get_operations()
+    cases = [op for op in ops if op.type in ("Case", "StatelessCase", "If", "StatelessIf")]
+    if hits.numpy() != 2 or len(cases) != 1 or cases[0].get_attr("_lower_using_switch_merge"):
+        _gone("run_if", f"indexed_case(lower_using_switch_merge=False) no longer keeps its branches ({hits.numpy()}, "
+                        f"{[op.type for op in cases]})", need)
+    kp.run_if(tf.constant(True), lambda: hits.assign_add(10))  # eagerly: a Python branch
+    assert hits.numpy() == 12

@@ -12,13 +12,17 @@ count (`apply_update`), for every variable, then each frozen variable and its op
 Keras updates each variable on its own, and a frozen variable's gradient counts nowhere else (the global norm
 leaves it out), so it needs no zeroing.
 
-Cost: the copies and the putting back are `tf.cond` branches taken only when some of the call's variables are
-frozen; when none is, the step is `apply`'s own pieces plus a few ops. Two designs measured slower on the ring's
-models (CPU time per step, against a plain loop; bench/PERFORMANCE.md): the masked update always, its reads of
-every variable and slot before the update making TensorFlow copy each buffer (+40%); one `tf.cond` between the
-whole masked update and `apply`'s pieces, whose untaken branch of ~150 ops is still walked each step (+9-11%).
-A `tf.cond` whose branches are not lowered into the graph was cheap but changed the update's bits (its branch
-is optimised as a function of its own). Not supported, therefore: the `gate` method, which needs the frozen
+Cost: a frozen variable's bits (and its slots') are copied once, when it is frozen (between steps); while it
+stays frozen each step puts it back to them, so the copy stays its value. Putting back is one conditional per
+call, taken only when something of the phase is frozen, whose branch stays a function of its own
+(`keras_private.run_if`) and takes the copies as one byte buffer; when nothing is frozen, a call is `apply`'s own
+pieces plus that untaken branch: +1.8-2.1% of the ring's CPU time per step (D and G, 40 rounds against a plain
+loop, 2026-12-02). Designs measured slower (bench/PERFORMANCE.md): the masked update always, its reads of every
+variable and slot before the update making TensorFlow copy each buffer (+40%); one lowered `tf.cond` between
+the whole masked update and `apply`'s pieces, whose untaken branch of ~150 ops is still walked each step
+(+9-11%); copies made each step, in their own conditional, and one shadow variable per tensor (+5-7%). The
+update itself must stay in the caller's graph: as a branch function of its own it changed the update's bits (a
+function is optimised on its own). Not supported, therefore: the `gate` method, which needs the frozen
 gradients zeroed in every step (the window's method command is refused for a hand-written loop).
 
 Supported: what the exact method supports (every Keras optimizer whose state is per variable plus its
@@ -28,6 +32,8 @@ one line: `use_ema`, `gradient_accumulation_steps`, loss scaling, and state that
 from __future__ import annotations
 
 from typing import Any, Sequence
+
+import numpy as np
 
 from training_core.base.errors import UserError
 from training_core.engine import keras_private
@@ -57,11 +63,18 @@ class ExactUpdate:
         self._index = {id(v): i for i, v in enumerate(self.vars)}
         with tf.init_scope():
             self.frozen = tf.Variable([False] * len(self.vars), trainable=False, name=f"monitor_frozen_{name}")
-            # where a frozen variable and its slots wait while the update runs (engine/phase_step.py keeps
-            # tensors instead; here the copy is made only when something is frozen: see the module docstring)
-            self._shadows = [tf.Variable(tf.zeros(v.shape, v.dtype), trainable=False) for v in self.vars]
-            self._slot_shadows = [[tf.Variable(tf.zeros(s.shape, s.dtype), trainable=False) for s in slots]
-                                  for slots in self.slots]
+            self.any_frozen = tf.Variable(False, trainable=False, name=f"monitor_any_frozen_{name}")
+            # the bits of each frozen variable and of its slots, copied when it was frozen, in one byte buffer:
+            # the branch that puts them back then takes one shadow, not one per tensor (see the module docstring)
+            self._layout, size = [], 0
+            for v, slots in zip(self.vars, self.slots):
+                parts = []
+                for t in [v, *slots]:
+                    n = int(np.prod(t.shape)) * tf.as_dtype(t.dtype).size
+                    parts.append((size, n, tuple(t.shape), tf.as_dtype(t.dtype)))
+                    size += n
+                self._layout.append(parts)
+            self._shadow = tf.Variable(tf.zeros([size], tf.uint8), trainable=False, name=f"monitor_frozen_bits_{name}")
         self.traces = 0  # how often a step calling `apply` was traced (a retrace shows here)
 
     def positions(self, variables: Sequence[Any], where: str) -> list[int]:
@@ -92,39 +105,43 @@ class ExactUpdate:
         idx = [i for i, _ in live]
         vs, gs = [self.vars[i] for i in idx], [g for _, g in live]
         frozen = tf.gather(self.frozen.read_value(), idx)
-        some = tf.reduce_any(frozen)
-        _when(some, lambda: self._save(idx))  # the values to put back, copied only when some are frozen
         # a frozen variable's gradient needs no zeroing: the norm of global_clipnorm is taken over the live ones,
         # and whatever the update does to a frozen variable and its slots is undone below
         clipped = clip_live(self.opt, gs, tf.logical_not(frozen), tf.constant(False))
         apply_update(self.opt, clipped, vs, lambda g, v: keras_private.update_variables(self.opt, g, v))
-        _when(some, lambda: self._restore(idx, tf.unstack(frozen)))
-
-    def _save(self, idx: list[int]) -> None:
-        """Copy the variables and their slots into the shadows (a copy is exact in any graph)."""
-        for i in idx:
-            self._shadows[i].assign(_value(self.vars[i]))
-            for shadow, slot in zip(self._slot_shadows[i], self.slots[i]):
-                shadow.assign(_value(slot))
+        keras_private.run_if(self.any_frozen.read_value(), lambda: self._restore(idx, tf.unstack(frozen)))
 
     def _restore(self, idx: list[int], restore: list[Any]) -> None:
-        restore_frozen([(self.vars[i], self.slots[i], self._shadows[i].read_value(),
-                         [s.read_value() for s in self._slot_shadows[i]], r) for i, r in zip(idx, restore)])
+        """The frozen ones and their slots back to their copies (a selection is exact in any graph)."""
+        bits = self._shadow.read_value()
+        items = []
+        for i, r in zip(idx, restore):
+            var, *slots = [_from_bytes(bits, *part) for part in self._layout[i]]
+            items.append((self.vars[i], self.slots[i], var, slots, r))
+        restore_frozen(items)
 
     def set_frozen(self, mask: Sequence[bool]) -> None:
-        """The freeze set, from the run's boundary: read by the next step, no retrace."""
-        self.frozen.assign([bool(m) for m in mask])
+        """The freeze set, from the run's boundary (eagerly, between steps): read by the next step, no retrace.
+        Each frozen variable and its slots are copied now; while it stays frozen every step puts it back to
+        these bits, so the copy stays its value (a resume restores the checkpoint first, then sets this)."""
+        import tensorflow as tf
+        mask = [bool(m) for m in mask]
+        for i, frozen in enumerate(mask):
+            if frozen:
+                for t, (offset, n, _, _) in zip([self.vars[i], *self.slots[i]], self._layout[i]):
+                    self._shadow[offset:offset + n].assign(tf.reshape(tf.bitcast(tf.convert_to_tensor(_value(t)),
+                                                                                 tf.uint8), [-1]))
+        self.frozen.assign(mask)
+        self.any_frozen.assign(any(mask))
 
 
-def _when(pred: Any, fn: Any) -> None:
-    """`fn()` (stateful, returning nothing) where `pred` holds, in the graph: `tf.cond`, with a no-op beside it."""
+def _from_bytes(bits: Any, offset: int, n: int, shape: tuple, dtype: Any) -> Any:
+    """A tensor of `shape` and `dtype` from `n` bytes of `bits` at `offset` (the inverse of bitcasting to bytes)."""
     import tensorflow as tf
-
-    def run() -> Any:
-        fn()
-        return tf.constant(True)
-
-    tf.cond(pred, run, lambda: tf.constant(False))
+    raw = bits[offset:offset + n]
+    if dtype.size > 1:
+        raw = tf.reshape(raw, [-1, dtype.size])
+    return tf.reshape(tf.bitcast(raw, dtype), shape)
 
 
 def _value(v: Any) -> Any:
