@@ -107,9 +107,10 @@ class Run:
         ratio, samples, checkpoints) and wait while paused. Returns `running`."""
         core = self._core
         core.boundary()
-        if self.running:
+        running = self.running
+        if running:
             core.before_step(core.state.step + 1)
-        return self.running
+        return running
 
     def steps(self) -> Iterator[int]:
         """The step numbers still to run, from `run.step + 1`: each after a `boundary()`; ends at the step
