@@ -46,6 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     from bench.control import measure_control
     from bench.disk import measure_disk, measure_wide_disk
     from bench.metrics_bench import measure as measure_metrics
+    from bench.monitor_bench import in_child as measure_monitor
     from bench.paint_bench import measure_gil_free_painting
     from bench.steering import measure_command_file
     from bench.tfdata_bench import measure as measure_tfdata
@@ -108,6 +109,19 @@ def main(argv: list[str] | None = None) -> int:
                  f"{r_['headless']:.1f} steps/s = {tf_['headless_over_bare']:.3f} x bare" + (
                      f" (without its metrics: {tf_['headless_nomet_over_bare']:.3f} x)" if "headless_nomet" in r_
                      else ""), ">= 0.97 x bare"))
+    # the monitor (issue 25): the same training with and without it, chunks alternating in one process
+    mon = measure_monitor(q)
+    px = mon["dcgan_size"]["pixels"]
+    for key, what in (("loop_ring", "hand-written loop, ring-size (start_run, apply_gradients, log, boundary)"),
+                      ("fit_ring", "fit(), ring-size (Monitor callback)"),
+                      ("loop_dcgan", f"hand-written loop, DCGAN-size ({px}x{px}, keras.io's models)"),
+                      ("fit_dcgan", f"fit(), DCGAN-size ({px}x{px}, keras.io's models)")):
+        m = mon[key]
+        rows.append((f"monitor cost: {what}: step time with / without", f"{m['ratio']:.3f} ({m['b_ms']:.2f} vs "
+                     f"{m['a_ms']:.2f} ms a step)", "<= 1.03"))
+    aa = mon["loop_ring_aa"]
+    rows.append(("monitor cost: the bare ring loop against itself (A/A: the harness's spread in this run)",
+                 f"{aa['ratio']:.3f}", "(reported: 1.000 on a quiet machine)"))
     cmd = measure_command_file(2_000 if q else 20_000)
     rows.append(("commands.jsonl reader (a look)", f"{cmd['look_us']:.1f} us with nothing new, "
                  f"{cmd['look_with_command_us']:.1f} us reading a command; at most 4 looks/s = "

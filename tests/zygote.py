@@ -80,6 +80,7 @@ def _run_child(args: list[str], env: dict[str, str], cwd: str, fds: list[int]) -
         traceback.print_exc()
         code = -signal.SIGINT
     except BaseException:  # noqa: BLE001 - a traceback, as the interpreter would print it
+        sys.last_type, sys.last_value, sys.last_traceback = sys.exc_info()  # as it sets them, for atexit handlers
         traceback.print_exc()
         code = 1
     atexit._run_exitfuncs()

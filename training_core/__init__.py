@@ -6,6 +6,7 @@ nothing here imports TensorFlow until a `Trainer` prepares.
 
 The rooms, top to bottom (each imports only those below it; `.importlinter` enforces it):
   service | cli        the training process (python -m training_core.service) and the headless CLI
+  | monitor            ... and Freezeframe in the user's own code (`fit()`, a hand-written loop)
   loop                 the trainer, its command table, warm-up, restore (resume, rollback), replay, workers
   observers            what a run does besides training, each seeing the run through a `RunHandle`
   engine | figures | quality   TensorFlow and Keras (prepare, compiled steps, checkpoints, ...) | figure data |

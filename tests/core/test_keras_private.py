@@ -18,7 +18,8 @@ import tensorflow as tf
 from training_core.engine import keras_private as kp
 
 FUNCTIONS = ["clip_gradients", "clip_by_global_norm", "apply_weight_decay", "update_variables", "replica_update_step",
-             "reset_layer_name_counters", "keras_thread_state", "set_keras_thread_state", "called_function_graphs"]
+             "reset_layer_name_counters", "keras_thread_state", "set_keras_thread_state", "called_function_graphs",
+             "weights_made_trainable", "run_if"]
 
 
 def _gone(function: str, private: str, need: str) -> None:
@@ -240,6 +241,22 @@ def test_called_function_graphs_finds_nested_functions_and_branches():
               need)
 
 
+def test_weights_made_trainable_tells_frozen_weights_from_statistics():
+    need = "list the weights a model made trainable, whatever their flags say now"
+    inner = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2, name="d"),
+                              keras.layers.BatchNormalization(name="bn")], name="inner")
+    model = keras.Sequential([keras.Input((3,)), inner, keras.layers.Dense(1, name="out")], name="outer")
+    if not hasattr(model, "_flatten_layers") or not hasattr(model, "_trainable_variables"):
+        _gone("weights_made_trainable", "Layer._flatten_layers or Layer._trainable_variables is gone", need)
+    model.trainable = False  # every flag now reads False, the statistics' as the kernels'
+    assert not any(v.trainable for v in model.variables)
+    got = sorted(v.path for v in kp.weights_made_trainable(model))
+    if got != ["inner/bn/beta", "inner/bn/gamma", "inner/d/bias", "inner/d/kernel", "outer/out/bias",
+               "outer/out/kernel"]:  # not the moving statistics
+        _gone("weights_made_trainable", f"Layer._trainable_variables no longer lists what add_weight made trainable "
+                                        f"({got})", need)
+
+
 def test_every_function_is_checked_with_the_pinned_versions():
     """Raising a pin in requirements.txt fails here until CHECKED and the docstrings say the new versions:
     the tests above, run with the new versions, are what the new numbers claim."""
@@ -255,3 +272,29 @@ def test_every_function_is_checked_with_the_pinned_versions():
         doc = getattr(kp, name).__doc__ or ""
         assert "Relies on" in doc and any(f"{k} {v}" in doc for k, v in kp.CHECKED.items()), (
             f"engine/keras_private.{name}'s docstring must say what it relies on and the version it was checked with")
+
+
+def test_run_if_keeps_its_branch_a_function_and_runs_it_only_when_true():
+    need = "run a stateful branch kept as a function, only when a predicate holds"
+    try:
+        from tensorflow.python.ops import cond_v2
+        cond_v2.indexed_case  # noqa: B018
+    except (ImportError, AttributeError):
+        _gone("run_if", "tensorflow.python.ops.cond_v2.indexed_case is gone", need)
+    flag, hits = tf.Variable(False), tf.Variable(0)
+
+    @tf.function(autograph=False)
+    def step() -> None:
+        kp.run_if(flag.read_value(), lambda: hits.assign_add(1))
+
+    step()
+    flag.assign(True)
+    step()
+    step()
+    ops = step.get_concrete_function().graph.get_operations()
+    cases = [op for op in ops if op.type in ("Case", "StatelessCase", "If", "StatelessIf")]
+    if hits.numpy() != 2 or len(cases) != 1 or cases[0].get_attr("_lower_using_switch_merge"):
+        _gone("run_if", f"indexed_case(lower_using_switch_merge=False) no longer keeps its branches ({hits.numpy()}, "
+                        f"{[op.type for op in cases]})", need)
+    kp.run_if(tf.constant(True), lambda: hits.assign_add(10))  # eagerly: a Python branch
+    assert hits.numpy() == 12

@@ -101,6 +101,18 @@ class RunConfig:
     intra_op_threads: int = 0
     #: read commands appended to RUN_DIR/commands.jsonl (rundir/commands_file.py); off: only this process steers
     command_file: bool = True
+    #: the run is trained by the user's own code through training_core.monitor ("fit" or "loop"), not by an
+    #: experiment file: only that code can continue or replay it (`experiment_file` names the script)
+    monitor: str | None = None
+
+    def refuse_monitored(self, run_dir: str | Path, what: str) -> None:
+        """A run the monitor recorded cannot be resumed or replayed from its directory: its steps are the user's
+        code's, which `experiment_file` names but Freezeframe cannot run (importing it would run the script)."""
+        if self.monitor:
+            how = ("run it again with start_run(..., resume=True)" if self.monitor == "loop"
+                   else "fit() cannot be resumed by the Monitor")
+            raise UserError(f"{run_dir} was recorded by training_core.monitor from {self.experiment_file or 'a script'}, "
+                            f"whose own code trains it, so {what} cannot run it; {how}")
 
     def validate(self) -> "RunConfig":
         _check_types(self)

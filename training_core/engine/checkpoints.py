@@ -88,8 +88,9 @@ class CheckpointStore:
             self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="checkpoint_step")
             self.host = tf.Variable("", dtype=tf.string, trainable=False, name="host_state")
         variables = {v.path: v for v in prepared.variables}
-        optimizers = {name: _nest(_slots(opt, list(paths)))
-                      for name, opt, paths in zip(prepared.phase_names, prepared.optimizers, prepared.phase_paths)}
+        optimizers = {name: _nest(_slots(opt, list(paths)))  # (None: a monitored fit()'s, not known to it)
+                      for name, opt, paths in zip(prepared.phase_names, prepared.optimizers, prepared.phase_paths)
+                      if opt is not None}
         # a tf.data pipeline's iterator (engine/datasets.py): its position, shuffle buffer, seeds and prefetched
         # batches, so a resumed run takes the batches the run never interrupted took
         data = getattr(prepared.data, "iterator", None)

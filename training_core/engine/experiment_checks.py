@@ -1,7 +1,7 @@
 """What preparing checks of the models and losses an experiment gives, each problem told in one line
 (engine/prepare.py calls these at its stages): models without variables, a phase whose model's variables
-do not carry its name, a loss with no gradient for what it trains; and which variables are statistics the
-masked step puts back.
+do not carry its name, a loss with no gradient for what it trains, an optimizer the exact method cannot
+honour; and which variables are statistics the masked step puts back.
 """
 from __future__ import annotations
 
@@ -65,3 +65,20 @@ def gradient_warnings(st: Any, file: str) -> list[str]:
 def is_stat(v: Any) -> bool:
     """Non-trainable float state a forward pass may change (BatchNormalization moving mean/variance)."""
     return not v.trainable and "float" in str(v.dtype) and "seed_generator" not in v.path
+
+
+def check_optimizer(phase: str, opt: Any) -> None:
+    """What the exact method needs of a phase's optimizer, each refusal one line (also `run.apply_gradients`'s,
+    monitor/exact_update.py)."""
+    import keras
+    if not isinstance(opt, keras.optimizers.Optimizer):
+        raise UserError(f"phase {phase!r}: optimizer must be a Keras optimizer, got {type(opt).__name__} "
+                        f"{opt!r:.40}; give e.g. keras.optimizers.Adam(1e-3)")
+    if getattr(opt, "use_ema", False) or getattr(opt, "gradient_accumulation_steps", None):
+        raise UserError(f"phase {phase!r}: optimizers with use_ema or gradient_accumulation_steps are not "
+                        f"supported; remove those options")
+    # Loss scaling expects the loss scaled before differentiation, which the step does not do; the masked
+    # variant could not unscale dynamically either, so the two variants would train differently.
+    if getattr(opt, "loss_scale_factor", None) is not None or isinstance(opt, keras.optimizers.LossScaleOptimizer):
+        raise UserError(f"phase {phase!r}: loss-scaling optimizers (loss_scale_factor, LossScaleOptimizer) are "
+                        f"not supported; use the plain optimizer")

@@ -141,3 +141,49 @@ def called_function_graphs(graph: Any) -> list[Any]:
     from any other. Checked with tensorflow 2.21.0."""
     nested = [getattr(fn, "graph", None) for fn in getattr(graph, "_functions", {}).values()]
     return [g for g in nested if g is not None]
+
+
+# -- a model's weights as they were made (monitor/described.py) -----------------------------------------------------
+def weights_made_trainable(model: Any) -> list[Any]:
+    """Every variable that `model` or one of its layers made as a trainable weight, whatever its `trainable`
+    flag says now (`layer.trainable = False` turns the flags of these off, and only these).
+
+    Relies on `Layer._flatten_layers(include_self=True, recursive=True)` and on `Layer._trainable_variables`
+    (keras/src/layers/layer.py: the variables `add_weight` tracked as trainable; `Layer.trainable`'s setter
+    sets each one's flag and keeps it in that list). Why: the monitor's leak check must tell a weight whose
+    author froze it (`discriminator.trainable = False`) from state that is never trained
+    (BatchNormalization's moving statistics): both read `trainable == False`, and only the first is a leak
+    when it moves. Public Keras lists no such difference. Checked with keras 3.15.1."""
+    out, seen = [], set()
+    for layer in model._flatten_layers(include_self=True, recursive=True):
+        for v in layer._trainable_variables:
+            if id(v) not in seen:
+                seen.add(id(v))
+                out.append(v)
+    return out
+
+
+# -- a branch that costs nothing when not taken (monitor/exact_update.py) --------------------------------------
+def run_if(pred: Any, fn: Any) -> None:
+    """In a traced graph: `fn()` (stateful, returning nothing) when the boolean tensor `pred` is true, as a
+    conditional whose branches stay functions of their own instead of being lowered into the graph.
+
+    Relies on `tensorflow.python.ops.cond_v2.indexed_case(branch_index, branch_fns,
+    lower_using_switch_merge=False)` (the private builder behind `tf.switch_case`, whose public form always
+    lowers). Why: a lowered `tf.cond` puts a `Switch` on every input of its branches and walks every op of the
+    branch not taken, each step; for `run.apply_gradients`' copies of a phase's variables and slots (taken only
+    when some are frozen) that was ~6% of the ring's step. A branch kept as a function is one op. Only for
+    branches whose result does not depend on how their ops are optimised (copies and selections): a branch
+    optimised as a function of its own may round differently. Checked with tensorflow 2.21.0."""
+    import tensorflow as tf
+    from tensorflow.python.ops import cond_v2
+    if tf.executing_eagerly():  # (no graph: a Python branch)
+        if bool(pred):
+            fn()
+        return
+
+    def taken() -> Any:
+        fn()
+        return tf.constant(True)
+
+    cond_v2.indexed_case(tf.cast(pred, tf.int32), [lambda: tf.constant(False), taken], lower_using_switch_merge=False)

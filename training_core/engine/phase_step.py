@@ -215,15 +215,7 @@ class PhaseStep:
         return tf.concat([tf.reshape(tf.cast(loss, tf.float32), [1]), 2.0 * tf.stack(d + w + g)], 0)
 
     def _apply_update(self, grads: list) -> None:
-        """What `optimizer.apply` does after clipping: weight decay, the update, constraints, the step count."""
-        opt = self.opt
-        variables = [self.vars[i] for i in self._live]
-        keras_private.apply_weight_decay(opt, variables)
-        self._update(grads, variables)
-        for v in variables:
-            if getattr(v, "constraint", None) is not None:
-                v.assign(v.constraint(v))
-        opt.iterations.assign_add(1)
+        apply_update(self.opt, grads, [self.vars[i] for i in self._live], self._update)
 
     def _gradients(self, stats_before: list, grads_fn: Callable[[], tuple]) -> tuple[tf.Tensor, list]:
         loss, grads = self._reduce(*grads_fn(), stats_before)
@@ -272,14 +264,10 @@ class PhaseStep:
         live = self._live
         frozen = tf.unstack(frozen_all) if self.vars else []
         kept = [_zeroed_if(frozen[i], grads[i]) for i in live]
-        kept = _clip(self.opt, kept, tf.logical_not(tf.gather(frozen_all, live)), gate)
+        kept = clip_live(self.opt, kept, tf.logical_not(tf.gather(frozen_all, live)), gate)
         self._update_fn(kept)
         restore = tf.unstack(tf.logical_and(frozen_all, tf.logical_not(gate))) if self.vars else []
-        for i in live:  # exact: frozen variables and their slots as they were
-            v = self.vars[i]
-            v.assign(tf.where(restore[i], before[i], _value(v)))
-            for s, old in zip(self.slots[i], slots_before[i]):
-                s.assign(tf.where(restore[i], old, _value(s)))
+        restore_frozen([(self.vars[i], self.slots[i], before[i], slots_before[i], restore[i]) for i in live])
         if self.stat_vars:
             restore_stats = tf.unstack(self.restore_stats.read_value())
             for j, (v, b) in enumerate(zip(self.stat_vars, stats_before)):
@@ -298,7 +286,28 @@ def _zeroed_if(frozen: tf.Tensor, grad: Any) -> Any:
     return tf.where(frozen, tf.zeros_like(grad), grad)
 
 
-def _clip(opt: Any, grads: list, live: tf.Tensor, gate: tf.Tensor) -> list:
+def apply_update(opt: Any, grads: list, variables: list, update: Callable[[list, list], None]) -> None:
+    """What `optimizer.apply` does after clipping: weight decay, the update (`update(grads, variables)`),
+    constraints, the step count. Also the monitor's exact update of a user's own loop (monitor/exact_update.py)."""
+    keras_private.apply_weight_decay(opt, variables)
+    update(grads, variables)
+    for v in variables:
+        if getattr(v, "constraint", None) is not None:
+            v.assign(v.constraint(v))
+    opt.iterations.assign_add(1)
+
+
+def restore_frozen(items: list[tuple[Any, list, tf.Tensor, list, tf.Tensor]]) -> None:
+    """Exact freezing's last part: each (variable, its slots, its value before the update, the slots' values
+    before, restore?) with restore true is put back, slots included (`tf.where` returns the old bits exactly),
+    so weight decay, momentum and the step itself leave no trace on it."""
+    for v, slots, before, slots_before, restore in items:
+        v.assign(tf.where(restore, before, _value(v)))
+        for s, old in zip(slots, slots_before):
+            s.assign(tf.where(restore, old, _value(s)))
+
+
+def clip_live(opt: Any, grads: list, live: tf.Tensor, gate: tf.Tensor) -> list:
     """Keras' own clipping (`keras_private.clip_gradients`), except that with `global_clipnorm` the exact
     method takes the norm over the live gradients only, reduced as Keras reduces it (a sum over the stacked
     squared norms), so it equals `apply` on the unfrozen subset; the gate method keeps Keras' norm over all."""

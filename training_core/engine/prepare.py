@@ -30,7 +30,8 @@ from training_core.base.scopes import (
     untrained_nested_warnings,
 )
 from training_core.engine import keras_private
-from training_core.engine.experiment_checks import gradient_warnings, is_stat, model_variables, unscoped_model_line
+from training_core.engine.experiment_checks import (check_optimizer, gradient_warnings, is_stat, model_variables,
+                                                   unscoped_model_line)
 from training_core.engine.randomness import escaping_random_ops
 from training_core.experiment.api import Experiment
 from training_core.experiment.loading import (
@@ -87,17 +88,7 @@ def _experiment_source(config: RunConfig) -> Path:
 def _make_optimizer(phase: Any, lr: float | None) -> Any:
     import keras
     opt = phase.optimizer if phase.optimizer is not None else keras.optimizers.Adam(phase.learning_rate, beta_1=0.5)
-    if not isinstance(opt, keras.optimizers.Optimizer):
-        raise UserError(f"phase {phase.name!r}: optimizer must be a Keras optimizer, got {type(opt).__name__} "
-                        f"{opt!r:.40}; give e.g. keras.optimizers.Adam(1e-3)")
-    if getattr(opt, "use_ema", False) or getattr(opt, "gradient_accumulation_steps", None):
-        raise UserError(f"phase {phase.name!r}: optimizers with use_ema or gradient_accumulation_steps are not "
-                        f"supported; remove those options")
-    # Loss scaling expects the loss scaled before differentiation, which the step does not do; the masked
-    # variant could not unscale dynamically either, so the two variants would train differently.
-    if getattr(opt, "loss_scale_factor", None) is not None or isinstance(opt, keras.optimizers.LossScaleOptimizer):
-        raise UserError(f"phase {phase.name!r}: loss-scaling optimizers (loss_scale_factor, LossScaleOptimizer) are "
-                        f"not supported; use the plain optimizer")
+    check_optimizer(phase.name, opt)
     if lr is not None:
         set_learning_rate(opt, phase.name, lr)
     return opt

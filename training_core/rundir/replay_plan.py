@@ -56,6 +56,7 @@ def plan_replay(run_dir: str | Path, new_run_dir: str | None = None, determinist
     if not (src / CONFIG_FILE).is_file():
         raise UserError(f"{src} has no {CONFIG_FILE}; pass the run directory of a recorded run to --replay")
     cfg = RunConfig.read_toml(src / CONFIG_FILE)
+    cfg.refuse_monitored(src, "--replay")
     events = read_events(src)
     if not any(isinstance(e, E.Start) for e in events):
         raise UserError(f"{src} has no recorded start in events.jsonl; a run that never started cannot be replayed")

@@ -23,6 +23,7 @@ def resume_config(run_dir: str | Path) -> RunConfig:
     if not (d / CONFIG_FILE).is_file():
         raise UserError(f"{d} holds no {CONFIG_FILE}, so it is not a Freezeframe run directory; pass one to --resume")
     cfg = RunConfig.read_toml(d / CONFIG_FILE)
+    cfg.refuse_monitored(d, "--resume")
     if not checkpoint_steps(d):
         raise UserError(f"run {d} has no complete checkpoint to resume from; start it again with --config "
                         f"{d / CONFIG_FILE}")

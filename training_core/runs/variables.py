@@ -91,6 +91,9 @@ class VariableStates:
         moving = (norm or 0.0) > 0
         tip = (f"frozen, but moved at step {leak.at_step} (||ΔW|| = {leak.update_norm:.3g}) with the "
                f"{leak.method} method: optimizer momentum {'still moves it' if moving else 'moved it for a while'}")
+        if leak.method == "fit":  # a run training_core.monitor.Monitor records: nobody freezes fit()'s step
+            tip = (f"marked frozen, but moved at step {leak.at_step} (||ΔW|| = {leak.update_norm:.3g}): fit()'s "
+                   f"compiled train_step still updates it (trainable = False after compile does not reach it)")
         return VarState(value, "LEAK" if moving else "leaked", tip)
 
     def _collect_leaks(self, data: RunData) -> None:

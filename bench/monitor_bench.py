@@ -1,0 +1,222 @@
+"""What the monitor costs a user's step (issue 25: at most 3%), side by side: the same training with and without
+it, on the ring's models and on the keras.io DCGAN's, in a hand-written loop (`start_run`, `run.apply_gradients`,
+`run.log`, `boundary()`) and in `fit()` (`Monitor`).
+
+Each pair is two copies of one training, built alike (same models, optimizers, data and seed); their chunks of
+steps alternate in one process, and the median over back-to-back pairs of chunks of B's (monitored) seconds per
+step over A's (bare) is reported, so that a busy, shared machine slows both alike (`compare`). An A/A pair (the bare loop against a second
+bare loop) is the harness's own spread in the same run.
+
+`python -m bench.monitor_bench [--quick]` prints one JSON line; bench/run.py runs it in a child process.
+"""
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, Callable
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def dcgan_parts(size: int, seed: int = 0) -> SimpleNamespace:
+    """The keras.io DCGAN's models (generator Dense -> Conv2DTranspose 128, 256, 512 -> Conv2D 3; discriminator
+    Conv2D 64, 128, 128 -> Dense), at `size` x `size` pixels (64 as on keras.io), batch 32, latent 128."""
+    import keras
+    import numpy as np
+    from keras import layers
+    keras.utils.set_random_seed(seed)
+    d = keras.Sequential([keras.Input((size, size, 3)),
+                          layers.Conv2D(64, 4, strides=2, padding="same"), layers.LeakyReLU(0.2),
+                          layers.Conv2D(128, 4, strides=2, padding="same"), layers.LeakyReLU(0.2),
+                          layers.Conv2D(128, 4, strides=2, padding="same"), layers.LeakyReLU(0.2),
+                          layers.Flatten(), layers.Dropout(0.2), layers.Dense(1)], name="discriminator")
+    s = size // 8
+    g = keras.Sequential([keras.Input((128,)), layers.Dense(s * s * 128), layers.Reshape((s, s, 128)),
+                          layers.Conv2DTranspose(128, 4, strides=2, padding="same"), layers.LeakyReLU(0.2),
+                          layers.Conv2DTranspose(256, 4, strides=2, padding="same"), layers.LeakyReLU(0.2),
+                          layers.Conv2DTranspose(512, 4, strides=2, padding="same"), layers.LeakyReLU(0.2),
+                          layers.Conv2D(3, 5, padding="same", activation="sigmoid")], name="generator")
+    data = np.random.default_rng(seed).uniform(size=(256, size, size, 3)).astype("float32")
+    return SimpleNamespace(g=g, d=d, data=data, batch=32, noise_dim=128,
+                           opt_d=keras.optimizers.Adam(1e-4), opt_g=keras.optimizers.Adam(1e-4))
+
+
+def ring(seed: int = 0) -> SimpleNamespace:
+    from bench.ring_models import ring_parts
+    p = ring_parts(seed)
+    p.data = p.data.numpy()
+    return p
+
+
+class Loop:
+    """A hand-written GradientTape loop of one D and one G step a step; `monitored`: with the run object's lines."""
+
+    def __init__(self, parts: Callable[[], SimpleNamespace], monitored: bool) -> None:
+        import tensorflow as tf
+        p = parts()
+        data = tf.constant(p.data)
+        n, rng = int(p.data.shape[0]), tf.random.Generator.from_seed(0)
+        self.run = None
+        if monitored:
+            from training_core.monitor import start_run
+            self.run = start_run(Path(tempfile.mkdtemp(prefix="ff-bench-mon-")) / "run", quiet=True,
+                                 models={"generator": p.g, "discriminator": p.d},
+                                 phases={"D": (p.opt_d, p.d), "G": (p.opt_g, p.g)})
+        else:
+            p.opt_d.build(p.d.trainable_variables)
+            p.opt_g.build(p.g.trainable_variables)
+        run = self.run
+
+        def apply(name: str, opt: Any, grads: Any, vs: Any) -> None:
+            if run is not None:
+                run.apply_gradients(name, opt, grads, vs)  # the added line
+            else:
+                opt.apply(grads, vs)
+
+        @tf.function
+        def train_step() -> Any:
+            real = tf.gather(data, rng.uniform([p.batch], 0, n, dtype=tf.int32))
+            z = rng.normal([p.batch, p.noise_dim])
+            with tf.GradientTape() as tape:
+                d_loss = (tf.reduce_mean(tf.nn.softplus(-p.d(real, training=True)))
+                          + tf.reduce_mean(tf.nn.softplus(p.d(p.g(z, training=True), training=True))))
+            apply("D", p.opt_d, tape.gradient(d_loss, p.d.trainable_variables), p.d.trainable_variables)
+            z = rng.normal([p.batch, p.noise_dim])
+            with tf.GradientTape() as tape:
+                g_loss = tf.reduce_mean(tf.nn.softplus(-p.d(p.g(z, training=True), training=True)))
+            apply("G", p.opt_g, tape.gradient(g_loss, p.g.trainable_variables), p.g.trainable_variables)
+            return d_loss, g_loss
+
+        self.step_fn, self.step = train_step, 0
+        self.run_steps(2)
+
+    def run_steps(self, k: int) -> None:
+        out, run = None, self.run
+        for _ in range(k):
+            self.step += 1
+            out = self.step_fn()
+            if run is not None:
+                run.log(self.step, {"D": out[0], "G": out[1]})  # the added lines
+                run.boundary()
+        out[0].numpy()
+
+    def close(self) -> None:
+        if self.run is not None:
+            self.run.close()
+
+
+class Fit:
+    """The keras.io pattern: a Model subclass whose train_step takes one D and one G step, trained by fit();
+    `monitored`: with `Monitor(...)` among its callbacks (one run over every chunk: keep_open)."""
+
+    def __init__(self, parts: Callable[[], SimpleNamespace], monitored: bool) -> None:
+        import keras
+        import tensorflow as tf
+        p = parts()
+
+        class GAN(keras.Model):
+            def __init__(self) -> None:
+                super().__init__()
+                self.discriminator, self.generator = p.d, p.g
+
+            def compile(self) -> None:
+                super().compile()
+                self.d_optimizer, self.g_optimizer = p.opt_d, p.opt_g
+
+            def train_step(self, real: Any) -> dict:
+                z = tf.random.normal([p.batch, p.noise_dim])
+                with tf.GradientTape() as tape:
+                    d_loss = (tf.reduce_mean(tf.nn.softplus(-self.discriminator(real, training=True)))
+                              + tf.reduce_mean(tf.nn.softplus(self.discriminator(self.generator(z, training=True),
+                                                                                 training=True))))
+                vs = self.discriminator.trainable_weights
+                self.d_optimizer.apply_gradients(zip(tape.gradient(d_loss, vs), vs))
+                z = tf.random.normal([p.batch, p.noise_dim])
+                with tf.GradientTape() as tape:
+                    g_loss = tf.reduce_mean(tf.nn.softplus(-self.discriminator(self.generator(z, training=True),
+                                                                                training=True)))
+                vs = self.generator.trainable_weights
+                self.g_optimizer.apply_gradients(zip(tape.gradient(g_loss, vs), vs))
+                return {"d_loss": d_loss, "g_loss": g_loss}
+
+        self.model = GAN()
+        self.model.compile()
+        self.ds = (tf.data.Dataset.from_tensor_slices(p.data).shuffle(256, seed=0).repeat()
+                   .batch(p.batch, drop_remainder=True).prefetch(2))
+        self.callbacks = []
+        if monitored:
+            from training_core.monitor import Monitor
+            self.monitor = Monitor(Path(tempfile.mkdtemp(prefix="ff-bench-fit-")) / "run", quiet=True, keep_open=True)
+            self.callbacks = [self.monitor]
+        self.run_steps(2)
+
+    def run_steps(self, k: int) -> None:
+        self.model.fit(self.ds, epochs=1, steps_per_epoch=k, callbacks=self.callbacks, verbose=0)
+
+    def close(self) -> None:
+        if self.callbacks:
+            self.monitor.close()
+
+
+def compare(make_a: Callable[[], Any], make_b: Callable[[], Any], chunk: int, rounds: int) -> dict[str, float]:
+    """A and B in chunks of `chunk` steps, alternating A B, B A, A B, ... (`rounds` pairs). Each pair's B/A is
+    taken from two chunks run back to back, so a machine whose speed drifts (other jobs start and stop) moves
+    both alike; the ratio reported is the median over the pairs, for the wall-clock time per step (`ratio`) and
+    for the process's CPU time per step (`cpu_ratio`: every thread of it, the record's writer included; less
+    moved by other processes on the machine than the wall clock)."""
+    a, b = make_a(), make_b()
+    wall: dict[str, list[float]] = {"a": [], "b": []}
+    cpu: dict[str, list[float]] = {"a": [], "b": []}
+    for r in range(rounds):
+        for name, v in (("a", a), ("b", b)) if r % 2 == 0 else (("b", b), ("a", a)):
+            t, c = time.perf_counter(), time.process_time()
+            v.run_steps(chunk)
+            wall[name].append((time.perf_counter() - t) / chunk)
+            cpu[name].append((time.process_time() - c) / chunk)
+    a.close()
+    b.close()
+    med = statistics.median
+    return {"a_ms": 1e3 * med(wall["a"]), "b_ms": 1e3 * med(wall["b"]),
+            "ratio": med([tb / ta for ta, tb in zip(wall["a"], wall["b"])]),
+            "cpu_ratio": med([tb / ta for ta, tb in zip(cpu["a"], cpu["b"])]), "pairs": rounds}
+
+
+def measure(quick: bool) -> dict[str, dict[str, float]]:
+    """Every pair; `quick` (CI): small sizes and few rounds, to check that it runs (no timing asserted)."""
+    from functools import partial
+    size = 16 if quick else 64
+    ring_chunk, ring_rounds = (50, 2) if quick else (200, 40)
+    dc_chunk, dc_rounds = (1, 2) if quick else (1, 12)
+    dc = partial(dcgan_parts, size)
+    return {
+        "loop_ring": compare(partial(Loop, ring, False), partial(Loop, ring, True), ring_chunk, ring_rounds),
+        "loop_ring_aa": compare(partial(Loop, ring, False), partial(Loop, ring, False), ring_chunk, ring_rounds),
+        "fit_ring": compare(partial(Fit, ring, False), partial(Fit, ring, True), ring_chunk, ring_rounds),
+        "loop_dcgan": compare(partial(Loop, dc, False), partial(Loop, dc, True), dc_chunk, dc_rounds),
+        "fit_dcgan": compare(partial(Fit, dc, False), partial(Fit, dc, True), dc_chunk, dc_rounds),
+        "dcgan_size": {"pixels": size},
+    }
+
+
+def in_child(quick: bool) -> dict[str, dict[str, float]]:
+    import subprocess
+    out = subprocess.run([sys.executable, "-m", "bench.monitor_bench", *(["--quick"] if quick else [])], cwd=ROOT,
+                         capture_output=True, text=True, timeout=5400)
+    lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
+    if out.returncode != 0 or not lines:
+        raise RuntimeError(f"monitor bench failed: {out.stderr[-3000:]}")
+    return json.loads(lines[-1])
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    from training_core.engine.tf_quiet import import_tensorflow
+    import_tensorflow()
+    print(json.dumps(measure("--quick" in sys.argv)), flush=True)
+    os._exit(0)  # TensorFlow's threads need no orderly teardown here

@@ -1,0 +1,145 @@
+"""monitor/keras_callback.py: `Monitor` on a keras.io-style GAN (a `train_step` of its own training two
+sub-models) trained by `fit()`.
+
+Why: this is the code most GAN authors have, and its most common bug is the product's question. After the step
+is compiled, `discriminator.trainable = False` changes nothing in it, and the discriminator trains on while its
+author believes it frozen. The Monitor must record the run as a Freezeframe run (losses from `logs`, every
+variable's update and trainable flag) and report that discriminator as leaking, naming each variable, the step
+and the size of the move, without a false alarm for what legitimately moves (the generator, its
+BatchNormalization statistics).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from training_core import read_events, read_scalars
+from training_core.base.errors import UserError
+from training_core.monitor import Monitor
+from training_core.rundir.samples import list_samples, load_samples
+from training_core.rundir.varstore import read_variables
+from training_core.base.scopes import build_scope_tree
+from training_core.runs import VariableStates, read_run
+from training_core.runs.attach import var_infos_of
+
+from .keras_gan import dataset, make_gan, points
+
+D_WEIGHTS = {"discriminator/dense_1/kernel", "discriminator/dense_1/bias", "discriminator/out/kernel",
+             "discriminator/out/bias"}
+
+
+def test_a_discriminator_frozen_after_compile_is_reported_as_a_leak(tmp_path, capsys):
+    gan = make_gan()
+    gan.fit(dataset(), epochs=1, verbose=0)  # the step is traced and compiled
+    gan.discriminator.trainable = False  # the bug: the compiled step still updates it
+    before = {v.path: v.numpy() for v in gan.discriminator.weights}
+    gan.fit(dataset(), epochs=3, verbose=0, callbacks=[Monitor(tmp_path / "run", sample=points, var_every=4)])
+    moved = max(float(np.abs(v.numpy() - before[v.path]).max()) for v in gan.discriminator.weights)
+    assert moved > 0  # it did train
+
+    events = read_events(tmp_path / "run")
+    leaks = [e for e in events if e.kind == "leak"]
+    assert {e.variable for e in leaks} == D_WEIGHTS  # each of its weights; nothing of the generator, no statistic
+    assert all(e.update_norm > 0 and 1 <= e.at_step <= 48 and e.phase == "discriminator" for e in leaks)
+    said = capsys.readouterr().err
+    for e in leaks:
+        assert f"leak: {e.variable} moved by {e.update_norm:.3g} (||dW||) at step {e.at_step}" in said
+
+    start = events[0]
+    flags = {v["path"]: v["trainable"] for v in start.variables}
+    assert {p for p, t in flags.items() if not t} >= D_WEIGHTS and flags["generator/dense_1/kernel"]
+    assert start.phases == ["discriminator", "generator"]
+    sc = read_scalars(tmp_path / "run")
+    assert sc["loss/discriminator"].steps.tolist() == list(range(1, 49))  # 3 epochs of 16 batches, from logs
+    assert sc["loss/generator"].steps.tolist() == list(range(1, 49))
+    rows = {r.phase: r for r in read_variables(tmp_path / "run")}
+    d, g = rows["discriminator"], rows["generator"]
+    assert len(d.steps) >= 12 and d.frozen[:, [d.paths.index(p) for p in D_WEIGHTS]].all()
+    assert (d.update_norm[:, [d.paths.index(p) for p in D_WEIGHTS]] > 0).all()  # it moves while frozen
+    assert "generator/bn/moving_mean" in g.paths and not g.frozen.any() and (g.update_ratio > 0).any()
+    assert events[-1].kind == "stop" and events[-1].reason == "done"
+    run = read_run(tmp_path / "run")  # what the window opens, and its scope tree's words for the variables
+    assert run.last_step == 48
+    states = VariableStates(build_scope_tree(var_infos_of(run.start)))
+    states.update(run)
+    kernel = states.states["discriminator/out/kernel"]
+    assert kernel.state == "LEAK" and "fit()'s compiled train_step still updates it" in kernel.tip
+    assert states.states["discriminator"].state == "LEAK" and states.states["generator/bn/moving_mean"].state == ""
+    drawn = load_samples(list_samples(tmp_path / "run")[-1][1])  # sample(model), at the end
+    assert drawn["kind"] == "points2d" and drawn["step"] == 48 and drawn["fake"].shape == (256, 2)
+
+
+def test_a_gan_trained_as_written_shows_no_leak(tmp_path):
+    gan = make_gan()
+    gan.fit(dataset(), epochs=2, verbose=0, callbacks=[Monitor(tmp_path / "run", var_every=4, quiet=True)])
+    events = read_events(tmp_path / "run")
+    assert [e for e in events if e.kind == "leak"] == []
+    rows = {r.phase: r for r in read_variables(tmp_path / "run")}
+    assert not rows["discriminator"].frozen.any() and (rows["discriminator"].update_norm > 0).any()
+
+
+def test_a_scope_declared_frozen_that_moves_is_a_leak(tmp_path):
+    gan = make_gan()
+    gan.fit(dataset(), epochs=1, verbose=0, callbacks=[Monitor(tmp_path / "run", frozen=["discriminator/out"],
+                                                                var_every=2, quiet=True)])
+    leaks = {e.variable for e in read_events(tmp_path / "run") if e.kind == "leak"}
+    assert leaks == {"discriminator/out/kernel", "discriminator/out/bias"}
+
+
+def test_logs_without_a_loss_for_each_sub_model_is_one_line(tmp_path):
+    class Renamed(type(make_gan())):
+        def train_step(self, real):
+            out = super().train_step(real)
+            return {"critic": out["d_loss"], "actor": out["g_loss"]}
+
+    gan = Renamed(make_gan().discriminator, make_gan(1).generator)
+    gan.compile(*(__import__("keras").optimizers.Adam() for _ in range(2)))
+    with pytest.raises(UserError) as e:
+        gan.fit(dataset(), epochs=1, verbose=0, callbacks=[Monitor(tmp_path / "run", quiet=True)])
+    assert str(e.value) == ("Monitor: no loss in fit()'s logs for 'discriminator', 'generator' (logs has actor, "
+                            "critic); pass losses={'discriminator': 'd_loss', ...}, one logs key per sub-model")
+    assert read_events(tmp_path / "run")[-1].reason == "error"  # the record says why it ended
+    gan.fit(dataset(), epochs=1, verbose=0, callbacks=[Monitor(tmp_path / "named", quiet=True, losses={
+        "discriminator": "critic", "generator": "actor"})])
+    assert read_scalars(tmp_path / "named")["loss/discriminator"].steps.tolist() == list(range(1, 17))
+
+
+def test_keep_open_records_several_fit_calls_as_one_run(tmp_path):
+    gan = make_gan()
+    monitor = Monitor(tmp_path / "run", keep_open=True, quiet=True)
+    for _ in range(2):
+        gan.fit(dataset(), epochs=1, verbose=0, callbacks=[monitor])
+    assert read_scalars(tmp_path / "run")["loss/generator"].steps.tolist() == list(range(1, 33))  # on record so far
+    assert [e.kind for e in read_events(tmp_path / "run")] == ["start"]
+    monitor.close()
+    assert [e.kind for e in read_events(tmp_path / "run")] == ["start", "stop"]
+
+
+def test_an_exception_inside_fit_still_ends_the_record_with_its_error(tmp_path):
+    """fit() calls no callback when the user's code raises in it; the run is closed at the interpreter's exit,
+    with the error and its traceback in the record (as a hand-written loop's `with run:` does)."""
+    import sys
+
+    from .helpers import REPO, start
+    script = tmp_path / "crash.py"
+    script.write_text(f"""import sys
+sys.path.insert(0, {str(REPO)!r})
+import keras
+from tests.core.keras_gan import dataset, make_gan
+from training_core.monitor import Monitor
+
+
+class Boom(keras.callbacks.Callback):
+    def on_train_batch_end(self, batch, logs=None):
+        if batch == 5:
+            raise RuntimeError("the user's code failed")
+
+
+make_gan().fit(dataset(), epochs=1, verbose=0, callbacks=[Monitor(sys.argv[1], quiet=True), Boom()])
+""")
+    proc = start([sys.executable, str(script), str(tmp_path / "run")])
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 1 and "RuntimeError: the user's code failed" in err
+    *_, error, stop = read_events(tmp_path / "run")
+    assert (error.kind, error.message, stop.kind, stop.reason) == ("error", "the user's code failed", "stop", "error")
+    assert "Traceback" in error.detail

@@ -1,0 +1,183 @@
+"""monitor/own_loop.py: `start_run` and `Run` in a hand-written GradientTape loop.
+
+Why: the run object is the few lines a user adds to a loop of their own, so what it promises is tested as a
+user's script would use it: a loop killed mid-run (SIGKILL, no clean-up) and started again with `resume=True`
+continues the same record, with no step recorded twice or missing, and, drawing from `run.rng`, computes the
+very losses of the loop never interrupted; bad use (a loss that is not a number, a variable of no model, an
+optimizer shared by two phases) is one line naming the problem and the fix, with nothing written.
+"""
+from __future__ import annotations
+
+import signal
+import sys
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from training_core import read_events, read_scalars
+from training_core.base.errors import UserError
+from training_core.monitor import start_run
+from training_core.rundir.varstore import read_variables
+
+from .helpers import REPO, start
+
+LOOP = '''
+"""A user's GAN loop with the run object's added lines (marked)."""
+import os, signal, sys
+sys.path.insert(0, {repo!r})
+import keras
+import numpy as np
+import tensorflow as tf
+from training_core.monitor import start_run                                   # added
+
+tf.config.experimental.enable_op_determinism()
+keras.utils.set_random_seed(0)
+g = keras.Sequential([keras.Input((2,)), keras.layers.Dense(8, activation="tanh", name="h"),
+                      keras.layers.Dense(2, name="out")], name="generator")
+d = keras.Sequential([keras.Input((2,)), keras.layers.Dense(8, activation="tanh", name="h"),
+                      keras.layers.Dense(1, name="out")], name="discriminator")
+g_opt, d_opt = keras.optimizers.Adam(1e-3, beta_1=0.5), keras.optimizers.Adam(1e-3, beta_1=0.5)
+data = tf.constant(np.random.default_rng(0).normal(size=(512, 2)).astype("float32") + 1.0)
+run = start_run(sys.argv[1], models={{"generator": g, "discriminator": d}},                # added
+                phases={{"D": (d_opt, d), "G": (g_opt, g)}}, steps=int(sys.argv[2]),  # added
+                checkpoint_every=50, var_every=5, resume=True, quiet=True)           # added
+kill_at = int(os.environ.get("KILL_AT", "0"))
+
+
+@tf.function
+def train_step():
+    real = tf.gather(data, run.rng.uniform([32], 0, 512, dtype=tf.int32))
+    z = run.rng.normal([32, 2])
+    with tf.GradientTape() as tape:
+        d_loss = tf.reduce_mean(tf.nn.softplus(-d(real))) + tf.reduce_mean(tf.nn.softplus(d(g(z))))
+    run.apply_gradients("D", d_opt, tape.gradient(d_loss, d.trainable_variables), d.trainable_variables)  # was d_opt.apply
+    with tf.GradientTape() as tape:
+        g_loss = tf.reduce_mean(tf.nn.softplus(-d(g(z))))
+    run.apply_gradients("G", g_opt, tape.gradient(g_loss, g.trainable_variables), g.trainable_variables)  # was g_opt.apply
+    return d_loss, g_loss
+
+
+with run:                                                                     # added
+    for step in run.steps():                                                  # was: for step in range(...)
+        d_loss, g_loss = train_step()
+        run.log(step, {{"D": d_loss, "G": g_loss}})                             # added
+        if step == kill_at:  # (the test's: killed with the record written up to this step)
+            run.flush()
+            os.kill(os.getpid(), signal.SIGKILL)
+'''
+
+
+def _loop(tmp_path):
+    path = tmp_path / "my_gan.py"
+    path.write_text(LOOP.format(repo=str(REPO)))
+    return path
+
+
+def _run(script, run_dir, steps: int, kill_at: int = 0):
+    import os
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "KILL_AT": str(kill_at)}
+    proc = start([sys.executable, str(script), str(run_dir), str(steps)], env=env)
+    out, err = proc.communicate(timeout=600)
+    return proc.returncode, err
+
+
+def test_a_killed_loop_restarted_with_resume_continues_one_record(tmp_path):
+    script = _loop(tmp_path)
+    code, err = _run(script, tmp_path / "whole", 240)
+    assert code == 0, err
+    code, err = _run(script, tmp_path / "killed", 240, kill_at=173)  # killed 23 steps after its last checkpoint
+    assert code == -signal.SIGKILL, err
+    assert read_scalars(tmp_path / "killed")["loss/D"].steps[-1] == 173
+    code, err = _run(script, tmp_path / "killed", 240)
+    assert code == 0, err
+
+    whole, resumed = read_scalars(tmp_path / "whole"), read_scalars(tmp_path / "killed")
+    for tag in ("loss/D", "loss/G"):
+        assert resumed[tag].steps.tolist() == list(range(1, 241))  # each step once, none missing
+        assert np.array_equal(resumed[tag].values, whole[tag].values)  # the same losses as never interrupted
+    kinds = [e.kind for e in read_events(tmp_path / "killed")]
+    assert kinds[0] == "start" and kinds.count("resumed") == 1 and kinds[-1] == "stop"
+    resumed_at = next(e for e in read_events(tmp_path / "killed") if e.kind == "resumed")
+    assert resumed_at.step == 150 and resumed_at.dropped["scalars"] > 0  # cut back to the checkpoint at 150
+    for rows in read_variables(tmp_path / "killed"):
+        steps = rows.steps.tolist()
+        assert steps == sorted(set(steps)) and len(steps) > 20  # per-variable rows: one timeline too
+
+
+def _models():
+    g = keras.Sequential([keras.Input((2,)), keras.layers.Dense(3, name="h")], name="generator")
+    d = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1, name="h")], name="discriminator")
+    return g, d
+
+
+def test_logging_a_loss_that_is_not_one_number_is_one_line(tmp_path):
+    g, d = _models()
+    run = start_run(tmp_path / "run", models={"generator": g, "discriminator": d},
+                    phases={"D": (keras.optimizers.Adam(), d), "G": (keras.optimizers.Adam(), g)}, quiet=True)
+    with pytest.raises(UserError) as e:
+        run.log(1, {"D": tf.zeros([3])})
+    assert str(e.value) == ("run.log: the loss of phase 'D' at step 1 is an array of shape (3,), not one number; "
+                            "log a scalar (e.g. the mean of the loss)")
+    with pytest.raises(UserError, match=r"there is no phase 'd'; phases are D, G"):
+        run.log(1, {"d": 0.5})
+    run.log(1, {"D": tf.constant(0.5), "G": 0.25})
+    with pytest.raises(UserError, match="step 1 is logged after step 1 was"):
+        run.log(1, {"D": 0.5})
+    run.close()
+    assert read_scalars(tmp_path / "run")["loss/D"].values.tolist() == [0.5]
+
+
+def test_a_phase_training_a_variable_of_no_model_is_one_line_and_writes_nothing(tmp_path):
+    g, d = _models()
+    stray = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1, name="h")], name="critic")
+    with pytest.raises(UserError) as e:
+        start_run(tmp_path / "run", models={"generator": g, "discriminator": d},
+                  phases={"D": (keras.optimizers.Adam(), stray), "G": (keras.optimizers.Adam(), g)})
+    assert str(e.value) == ("phase 'D' trains critic/h/kernel, a variable of none of the run's models (generator, "
+                            "discriminator); add its model to models=")
+    assert not (tmp_path / "run").exists()
+
+
+def test_an_optimizer_shared_by_two_phases_is_one_line_and_writes_nothing(tmp_path):
+    g, d = _models()
+    opt = keras.optimizers.Adam()
+    with pytest.raises(UserError) as e:
+        start_run(tmp_path / "run", models={"generator": g, "discriminator": d}, phases={"D": (opt, d), "G": (opt, g)})
+    assert str(e.value) == ("phases 'D' and 'G' share one optimizer; give each phase an optimizer of its own (its "
+                            "slots, step count and learning rate are the phase's)")
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_run_directory_that_holds_a_run_is_refused_without_resume(tmp_path):
+    g, d = _models()
+    phases = {"D": (keras.optimizers.Adam(), d), "G": (keras.optimizers.Adam(), g)}
+    with start_run(tmp_path / "run", models={"generator": g, "discriminator": d}, phases=phases, quiet=True) as run:
+        run.log(1, {"D": 1.0})
+    with pytest.raises(UserError, match=r"already holds a run; pass resume=True to continue it, or a new run_dir"):
+        start_run(tmp_path / "run", models={"generator": g, "discriminator": d}, phases=phases)
+
+
+def test_another_optimizer_than_the_phases_is_refused(tmp_path):
+    g, d = _models()
+    phases = {"D": (keras.optimizers.Adam(), d), "G": (keras.optimizers.Adam(), g)}
+    with start_run(tmp_path / "run", models={"generator": g, "discriminator": d}, phases=phases, quiet=True) as run:
+        with pytest.raises(UserError, match=r"this is not phase D's optimizer"):
+            run.apply_gradients("D", phases["G"][0], [tf.zeros_like(v) for v in d.trainable_variables],
+                                d.trainable_variables)
+
+
+def test_the_command_line_will_not_resume_or_replay_a_monitored_run(tmp_path):
+    """Its experiment file is the user's script: importing it would run the whole script, so the CLI refuses,
+    in one line saying how such a run is continued."""
+    from training_core.rundir.replay_plan import plan_replay
+    from training_core.rundir.resume_point import resume_config
+    g, d = _models()
+    phases = {"D": (keras.optimizers.Adam(), d), "G": (keras.optimizers.Adam(), g)}
+    with start_run(tmp_path / "run", models={"generator": g, "discriminator": d}, phases=phases, quiet=True) as run:
+        run.log(1, {"D": 1.0})
+    for refuse, what in ((resume_config, "--resume"), (plan_replay, "--replay")):
+        with pytest.raises(UserError, match=rf"was recorded by training_core.monitor from .*, whose own code trains "
+                                            rf"it, so {what} cannot run it; run it again with start_run"):
+            refuse(tmp_path / "run")

@@ -1,0 +1,48 @@
+"""monitor/step_log.py: what a user's loop logs, joined by step with the measured updates into the batches the
+record and the leak alarm read.
+
+Why: the record's per-variable rows must sit at the steps the meter measured, in each phase that ran there,
+with the losses of every step; one number a loss, refused in one line otherwise.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from training_core.base.errors import UserError
+from training_core.base.metrics import Status
+from training_core.monitor.step_log import StepLog, check_scalar
+
+
+@pytest.mark.parametrize("value", [0.5, np.float32(0.5), np.array(0.5), tf.constant(0.5), tf.constant([0.5])])
+def test_one_number_is_a_loss(value):
+    assert float(np.asarray(check_scalar(value, "x")).reshape(())) == 0.5
+
+
+@pytest.mark.parametrize("value, said", [(tf.zeros([3]), "an array of shape (3,)"), ("0.5", "str '0.5'"),
+                                         (None, "NoneType None"), (True, "bool True")])
+def test_anything_else_is_one_line(value, said):
+    with pytest.raises(UserError) as e:
+        check_scalar(value, "the loss of phase 'D' at step 3")
+    assert str(e.value) == f"the loss of phase 'D' at step 3 is {said}, not one number; log a scalar (e.g. the mean of the loss)"
+
+
+def test_losses_and_measured_updates_are_joined_by_step_and_phase():
+    log = StepLog(["D", "G"], [("d/k", "d/b"), ("g/k",)], [[0, 1], [2]])
+    log.set_frozen(0, np.array([False, True]))
+    for step in (1, 2, 3):
+        log.add(0, step, tf.constant(float(step)) if step % 2 else float(step), wall=100.0 + step)
+    log.add(1, 2, 0.25, wall=102.0)
+    # the meter's vector: ||dW||^2 of d/k, d/b, g/k, then ||W||^2 of each
+    log.measure(2, tf.constant([4.0, 0.0, 9.0, 16.0, 1.0, 36.0]))
+    log.scalar("metric/r1", 2, tf.constant(0.125), wall=102.0)
+    batch = log.batch(Status(step=3))
+    d, g = batch.blocks
+    assert (d.phase, d.steps.tolist(), d.loss.tolist()) == ("D", [1, 2, 3], [1.0, 2.0, 3.0])
+    assert d.record.tolist() == [False, True, False] and d.update_norm[1].tolist() == [2.0, 0.0]
+    assert d.update_ratio[1].tolist() == [0.5, 0.0] and d.frozen[:, 1].all() and not d.frozen[:, 0].any()
+    assert (g.steps.tolist(), g.update_norm[0].tolist(), g.update_ratio[0].tolist()) == ([2], [3.0], [0.5])
+    assert g.grad_norm.tolist() == [[0.0]]  # not measured: the user's code owns its gradients
+    assert batch.scalars["metric/r1"][2].tolist() == [0.125]
+    assert log.batch(Status()) is None  # nothing since

@@ -1,0 +1,150 @@
+"""`run.apply_gradients` in a user's own step: the optimizer's update with the run's live freeze set honoured
+exactly, bit for bit `optimizer.apply(grads_of_unfrozen, unfrozen)`, without a retrace when the set changes.
+
+Why not `optimizer.apply` on the unfrozen subset: inside the user's `tf.function` that subset is a Python list,
+fixed when the step was traced; a freeze set that changes (the window's scope tree, a command line) would need
+a new trace each time, seconds mid-run, or do nothing at all, which is the `trainable = False`-after-compile bug
+this monitor reports. So, as the trainer's masked step does (engine/phase_step.py), which variables are frozen
+is read from a `tf.Variable` inside the graph, and the update is the trainer's own pieces: Keras' clipping with
+the global norm over the live gradients only (`clip_live`), weight decay, the update, constraints and the step
+count (`apply_update`), for every variable, then each frozen variable and its optimizer slots put back
+(`restore_frozen`) from copies made before the update. The update is bit for bit `apply` on the unfrozen ones:
+Keras updates each variable on its own, and a frozen variable's gradient counts nowhere else (the global norm
+leaves it out), so it needs no zeroing.
+
+Cost: a frozen variable's bits (and its slots') are copied once, when it is frozen (between steps); while it
+stays frozen each step puts it back to them, so the copy stays its value. Putting back is one conditional per
+call, taken only when something of the phase is frozen, whose branch stays a function of its own
+(`keras_private.run_if`) and takes the copies as one byte buffer; when nothing is frozen, a call is `apply`'s own
+pieces plus that untaken branch: +1.8-2.1% of the ring's CPU time per step (D and G, 40 rounds against a plain
+loop, 2026-12-02). Designs measured slower (bench/PERFORMANCE.md): the masked update always, its reads of every
+variable and slot before the update making TensorFlow copy each buffer (+40%); one lowered `tf.cond` between
+the whole masked update and `apply`'s pieces, whose untaken branch of ~150 ops is still walked each step
+(+9-11%); copies made each step, in their own conditional, and one shadow variable per tensor (+5-7%). The
+update itself must stay in the caller's graph: as a branch function of its own it changed the update's bits (a
+function is optimised on its own). Not supported, therefore: the `gate` method, which needs the frozen
+gradients zeroed in every step (the window's method command is refused for a hand-written loop).
+
+Supported: what the exact method supports (every Keras optimizer whose state is per variable plus its
+iteration count and learning rate; `clipnorm`, `clipvalue`, `global_clipnorm`, `weight_decay`). Refused in
+one line: `use_ema`, `gradient_accumulation_steps`, loss scaling, and state that belongs to no variable.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from training_core.base.errors import UserError
+from training_core.engine import keras_private
+from training_core.engine.phase_step import apply_update, clip_live, restore_frozen
+from training_core.engine.experiment_checks import check_optimizer
+from training_core.engine.slots import slots_by_variable
+
+
+class ExactUpdate:
+    """One phase's update, for its variables in the order the run records them. Built eagerly (start_run), so
+    the optimizer, its slots and the freeze mask exist before the user's step is traced."""
+
+    def __init__(self, name: str, optimizer: Any, variables: Sequence[Any]) -> None:
+        import tensorflow as tf
+        check_optimizer(name, optimizer)
+        self.name, self.opt, self.vars = name, optimizer, list(variables)
+        if not optimizer.built:
+            optimizer.build(self.vars)
+        paths = [v.path for v in self.vars]
+        per_var, wide = slots_by_variable(optimizer, paths)
+        unknown = sorted(set(wide) - {"iteration", "learning_rate"})
+        if unknown:
+            raise UserError(f"phase {name!r}: the optimizer keeps state that belongs to none of the phase's variables "
+                            f"({', '.join(unknown[:3])}): built for other variables, or not a Keras optimizer; give "
+                            f"the phase an optimizer of its own")
+        self.slots = [list(per_var[p].values()) for p in paths]
+        self._index = {id(v): i for i, v in enumerate(self.vars)}
+        with tf.init_scope():
+            self.frozen = tf.Variable([False] * len(self.vars), trainable=False, name=f"monitor_frozen_{name}")
+            self.any_frozen = tf.Variable(False, trainable=False, name=f"monitor_any_frozen_{name}")
+            # the bits of each frozen variable and of its slots, copied when it was frozen, in one byte buffer:
+            # the branch that puts them back then takes one shadow, not one per tensor (see the module docstring)
+            self._layout, size = [], 0
+            for v, slots in zip(self.vars, self.slots):
+                parts = []
+                for t in [v, *slots]:
+                    n = int(np.prod(t.shape)) * tf.as_dtype(t.dtype).size
+                    parts.append((size, n, tuple(t.shape), tf.as_dtype(t.dtype)))
+                    size += n
+                self._layout.append(parts)
+            self._shadow = tf.Variable(tf.zeros([size], tf.uint8), trainable=False, name=f"monitor_frozen_bits_{name}")
+        self.traces = 0  # how often a step calling `apply` was traced (a retrace shows here)
+
+    def positions(self, variables: Sequence[Any], where: str) -> list[int]:
+        """Where each of `variables` is among the phase's; a `UserError` for one the phase does not train."""
+        out = []
+        for v in variables:
+            i = self._index.get(id(v))
+            if i is None:
+                raise UserError(f"{where}: {getattr(v, 'path', v)!r} is not a variable phase {self.name!r} trains "
+                                f"(it trains {', '.join(p.path for p in self.vars[:3])}{', ...' if len(self.vars) > 3 else ''}); "
+                                f"pass the phase's own variables, or declare the phase with them in start_run")
+            out.append(i)
+        return out
+
+    def apply(self, grads: Sequence[Any], variables: Sequence[Any]) -> None:
+        """The update (in the graph being traced, or eagerly). A None gradient is skipped, as Keras skips it."""
+        import tensorflow as tf
+        where = f"run.apply_gradients({self.name!r}, ...)"
+        grads, variables = list(grads), list(variables)
+        if len(grads) != len(variables):
+            raise UserError(f"{where}: {len(grads)} gradients for {len(variables)} variables; pass one gradient per "
+                            f"variable, as tape.gradient(loss, variables) returns them")
+        pos = self.positions(variables, where)
+        self.traces += 1
+        live = [(i, g) for i, g in zip(pos, grads) if g is not None]
+        if not live:
+            return
+        idx = [i for i, _ in live]
+        vs, gs = [self.vars[i] for i in idx], [g for _, g in live]
+        frozen = tf.gather(self.frozen.read_value(), idx)
+        # a frozen variable's gradient needs no zeroing: the norm of global_clipnorm is taken over the live ones,
+        # and whatever the update does to a frozen variable and its slots is undone below
+        clipped = clip_live(self.opt, gs, tf.logical_not(frozen), tf.constant(False))
+        apply_update(self.opt, clipped, vs, lambda g, v: keras_private.update_variables(self.opt, g, v))
+        keras_private.run_if(self.any_frozen.read_value(), lambda: self._restore(idx, tf.unstack(frozen)))
+
+    def _restore(self, idx: list[int], restore: list[Any]) -> None:
+        """The frozen ones and their slots back to their copies (a selection is exact in any graph)."""
+        bits = self._shadow.read_value()
+        items = []
+        for i, r in zip(idx, restore):
+            var, *slots = [_from_bytes(bits, *part) for part in self._layout[i]]
+            items.append((self.vars[i], self.slots[i], var, slots, r))
+        restore_frozen(items)
+
+    def set_frozen(self, mask: Sequence[bool]) -> None:
+        """The freeze set, from the run's boundary (eagerly, between steps): read by the next step, no retrace.
+        Each frozen variable and its slots are copied now; while it stays frozen every step puts it back to
+        these bits, so the copy stays its value (a resume restores the checkpoint first, then sets this)."""
+        import tensorflow as tf
+        mask = [bool(m) for m in mask]
+        for i, frozen in enumerate(mask):
+            if frozen:
+                for t, (offset, n, _, _) in zip([self.vars[i], *self.slots[i]], self._layout[i]):
+                    self._shadow[offset:offset + n].assign(tf.reshape(tf.bitcast(tf.convert_to_tensor(_value(t)),
+                                                                                 tf.uint8), [-1]))
+        self.frozen.assign(mask)
+        self.any_frozen.assign(any(mask))
+
+
+def _from_bytes(bits: Any, offset: int, n: int, shape: tuple, dtype: Any) -> Any:
+    """A tensor of `shape` and `dtype` from `n` bytes of `bits` at `offset` (the inverse of bitcasting to bytes)."""
+    import tensorflow as tf
+    raw = bits[offset:offset + n]
+    if dtype.size > 1:
+        raw = tf.reshape(raw, [-1, dtype.size])
+    return tf.reshape(tf.bitcast(raw, dtype), shape)
+
+
+def _value(v: Any) -> Any:
+    """The tf.Variable behind a Keras variable (read where an op uses it)."""
+    import tensorflow as tf
+    return v.value if hasattr(v, "value") and not isinstance(v, tf.Variable) else v

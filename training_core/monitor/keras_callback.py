@@ -1,0 +1,206 @@
+"""`Monitor(run_dir)`: Freezeframe as a Keras callback, for a `keras.Model` whose own `train_step` trains
+several sub-models (the keras.io GAN, DCGAN, WGAN-GP and conditional GAN examples), trained by `fit()`.
+
+    gan.fit(dataset, epochs=20, callbacks=[Monitor("runs/dcgan", sample=lambda gan: {...})])
+
+Why a callback: that is where Keras users add TensorBoard or W&B, and `fit()` offers nothing else between
+batches. What it records (monitor/monitored.py does the work): the losses from `logs`, every variable of every
+sub-model with its ‖ΔW‖, ‖ΔW‖/‖W‖ and whether it counts as frozen, measured on the device at sampled batches
+(monitor/update_meter.py), events, TensorBoard, samples from `sample(model)`, checkpoints on request. The run
+directory is a Freezeframe run's: the window opens it, attaches to it and steers it.
+
+The leak check is the point: `discriminator.trainable = False` after `compile()` (or after the first batch)
+does nothing to a train_step that was traced before it, and the discriminator keeps training while its
+author believes it frozen. Here a weight its model made trainable whose flag reads False, or a variable under
+a scope declared frozen (`frozen=`, `declare_frozen`), that moves is a `leak` event, on the terminal and in
+the window.
+
+What it cannot do, because `fit()` runs a compiled step nobody outside it can change: freeze exactly (the
+window's freeze and method commands are refused, with a line pointing to `run.apply_gradients`), change the
+ratio, roll back. Pause, step, continue, stop, learning rates (of optimizers it knows), samples and
+checkpoints work.
+
+Which losses and optimizers belong to which sub-model is guessed from their names (`d_loss` and
+`d_optimizer` go with `discriminator`: the same first letter, or the sub-model's name in the key); `losses=`
+and `optimizers=` say it when the names do not. Every other `logs` entry is recorded as `metric/<name>`.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import keras
+
+from training_core.base import commands as C
+from training_core.base.errors import UserError
+from training_core.monitor.monitored import MonitoredRun
+from training_core.monitor.described import describe
+from training_core.monitor.terminal_report import TerminalReport
+from training_core.observers.alarms import LeakAlarm, NanAlarm
+from training_core.observers.checkpointing import Checkpointer
+from training_core.observers.command_file import CommandFileReader
+from training_core.observers.record import RunRecord
+from training_core.observers.sample_record import SampleRecord
+from training_core.observers.sampling import Sampler
+
+NOT_EXACT = ("fit() runs its own compiled train_step, which nothing outside it can freeze exactly; train in a "
+             "loop of your own with run.apply_gradients (training_core.monitor.start_run) to freeze live")
+
+
+def sub_models(model: Any) -> dict[str, Any]:
+    """The model's own sub-models with weights, by name (a model without any: itself)."""
+    subs = {m.name: m for m in getattr(model, "layers", []) if getattr(m, "weights", None)}
+    return subs or {model.name: model}
+
+
+def match(names: Sequence[str], keys: Sequence[str], given: Mapping[str, str] | None, what: str) -> dict[str, str]:
+    """Each name's key: `given`, else the key that is the name, holds it, or shares its first letter (`d_loss`
+    for `discriminator`), when exactly one does."""
+    if given:
+        return dict(given)
+    out = {}
+    for name in names:
+        low = name.lower()
+        found = [k for k in keys if k.lower() == low or low in k.lower()]
+        found = found or [k for k in keys if k[:1].lower() == low[:1] and (len(k) < 2 or not k[1].isalpha())]
+        if len(found) == 1:
+            out[name] = found[0]
+        elif len(names) == 1 and len(keys) == 1:
+            out[name] = keys[0]
+    return out
+
+
+class Monitor(keras.callbacks.Callback):
+    """See the module docstring. `frozen`: scopes declared frozen from the start (a move is a leak);
+    `checkpoint_every`: batches between checkpoints (0: only on request); `var_every`: one batch in each
+    `var_every` has its per-variable update measured; `keep_open`: several fit() calls are one run, ended by
+    `close()`."""
+
+    def __init__(self, run_dir: str | Path, *, models: Mapping[str, Any] | None = None,
+                 losses: Mapping[str, str] | None = None, optimizers: Mapping[str, Any] | None = None,
+                 frozen: Sequence[str] = (), sample: Callable[[Any], dict] | None = None, checkpoint_every: int = 0,
+                 var_every: int = 25, sample_every: float = 10.0, seed: int = 0, tensorboard: bool = True,
+                 quiet: bool = False, keep_open: bool = False) -> None:
+        super().__init__()
+        self.run_dir = Path(run_dir)
+        if self.run_dir.is_dir() and any(self.run_dir.iterdir()):
+            raise UserError(f"run directory {self.run_dir} already holds a run; give the Monitor a new run_dir")
+        self._models, self._losses, self._optimizers = models, losses, optimizers
+        self._frozen, self._sample, self._quiet = list(frozen), sample, quiet
+        self._settings = dict(checkpoint_every=checkpoint_every, var_every=var_every, sample_every=sample_every,
+                              seed=seed, tensorboard=tensorboard)
+        self.keep_open = keep_open
+        self.core: MonitoredRun | None = None
+        self._keys: dict[str, str] | None = None  # phase -> its loss in logs (known at the first batch)
+
+    # -- the run --------------------------------------------------------------------------------------------
+    def on_train_begin(self, logs: dict | None = None) -> None:
+        if self.core is not None and not self.core.closed and self.keep_open:
+            return  # another fit() of the same run: its batches continue the record
+        if self.core is not None:
+            raise UserError("this Monitor recorded a fit() already; give each fit() a Monitor with a run_dir of its own, "
+                            "or Monitor(..., keep_open=True) to record several fit() calls as one run")
+        from training_core.base.scopes import resolve_scopes
+        from training_core.monitor.own_loop import _config
+        models = dict(self._models) if self._models else sub_models(self.model)
+        opts = self._known_optimizers(list(models))
+        phases = [(name, opts.get(name), [v for v in m.weights if "float" in str(v.dtype)]) for name, m in models.items()]
+        s = self._settings
+        config = _config(self.run_dir, self._target(), s["seed"], s["var_every"], s["checkpoint_every"],
+                         s["sample_every"], s["tensorboard"], [p for p in phases if p[1] is not None], "fit")
+        described = describe(models, phases, config)
+        config.schedule = described.policy.to_dict()
+        config.freeze = list(resolve_scopes(self._frozen, described.var_infos))
+        model = self.model
+        every = s["checkpoint_every"]
+        observers = [*([Sampler(2.0, s["sample_every"])] if self._sample is not None else []),
+                     *([Checkpointer(every)] if every else []), LeakAlarm(), NanAlarm("continue"), CommandFileReader(),
+                     TerminalReport(quiet=self._quiet), SampleRecord(), RunRecord()]
+        self.core = MonitoredRun(described, observers, False, self._refuse, leak_method="fit",
+                                 sample=None if self._sample is None else (lambda: self._sample(model)))
+        self.core.begin()
+
+    def _target(self) -> int | None:
+        p = self.params or {}
+        return p["epochs"] * p["steps"] if isinstance(p.get("epochs"), int) and isinstance(p.get("steps"), int) else None
+
+    def _known_optimizers(self, names: list[str]) -> dict[str, Any]:
+        found = {k: v for k, v in vars(self.model).items() if isinstance(v, keras.optimizers.Optimizer)}
+        if self._optimizers:
+            return dict(self._optimizers)
+        by_key = match(names, list(found), None, "optimizer")
+        got = {name: found[key] for name, key in by_key.items()}
+        if not got and len(names) == 1 and getattr(self.model, "optimizer", None) is not None:
+            got = {names[0]: self.model.optimizer}
+        return got
+
+    def declare_frozen(self, *scopes: str) -> None:
+        """Say that `scopes` are frozen from this batch on (a move is then a leak); none: nothing is."""
+        core = self._running()
+        new = core.check_freeze(scopes)
+        for w in core.set_freeze(new, False):
+            core.emit(w)
+        from training_core.base import events as E
+        core.emit(E.Freeze(scopes=list(new)))
+
+    def _running(self) -> MonitoredRun:
+        if self.core is None or self.core.closed:
+            raise UserError("the Monitor has no fit() running; call this from a callback or between batches")
+        return self.core
+
+    # -- each batch -----------------------------------------------------------------------------------------
+    def on_train_batch_begin(self, batch: int, logs: dict | None = None) -> None:
+        core = self.core
+        core.before_step(core.state.step + 1)
+
+    def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
+        core = self.core
+        logs = logs or {}
+        keys = self._keys
+        if keys is None:
+            keys = self._keys = self._loss_keys(logs)
+        losses = {phase: logs[key] for phase, key in keys.items() if key in logs}
+        used = set(keys.values())
+        core.record(core.state.step + 1, losses, {k: v for k, v in logs.items() if k not in used}, "Monitor")
+        core.after_step(core.state.step)
+        if not core.boundary():
+            self.model.stop_training = True
+
+    def _loss_keys(self, logs: dict) -> dict[str, str]:
+        names = list(self.core.prepared.phase_names)
+        keys = match(names, [k for k in logs if "loss" in k.lower()] or list(logs), self._losses, "loss")
+        missing = [n for n in names if n not in keys]
+        unknown = [k for k in keys.values() if k not in logs]
+        if missing or unknown:
+            error = UserError(f"Monitor: no loss in fit()'s logs for {', '.join(repr(n) for n in missing + unknown)} "
+                              f"(logs has {', '.join(logs) or 'nothing'}); pass losses={{'{names[0]}': 'd_loss', ...}}, "
+                              f"one logs key per sub-model")
+            self.core.close("error", error)
+            raise error
+        return keys
+
+    def on_train_end(self, logs: dict | None = None) -> None:
+        core = self.core
+        if core is not None and not core.closed:
+            if self.keep_open and not core.flow.stopping:
+                core.sync()  # the record holds every batch; the next fit() goes on with it
+            else:
+                self.close()
+
+    def close(self) -> None:
+        """End the run (`keep_open`: after the last fit()): a final flush and the `stop` event."""
+        core = self.core
+        if core is not None and not core.closed:
+            core.close(core.stop_reason() if core.flow.stopping else "done")
+
+    def _refuse(self, command: C.Command) -> str | None:
+        if isinstance(command, (C.SetFreeze, C.SetFreezeMethod)):
+            return NOT_EXACT
+        if isinstance(command, C.SetRatio):
+            return "fit()'s train_step decides which sub-models train in each batch; a ratio cannot change it"
+        if isinstance(command, C.SetLearningRate):
+            p = self.core.prepared
+            if command.phase in p.phase_names and p.optimizers[p.phase_names.index(command.phase)] is None:
+                return (f"the Monitor does not know {command.phase}'s optimizer; pass optimizers={{'{command.phase}': "
+                        f"...}} to set its learning rate")
+        return None

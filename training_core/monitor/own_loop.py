@@ -1,0 +1,231 @@
+"""`start_run(...)` and `Run`: Freezeframe in a hand-written training loop, with a few added lines.
+
+    run = start_run("runs/gan", models={"generator": g, "discriminator": d},
+                    phases={"D": (d_opt, d), "G": (g_opt, g)}, steps=5000, resume=True)
+    with run:
+        for step in run.steps():                       # from run.step + 1; stops on the window's Stop
+            ...                                        # inside your tf.function step:
+            run.apply_gradients("D", d_opt, grads, d.trainable_variables)   # instead of d_opt.apply(...)
+            run.log(step, {"D": d_loss, "G": g_loss}, {"r1": r1})
+
+Why an object in the user's loop rather than a rewrite as an experiment file: most GAN code is such a loop,
+with its own tricks (an EMA of G's weights, a lazy R1 penalty every 16 steps, augmentation), and its authors
+add TensorBoard or W&B in two lines. This is the same few lines, and the run is then a Freezeframe run: the
+record the window opens, attaches to and steers, exported figures and TensorBoard.
+
+What it does between steps is monitor/monitored.py's. What is particular to a loop: `apply_gradients` honours the
+run's live freeze set exactly (monitor/exact_update.py); `boundary()` (which `steps()` calls) applies the window's
+commands and blocks while paused; `next_phase()` lets a loop that alternates its phases follow the run's ratio,
+which the window can change; checkpoints hold the models, the optimizers, `run.rng` and the run's state, and a
+loop restarted with `resume=True` continues the same record from the last one (engine/checkpoints.py,
+loop/restore.py), so no step is recorded twice or missing.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping
+
+from training_core.base import commands as C
+from training_core.base.config import RunConfig, check_learning_rate, file_sha256
+from training_core.base.errors import UserError
+from training_core.experiment.api import Models
+from training_core.monitor.monitored import MonitoredRun
+from training_core.monitor.exact_update import ExactUpdate
+from training_core.monitor.described import describe, resolve_trains
+from training_core.monitor.terminal_report import TerminalReport
+from training_core.observers.alarms import LeakAlarm, NanAlarm
+from training_core.observers.checkpointing import Checkpointer
+from training_core.observers.command_file import CommandFileReader
+from training_core.observers.record import RunRecord
+from training_core.observers.sample_record import SampleRecord
+from training_core.observers.sampling import Sampler
+
+
+class Run:
+    """A Freezeframe run driven by the user's loop (make it with `start_run`)."""
+
+    def __init__(self, core: MonitoredRun, updates: dict[str, ExactUpdate], models: Models,
+                 follows_schedule: bool = False) -> None:
+        self._core, self._updates, self.models = core, updates, models
+        self._asks_phase = follows_schedule  # a schedule given to start_run, or next_phase() called
+
+    # -- what the loop reads ----------------------------------------------------------------------------------
+    @property
+    def step(self) -> int:
+        """The last step logged (a resumed run: the step of the checkpoint it continues from)."""
+        return self._core.state.step
+
+    @property
+    def run_dir(self) -> Path:
+        return Path(self._core.run_dir)
+
+    @property
+    def rng(self) -> Any:
+        """A `tf.random.Generator` seeded by the run and saved in its checkpoints: draw batches and noise from it
+        and a resumed loop draws what the uninterrupted one would have."""
+        return self._core.prepared.rng
+
+    @property
+    def phases(self) -> list[str]:
+        return list(self._core.prepared.phase_names)
+
+    @property
+    def running(self) -> bool:
+        """False once a Stop came (the window, commands.jsonl) or the step target is reached."""
+        core = self._core
+        target = core.config.steps
+        return not core.flow.stopping and not core.closed and (target is None or core.state.step < target)
+
+    # -- what the loop calls ----------------------------------------------------------------------------------
+    def apply_gradients(self, phase: str, optimizer: Any, grads: Any, variables: Any) -> None:
+        """`optimizer.apply(grads, variables)` with the run's freeze set honoured exactly: frozen variables and
+        their optimizer slots keep their bits. Call it inside your `tf.function` step (or eagerly); a change of
+        the freeze set does not retrace it."""
+        update = self._updates.get(phase)
+        if update is None:
+            raise UserError(f"run.apply_gradients: there is no phase {phase!r}; phases are {', '.join(self._updates)}")
+        if optimizer is not update.opt:
+            raise UserError(f"run.apply_gradients({phase!r}, ...): this is not phase {phase}'s optimizer; pass the one "
+                            f"start_run declared for it (each phase keeps its own slots and step count)")
+        update.apply(list(grads), list(variables))
+
+    def log(self, step: int, losses: Mapping[str, Any], metrics: Mapping[str, Any] | None = None) -> None:
+        """Record step `step`: each phase's loss that ran in it (numbers or scalar tensors) and any metrics
+        (`metric/<name>`). Call it after the step's updates: the step's ‖ΔW‖ is measured then, when sampled."""
+        core = self._core
+        core.record(step, losses, metrics, "run.log")
+        policy = core.prepared.policy
+        if self._asks_phase and policy.needs_loss:
+            names = core.prepared.phase_names
+            for name, loss in losses.items():
+                policy.observe(names.index(name), float(loss))
+        core.after_step(core.state.step)
+
+    def boundary(self) -> bool:
+        """Between two steps: apply the commands that came (pause, step, continue, stop, learning rates, freeze,
+        ratio, samples, checkpoints) and wait while paused. Returns `running`."""
+        core = self._core
+        core.boundary()
+        running = self.running
+        if running:
+            core.before_step(core.state.step + 1)
+        return running
+
+    def steps(self) -> Iterator[int]:
+        """The step numbers still to run, from `run.step + 1`: each after a `boundary()`; ends at the step
+        target or a Stop, and then closes the run."""
+        while self.boundary():
+            step = self.step + 1
+            yield step
+            if self.step < step:
+                raise UserError(f"step {step} ran without run.log(step, ...); log every step before the next")
+        self.close()
+
+    def flush(self) -> None:
+        """Write every step logged so far to the record now (the run does so by itself every 0.25 s, at each
+        checkpoint and at the end)."""
+        self._core.sync()
+
+    def send(self, command: C.Command) -> None:
+        """Queue a command (`SetFreeze`, `Pause`, ...) for the next `boundary()`, as the window's are (any thread)."""
+        self._core.send(command)
+
+    def next_phase(self) -> str:
+        """The phase the run's ratio (or adaptive policy) picks for the next step: a loop that asks lets the
+        window change its ratio live; one that does not refuses ratio changes."""
+        core = self._core
+        self._asks_phase = True
+        runnable = [not (len(p) and all(update.frozen.numpy())) for p, update in
+                    zip(core.prepared.phase_paths, self._updates.values())]
+        i = core.prepared.policy.next_phase(runnable)
+        if i is None:
+            raise UserError("every phase has all its variables frozen; unfreeze a scope to go on")
+        return core.prepared.phase_names[i]
+
+    def close(self, reason: str | None = None) -> None:
+        """End the run: a final checkpoint and the models' weights, the `stop` event."""
+        core = self._core
+        core.close(reason or (core.stop_reason() if core.flow.stopping else "done"))
+
+    def __enter__(self) -> "Run":
+        return self
+
+    def __exit__(self, kind: Any, error: BaseException | None, tb: Any) -> None:
+        if error is None:
+            self.close()
+        elif isinstance(error, KeyboardInterrupt):
+            self.close("stopped")
+        else:
+            self._core.close("error", error)
+
+    def _refuse(self, command: C.Command) -> str | None:
+        if isinstance(command, C.SetFreezeMethod) and command.method != "exact":
+            return ("run.apply_gradients freezes exactly; the gate method (frozen gradients zeroed, momentum and "
+                    "decay still moving them) is for experiment files")
+        if isinstance(command, C.SetRatio) and not self._asks_phase:
+            return ("this loop does not ask the run which phase is next (run.next_phase()), so a ratio cannot "
+                    "change it; give start_run a schedule and call run.next_phase() in the loop to follow it")
+        return None
+
+
+def start_run(run_dir: str | Path, models: Mapping[str, Any], phases: Mapping[str, tuple[Any, Any]], *,
+              steps: int | None = None, resume: bool = False, freeze: Any = (), schedule: dict | None = None,
+              sample: Callable[[Models], dict] | None = None, checkpoint_every: int = 5000, var_every: int = 25,
+              sample_every: float = 10.0, seed: int = 0, tensorboard: bool = True, quiet: bool = False) -> Run:
+    """Open a run for a hand-written loop (see the module docstring).
+
+    `models`: name -> Keras model (every variable is recorded, checkpointed, and can be frozen by scope).
+    `phases`: name -> (optimizer, what it trains: a model, a scope path or a list of them), in order.
+    `resume=True`: continue the run in `run_dir` from its last checkpoint when it has one (else start it).
+    `freeze`: scopes frozen from the start; `schedule`: the ratio `next_phase()` follows ({"ratio": [5, 1]}):
+    a loop given one asks the run for its phases, and the window may change the ratio.
+    `sample(models) -> {"fake": array, "real": array}`: drawings for the samples view and the record."""
+    d = Path(run_dir)
+    resuming = bool(resume) and d.is_dir() and (d / "config.toml").is_file()
+    if not resume and d.is_dir() and any(d.iterdir()):
+        raise UserError(f"run directory {d} already holds a run; pass resume=True to continue it, or a new run_dir")
+    if not isinstance(phases, Mapping) or not phases:
+        raise UserError("phases must be a dict of name -> (optimizer, what it trains), e.g. "
+                        "phases={'D': (d_opt, discriminator), 'G': (g_opt, generator)}")
+    for name, spec in phases.items():
+        if not (isinstance(spec, tuple) and len(spec) == 2):
+            raise UserError(f"phase {name!r}: give (optimizer, what it trains), got {spec!r:.60}")
+    listed = [(name, opt, resolve_trains(trains, models, f"phase {name!r}")) for name, (opt, trains) in phases.items()]
+    config = _config(d, steps, seed, var_every, checkpoint_every, sample_every, tensorboard, listed)
+    described = describe(models, listed, config, schedule)
+    config.schedule = described.policy.to_dict()
+    updates = {name: ExactUpdate(name, opt, vs) for name, opt, vs in listed}
+    from training_core.base.scopes import resolve_scopes
+    config.freeze = list(resolve_scopes(list(freeze), described.var_infos))
+
+    def on_freeze(masks: list) -> None:
+        for update, mask in zip(updates.values(), masks):
+            update.set_frozen(mask)
+
+    holder: dict[str, Run] = {}
+    observers = [*([Sampler(2.0, sample_every)] if sample is not None else []), Checkpointer(checkpoint_every),
+                 LeakAlarm(), NanAlarm("continue"), CommandFileReader(), TerminalReport(quiet=quiet), SampleRecord(),
+                 RunRecord()]
+    core = MonitoredRun(described, observers, resuming, lambda c: holder["run"]._refuse(c), on_freeze=on_freeze,
+                        sample=None if sample is None else (lambda: sample(described.experiment.models)))
+    run = holder["run"] = Run(core, updates, described.experiment.models, follows_schedule=schedule is not None)
+    core.begin()
+    return run
+
+
+def _config(d: Path, steps: int | None, seed: int, var_every: int, checkpoint_every: int, sample_every: float,
+            tensorboard: bool, phases: list, monitor: str = "loop") -> RunConfig:
+    """The run's `config.toml`: the script that trains it (so the window names it, and a resume tells it was
+    edited), the step target, the record's settings and each phase's learning rate."""
+    script = Path(sys.argv[0]) if sys.argv and sys.argv[0].endswith(".py") and Path(sys.argv[0]).is_file() else None
+    lr = {}
+    for name, opt, _ in phases:
+        try:
+            lr[name] = check_learning_rate(float(opt.learning_rate), f"learning rate for {name}")
+        except (TypeError, ValueError, AttributeError, UserError):
+            continue  # a schedule: no one rate to show or set
+    return RunConfig(example=None if script else "own-loop", experiment_file=str(script.resolve()) if script else None,
+                     experiment_sha256=file_sha256(script) if script else None, steps=steps, seed=seed, lr=lr,
+                     var_every=var_every, checkpoint_every=checkpoint_every, sample_every=sample_every,
+                     tensorboard=tensorboard, on_nan="continue", run_dir=str(d), monitor=monitor).validate()

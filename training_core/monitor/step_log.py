@@ -1,0 +1,132 @@
+"""The steps a user's loop logged, turned into the `MetricsBatch`es every observer of a run reads.
+
+Why its own batching: the trainer's fetcher (loop/fetch.py) collects one packed device tensor per step that
+its compiled step returned. A user's loop returns nothing to the monitor: it logs each step's losses (numbers
+or scalar tensors) and, at the sampled steps (monitor/update_meter.py), the meter measures every variable's update.
+This module joins the two by step, per phase, into the same packed rows (`PhaseBlock.from_packed`: loss,
+‖ΔW‖², ‖W‖², ‖g‖²), so the record, the leak alarm and every reader see what a Freezeframe run writes.
+
+Cost: `add` appends a tuple (~1 µs); the host reads the device only in `batch()`: one `tf.stack` of the
+losses that were tensors and one of the measured norms, every `fetch_every` steps or `fetch_seconds`, as the
+trainer does. Gradient norms are not measured (the user's code owns its gradients): the column reads 0.
+"""
+from __future__ import annotations
+
+import numbers
+import time
+from typing import Any, Sequence
+
+import numpy as np
+
+from training_core.base.errors import UserError
+from training_core.base.metrics import MetricsBatch, PhaseBlock, Status, scalar_columns
+
+
+def _eager_type() -> type | None:
+    try:
+        from tensorflow.python.framework.ops import EagerTensor  # (the class of tf.constant's result)
+    except ImportError:
+        return None
+    return EagerTensor
+
+
+_EAGER = _eager_type()
+
+
+def check_scalar(value: Any, what: str) -> Any:
+    """`value` if it is one number (a Python or NumPy number, a 0-d array or tensor, or a tensor of one
+    element); a `UserError` naming `what` otherwise. Tensors are kept as they are (read with the batch)."""
+    kind = type(value)
+    if kind is float:  # fit()'s logs, and most loops' (the checks below cost microseconds a step)
+        return value
+    if kind is _EAGER and value.shape.rank == 0:
+        return value
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        return float(value)
+    shape = getattr(value, "shape", None)
+    if shape is not None and (len(shape) == 0 or (None not in tuple(shape) and int(np.prod(shape)) == 1)):
+        if hasattr(value, "numpy") or isinstance(value, np.ndarray) or isinstance(value, np.generic):
+            return value
+    got = f"an array of shape {tuple(shape)}" if shape is not None else f"{type(value).__name__} {value!r:.40}"
+    raise UserError(f"{what} is {got}, not one number; log a scalar (e.g. the mean of the loss)")
+
+
+class StepLog:
+    """Logged steps and measured updates, by phase, until the next `batch()`."""
+
+    def __init__(self, phase_names: Sequence[str], phase_paths: Sequence[tuple[str, ...]],
+                 columns: Sequence[Sequence[int]]) -> None:
+        #: columns[i]: where phase i's variables sit in the meter's vector (monitor/update_meter.py)
+        self.names, self.paths = list(phase_names), [tuple(p) for p in phase_paths]
+        self.columns = [np.asarray(c, dtype=np.int64) for c in columns]
+        self._rows: list[tuple[int, int, float, Any]] = []  # (phase, step, wall, loss)
+        self._measured: dict[int, Any] = {}  # step -> device tensor [dW^2..., W^2...]
+        self._scalars: list[tuple[str, int, float, float]] = []
+        self._frozen_now = [np.zeros(len(p), dtype=bool) for p in self.paths]
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def add(self, phase: int, step: int, loss: Any, wall: float | None = None) -> None:
+        self._rows.append((phase, step, time.time() if wall is None else wall, loss))
+
+    def measure(self, step: int, norms: Any) -> None:
+        self._measured[step] = norms
+
+    def set_frozen(self, phase: int, mask: np.ndarray) -> None:
+        """The phase's frozen column from now on (the record keeps it at every measured step)."""
+        self._frozen_now[phase] = np.asarray(mask, dtype=bool)
+
+    def scalar(self, tag: str, step: int, value: Any, wall: float | None = None) -> None:
+        self._scalars.append((tag, step, time.time() if wall is None else wall, value))
+
+    def batch(self, status: Status) -> MetricsBatch | None:
+        """Everything logged since the last batch, or None when nothing was."""
+        if not self._rows and not self._scalars:
+            return None
+        rows, self._rows = self._rows, []
+        measured, self._measured = self._measured, {}
+        losses = _host([r[3] for r in rows])
+        norms = dict(zip(measured, _host_rows(list(measured.values())))) if measured else {}
+        blocks = []
+        for i in sorted({r[0] for r in rows}):
+            mine = [(r, loss) for r, loss in zip(rows, losses) if r[0] == i]
+            n, cols = len(self.paths[i]), self.columns[i]
+            packed = np.zeros((len(mine), 1 + 3 * n))
+            packed[:, 0] = [loss for _, loss in mine]
+            record = np.zeros(len(mine), dtype=bool)
+            for k, ((_, step, _, _), _) in enumerate(mine):
+                got = norms.get(step)
+                if got is not None:
+                    half = len(got) // 2
+                    packed[k, 1:1 + n], packed[k, 1 + n:1 + 2 * n] = got[cols], got[half + cols]
+                    record[k] = True
+            frozen = np.tile(self._frozen_now[i], (len(mine), 1))
+            blocks.append(PhaseBlock.from_packed(self.names[i], self.paths[i], [r[1] for r, _ in mine],
+                                                 [r[2] for r, _ in mine], packed, frozen, record))
+        scalars, self._scalars = self._scalars, []
+        values = _host([r[3] for r in scalars])
+        return MetricsBatch(blocks, status, scalar_columns([(t, s, w, v) for (t, s, w, _), v in zip(scalars, values)]))
+
+
+def _host(values: list[Any]) -> list[float]:
+    """Numbers as floats, tensors read in one `tf.stack` (one device sync for the batch)."""
+    tensors = [k for k, v in enumerate(values) if not isinstance(v, float)]
+    out = [v if isinstance(v, float) else 0.0 for v in values]
+    if tensors:
+        import tensorflow as tf
+        items = [values[k] for k in tensors]
+        on_host = "CPU" in str(getattr(items[0], "device", "CPU"))
+        try:  # on a GPU, one copy for the batch; on the host, reading each costs less than a stack of hundreds
+            got = (np.array([np.asarray(v).reshape(()) for v in items], dtype=np.float64) if on_host else
+                   np.asarray(tf.stack(items), dtype=np.float64).reshape(len(items)))
+        except (TypeError, ValueError, tf.errors.InvalidArgumentError):  # mixed dtypes or shapes (), (1,)
+            got = np.array([float(np.asarray(v).reshape(())) for v in items])
+        for k, v in zip(tensors, got.tolist()):
+            out[k] = v
+    return out
+
+
+def _host_rows(tensors: list[Any]) -> list[np.ndarray]:
+    import tensorflow as tf
+    return list(tf.stack(tensors).numpy().astype(np.float64))
