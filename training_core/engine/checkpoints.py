@@ -93,7 +93,7 @@ class CheckpointStore:
                       if opt is not None}
         # a tf.data pipeline's iterator (engine/datasets.py): its position, shuffle buffer, seeds and prefetched
         # batches, so a resumed run takes the batches the run never interrupted took
-        data = getattr(prepared.data, "iterator", None)
+        data = getattr(getattr(prepared, "data", None), "iterator", None)  # (a monitored run has no data)
         self.checkpoint = tf.train.Checkpoint(step=self.step, host=self.host, rng=prepared.rng,
                                               sample_rng=prepared.sample_rng, variables=_nest(variables),
                                               optimizers=optimizers, **({} if data is None else {"data": data}))
