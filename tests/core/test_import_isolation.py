@@ -34,4 +34,4 @@ def test_importing_training_core_loads_neither_qt_nor_tensorflow():
     out = json.loads(r.stdout)
     loaded = sorted({m.split(".")[0] for m in out["modules"]} & set(FORBIDDEN))
     assert loaded == [], f"importing training_core loaded {loaded}"
-    assert out["used"] == [[1.25], 1, 3, 4, [1.0, 5 / 3], ["g"], ["digits", "factorization", "ring"], [5, 1]]
+    assert out["used"] == [[1.25], 1, 3, 4, [1.0, 5 / 3], ["g"], ["digits", "factorization", "ring", "shapes"], [5, 1]]

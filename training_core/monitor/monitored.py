@@ -111,7 +111,7 @@ class MonitoredRun:
     def emit(self, event: E.Event) -> None:
         self._dispatch(replace(event, step=event.step or self.state.step, time=event.time or E.now()))
 
-    def pause(self, reason: str, cmd: C.Command | None = None, cid: str | None = None) -> None:
+    def pause(self, reason: str, cmd: C.Command | None = None, cid: str | None = None, decided: bool = True) -> None:
         if self.flow.paused:
             return
         self.flow.paused = True
