@@ -91,7 +91,8 @@ class TrainerHandle:
 
     @property
     def measure_step(self) -> int | None:
-        return self._t.measures.step
+        m = getattr(self._t, "measures", None)  # (a monitored run measures nothing beside it)
+        return None if m is None else m.step
 
     # -- what it may ask ---------------------------------------------------------------------------------
     def emit(self, event: E.Event) -> None:
