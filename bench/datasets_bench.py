@@ -18,12 +18,13 @@ python -m bench.datasets_bench [chunk] [rounds]
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
+from typing import Any
 
 _DATASET = '''
 
@@ -46,46 +47,24 @@ def _experiment(name: str, folder: Path) -> Path:
     return path
 
 
-class _Driven:
-    """A Trainer of the variant on its own thread, paused, stepped by Step(n) commands."""
-
-    def __init__(self, name: str, folder: Path) -> None:
-        from bench.variants import StepDriver
-        from training_core import Observer, Pause, RunConfig, Stop, Trainer
-        from training_core.engine import datasets
-        paused = threading.Event()
-
-        class Obs(Observer):
-            def on_event(self, e):
-                if e.kind == "pause":
-                    paused.set()
-
-        self.name, self._stop = name, Stop
-        cfg = RunConfig(experiment_file=str(_experiment(name, folder)), seed=0,
-                        run_dir=str(Path(tempfile.mkdtemp(prefix=f"ff-bench-{name}-")) / "run"))
-        self.trainer = Trainer(cfg, Obs())
-        datasets.PREFETCH, before = (0 if name == "no_prefetch" else datasets.PREFETCH), datasets.PREFETCH
-        try:
-            self.trainer.prepare()
-        finally:
-            datasets.PREFETCH = before
-        self.trainer.send(Pause())
-        self.thread = threading.Thread(target=self.trainer.run, daemon=True)
-        self.thread.start()
-        if not paused.wait(120):
-            raise RuntimeError(f"{name}: the trainer did not start")
-        self.driver = StepDriver(self.trainer.send, paused)
-        self.run(50)
-
-    def run(self, n: int) -> None:
-        self.driver.run(n)
-
-    def close(self) -> None:
-        self.trainer.send(self._stop())
-        self.thread.join(60)
+@contextlib.contextmanager
+def _prefetching(name: str):
+    """The no_prefetch variant is prepared with prefetching off, and only it."""
+    from training_core.engine import datasets
+    datasets.PREFETCH, before = (0 if name == "no_prefetch" else datasets.PREFETCH), datasets.PREFETCH
+    try:
+        yield
+    finally:
+        datasets.PREFETCH = before
 
 
-def _pipeline_alone(driven: _Driven, batches: int) -> float:
+def _Driven(name: str, folder: Path):
+    """A Trainer of the variant, paused and stepped in turn (bench/variants.py FileDriven)."""
+    from bench.variants import FileDriven
+    return FileDriven(name, _experiment(name, folder), warm=50, preparing=_prefetching(name))
+
+
+def _pipeline_alone(driven: Any, batches: int) -> float:
     """Batches/s of the variant's pipeline alone: a fresh iterator over the Dataset the step reads, pulled in a
     loop (no training meanwhile: the trainer is paused)."""
     import tensorflow as tf

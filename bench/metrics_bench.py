@@ -28,7 +28,6 @@ import json
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -106,39 +105,10 @@ class _Costs:
         health.HealthMetrics._paced = noting
 
 
-class _Driven:
-    """A Trainer of the variant on its own thread, paused, stepped by Step(n) commands (as bench/variants.py's
-    `Driven`, with an experiment file)."""
-
-    def __init__(self, name: str, folder: Path) -> None:
-        from bench.variants import StepDriver
-        from training_core import Observer, Pause, RunConfig, Stop, Trainer
-        paused = threading.Event()
-
-        class Obs(Observer):
-            def on_event(self, e):
-                if e.kind == "pause":
-                    paused.set()
-
-        self.name, self._stop = name, Stop
-        cfg = RunConfig(experiment_file=str(_experiment(name, folder)), seed=0,
-                        run_dir=str(Path(tempfile.mkdtemp(prefix=f"ff-bench-{name}-")) / "run"))
-        self.trainer = Trainer(cfg, Obs())
-        self.trainer.prepare()
-        self.trainer.send(Pause())
-        self.thread = threading.Thread(target=self.trainer.run, daemon=True)
-        self.thread.start()
-        if not paused.wait(120):
-            raise RuntimeError(f"{name}: the trainer did not start")
-        self.driver = StepDriver(self.trainer.send, paused)
-        self.run(20)
-
-    def run(self, n: int) -> None:
-        self.driver.run(n)
-
-    def close(self) -> None:
-        self.trainer.send(self._stop())
-        self.thread.join(120)
+def _Driven(name: str, folder: Path):
+    """A Trainer of the variant, paused and stepped in turn (bench/variants.py FileDriven)."""
+    from bench.variants import FileDriven
+    return FileDriven(name, _experiment(name, folder))
 
 
 def interleaved(chunk: int, rounds: int, folder: Path, costs: _Costs) -> dict:

@@ -29,7 +29,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -48,38 +47,10 @@ def _experiment(name: str, folder: Path) -> Path:
     return path
 
 
-class Driven:
-    """A headless Trainer of the shapes file on its own thread, paused, stepped by Step(n) commands."""
-
-    def __init__(self, name: str, folder: Path) -> None:
-        from bench.variants import StepDriver
-        from training_core import Observer, Pause, RunConfig, Stop, Trainer
-        paused = threading.Event()
-
-        class Obs(Observer):
-            def on_event(self, e):
-                if e.kind == "pause":
-                    paused.set()
-
-        self.name, self._stop = name, Stop
-        cfg = RunConfig(experiment_file=str(_experiment(name, folder)), seed=0,
-                        run_dir=str(Path(tempfile.mkdtemp(prefix=f"ff-bench-{name}-")) / "run"))
-        self.trainer = Trainer(cfg, Obs())
-        self.trainer.prepare()
-        self.trainer.send(Pause())
-        self.thread = threading.Thread(target=self.trainer.run, daemon=True)
-        self.thread.start()
-        if not paused.wait(300):
-            raise RuntimeError(f"{name}: the trainer did not start")
-        self.driver = StepDriver(self.trainer.send, paused)
-        self.run(20)
-
-    def run(self, n: int) -> None:
-        self.driver.run(n)
-
-    def close(self) -> None:
-        self.trainer.send(self._stop())
-        self.thread.join(120)
+def Driven(name: str, folder: Path):
+    """A headless Trainer of the shapes file, paused and stepped in turn (bench/variants.py FileDriven)."""
+    from bench.variants import FileDriven
+    return FileDriven(name, _experiment(name, folder), start_timeout=300)
 
 
 class Bare:

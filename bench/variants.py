@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import tempfile
 import threading
+from typing import Any
 from pathlib import Path
 
 from .ring_models import ring_parts
@@ -185,6 +186,45 @@ class Driven:
     def close(self) -> None:
         self.trainer.send(self._stop())
         self.thread.join(60)
+
+
+class FileDriven:
+    """A Trainer of an experiment file on its own thread, paused, stepped by Step(n) commands: what the
+    benchmarks of one experiment's variants (bench/metrics_bench.py, datasets_bench.py, tfdata_bench.py) step
+    in turn. `preparing` is a context manager the preparing runs in (a module setting changed for it alone)."""
+
+    def __init__(self, name: str, experiment: Path, warm: int = 20, start_timeout: float = 120,
+                 preparing: Any = None) -> None:
+        import contextlib
+
+        from training_core import Observer, Pause, RunConfig, Stop, Trainer
+        paused = threading.Event()
+
+        class Obs(Observer):
+            def on_event(self, e):
+                if e.kind == "pause":
+                    paused.set()
+
+        self.name, self._stop = name, Stop
+        cfg = RunConfig(experiment_file=str(experiment), seed=0,
+                        run_dir=str(Path(tempfile.mkdtemp(prefix=f"ff-bench-{name}-")) / "run"))
+        self.trainer = Trainer(cfg, Obs())
+        with preparing if preparing is not None else contextlib.nullcontext():
+            self.trainer.prepare()
+        self.trainer.send(Pause())
+        self.thread = threading.Thread(target=self.trainer.run, daemon=True)
+        self.thread.start()
+        if not paused.wait(start_timeout):
+            raise RuntimeError(f"{name}: the trainer did not start")
+        self.driver = StepDriver(self.trainer.send, paused)
+        self.run(warm)
+
+    def run(self, n: int) -> None:
+        self.driver.run(n)
+
+    def close(self) -> None:
+        self.trainer.send(self._stop())
+        self.thread.join(120)
 
 
 class Headless(Driven):
