@@ -1,4 +1,5 @@
-"""A conditional DCGAN on the 6,400 28x28 shapes shipped in resources/data (8 classes): shapes form in minutes.
+"""A conditional DCGAN on the 6,400 28x28 shapes shipped in resources/data (8 classes): each column's shape
+can be told apart after ~3,000 steps (85 s on a busy 2-core CPU), not yet crisp.
 
 What it shows, in one GAN-shortcut file: data through tf.data (a seeded shuffle and a random shift of every
 image by up to 2 pixels, made by stateless ops keyed by the batch's index, so a resumed or replayed run reads the
