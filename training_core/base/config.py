@@ -42,6 +42,22 @@ def check_learning_rate(value: Any, what: str) -> float:
     return float(value)
 
 
+def load_toml(path: str | Path, name: str, missing: str, not_text: str, invalid: str = "fix it") -> dict[str, Any]:
+    """A TOML file read, each way it can fail one line: `name` (how the file is named in the line) and what to
+    do when it is missing, not text, or not TOML. Shared by the run's config.toml and the sweep files."""
+    try:
+        with open(path, "rb") as f:
+            return tomllib.load(f)
+    except FileNotFoundError:
+        raise UserError(f"{name} does not exist; {missing}") from None
+    except OSError as e:
+        raise UserError(f"{name} cannot be read ({e.strerror}); check its permissions") from None
+    except UnicodeDecodeError:
+        raise UserError(f"{name} is not UTF-8 text; {not_text}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise UserError(f"{name} is not valid TOML ({e}); {invalid}") from None
+
+
 def file_sha256(path: str | Path) -> str:
     """The `experiment_sha256` of a file: how a rerun (or the window's Start) tells the file was edited."""
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
@@ -199,17 +215,8 @@ class RunConfig:
         if p.is_dir():
             raise UserError(f"{p} is a directory; pass the config.toml inside it ({p / 'config.toml'}), "
                             f"or --resume {p} to continue that run")
-        try:
-            with open(p, "rb") as f:
-                raw = tomllib.load(f)
-        except FileNotFoundError:
-            raise UserError(f"config file {p} does not exist; pass the config.toml of a run directory") from None
-        except OSError as e:
-            raise UserError(f"config file {p} cannot be read ({e.strerror}); check its permissions") from None
-        except UnicodeDecodeError:
-            raise UserError(f"config file {p} is not UTF-8 text; pass the config.toml of a run directory") from None
-        except tomllib.TOMLDecodeError as e:
-            raise UserError(f"config file {p} is not valid TOML ({e}); fix or replace it") from None
+        raw = load_toml(p, f"config file {p}", missing="pass the config.toml of a run directory",
+                        not_text="pass the config.toml of a run directory", invalid="fix or replace it")
         try:
             return cls.from_toml_dict(raw)
         except UserError as e:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,7 @@ from typing import Any
 import tomli_w
 
 from training_core.base import events as E
-from training_core.base.config import RunConfig
+from training_core.base.config import RunConfig, load_toml
 from training_core.base.errors import UserError
 from training_core.rundir.layout import checkpoint_steps
 from training_core.rundir.lock import refusal
@@ -173,17 +172,7 @@ def check_sweep_output(path: str | Path, what: str = "the table") -> None:
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
-    try:
-        with open(path, "rb") as f:
-            return tomllib.load(f)
-    except FileNotFoundError:
-        raise UserError(f"{path} does not exist; pass an existing sweep file") from None
-    except OSError as e:
-        raise UserError(f"{path} cannot be read ({e.strerror}); check its permissions") from None
-    except UnicodeDecodeError:
-        raise UserError(f"{path} is not UTF-8 text; pass a TOML sweep file") from None
-    except tomllib.TOMLDecodeError as e:
-        raise UserError(f"{path} is not valid TOML ({e}); fix it") from None
+    return load_toml(path, str(path), missing="pass an existing sweep file", not_text="pass a TOML sweep file")
 
 
 def read_spec_file(path: str | Path) -> SweepSpec:
