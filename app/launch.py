@@ -65,7 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--screenshot", metavar="PNG", help="train (--steps, default 400), or with --open show the runs, "
                                                        "save the window as PNG, exit")
     p.add_argument("--close-after", metavar="SECONDS", type=float,
-                   help="close the window this long after training starts (or after it is ready)")
+                   help="close the window this long after training has made its first steps "
+                        "(or after it is ready)")
     return p
 
 
@@ -157,8 +158,13 @@ def _open_window(args: argparse.Namespace) -> int:
         win.runFinished.connect(lambda status: QTimer.singleShot(300, lambda: grab(status)))
         win.core.reports.failed.connect(lambda *_: None if win.running else QTimer.singleShot(300, lambda: grab(None)))
     if args.close_after is not None:
-        closer = (lambda: QTimer.singleShot(int(args.close_after * 1000), win.close))
-        (win.runStarted if auto_start else win.ready).connect(closer)
+        armed: list[bool] = []
+
+        def closer(*_: object) -> None:  # once: counted from the first steps' numbers, so that the window is
+            if not armed:                # closed mid-training however long preparing took on a busy machine
+                armed.append(True)
+                QTimer.singleShot(int(args.close_after * 1000), win.close)
+        (win.core.reports.metrics if auto_start else win.ready).connect(closer)
 
     if os.environ.get(STARTUP_ENV):
         def report() -> None:
