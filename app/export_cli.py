@@ -21,7 +21,7 @@ from training_core.rundir.outputs import check_output
 from training_core.rundir.reading import scalars_header_problem
 from training_core.base.argparsing import ArgParser, run_cli
 
-from training_core.figures import (BANDS, COLOUR_BY, FORMATS, LAYOUTS, MARKER_KINDS, PLOT_NAMES, THEMES, UNITS, X_AXES,
+from training_core.figures import (BANDS, COLOUR_BY, FORMATS, LAYOUTS, MARKER_KINDS, PLOT_NAMES, THEMES, UNITS,
                                    FigureSpec, format_from_path, label_key, marker_kinds, parse_size)
 from training_core.runs.collection import unique_labels
 
@@ -34,8 +34,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--labels", metavar="A,B,...", help="legend names of the runs, in order (default: directory names)")
     p.add_argument("--colour-by", "--color-by", dest="colour_by", choices=COLOUR_BY, default="run",
                    help="several runs: colour names the run and line style the phase (run, default), or the reverse")
-    p.add_argument("--x", dest="x_axis", choices=X_AXES, default="step",
-                   help="x axis: the step (default), or the time since each run began")
+    p.add_argument("--x", dest="x_axis", metavar="step|time|PHASE", default="step",
+                   help="x axis: the step (default), the time since each run began, or a phase's name (G) to "
+                        "count that phase's steps, as GAN papers count generator iterations")
     p.add_argument("--log-loss", action="store_true", help="the loss plot on a log axis")
     p.add_argument("--out", metavar="FILE", help="figure file; the format follows its extension (.png/.svg/.pdf)")
     p.add_argument("--plots", default="losses,updates", help=f"comma-separated, from: {', '.join(PLOT_NAMES)} "

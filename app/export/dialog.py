@@ -24,7 +24,7 @@ from training_core.figures import (FORMATS, PLOT_NAMES, SIZE_PRESETS, FigureSpec
                                    from_units, to_units)
 
 from .clipboard import copy_figure
-from .dialog_options import bands_box, default_plots, marker_boxes
+from .dialog_options import bands_box, default_plots, marker_boxes, sync_phase_axes, x_axis_box
 from .widgets import combo as _combo
 from .widgets import dspin as _dspin
 from .widgets import dialog_buttons, preview_image, show_error, version_of as _version_of
@@ -91,10 +91,7 @@ class ExportDialog(QDialog):
         self.colour_by.addItem("colour by phase", "phase")
         self.colour_by.setCurrentIndex(0 if spec.colour_by == "run" else 1)
         self.colour_by.setToolTip("Several runs: colour names the run and line style the phase, or the reverse")
-        self.x_axis = QComboBox()
-        self.x_axis.addItem("x: step", "step")
-        self.x_axis.addItem("x: time since start", "time")
-        self.x_axis.setCurrentIndex(0 if spec.x_axis == "step" else 1)
+        self.x_axis = x_axis_box(spec)
         row = QHBoxLayout()
         for w in (self.log_losses, self.colour_by, self.x_axis):
             row.addWidget(w)
@@ -263,7 +260,10 @@ class ExportDialog(QDialog):
         self._auto_plots = False
 
     def _follow_default_plots(self) -> None:
-        """Until the user picks plots: tick what the runs have (metrics appear some seconds into a live run)."""
+        """Offer each phase's steps as an x axis; until the user picks plots, tick what the runs have (metrics
+        appear some seconds into a live run)."""
+        with signals_blocked(self.x_axis):
+            sync_phase_axes(self.x_axis, self._store_provider())
         if not self._auto_plots:
             return
         wanted = default_plots(self._store_provider())

@@ -1,5 +1,6 @@
 """The export dialog's options that the command line has too: which kinds of event are marked (`--markers`),
-seeds as bands (`--bands`), and the plots ticked when the dialog opens (the runs' metrics among them).
+seeds as bands (`--bands`), the x axis (`--x`: step, time, or one phase's steps), and the plots ticked when the
+dialog opens (the runs' metrics among them).
 
 Why the metrics are ticked by default: a run whose experiment measures metrics was exported without them
 unless the user noticed the unticked box; a figure of a GAN without its health metrics is rarely what was
@@ -59,3 +60,28 @@ def bands_box(spec: FigureSpec) -> QComboBox:
     box.setToolTip("Runs of one setting that differ only by their seed: a line each, or one mean line with a band "
                    "(--bands)")
     return box
+
+
+def x_axis_box(spec: FigureSpec) -> QComboBox:
+    """Step, time since start, and (added by `sync_phase_axes` as the runs show them) each phase's steps."""
+    box = QComboBox()
+    box.addItem("x: step", "step")
+    box.addItem("x: time since start", "time")
+    if spec.x_axis not in ("step", "time"):
+        box.addItem(f"x: {spec.x_axis} steps", spec.x_axis)
+    box.setCurrentIndex(box.findData(spec.x_axis))
+    box.setToolTip("Every phase's steps, the time since each run began, or one phase's steps (GAN papers count "
+                   "generator iterations: --x G)")
+    return box
+
+
+def sync_phase_axes(box: QComboBox, shown: object) -> None:
+    """Offer "x: P steps" for each phase every shown run has (a live run's phases appear as they first train)."""
+    try:
+        runs = as_runs(shown)
+        phases = [p for p in runs[0][1].phases if all(p in s.phases for _, s in runs[1:])] if runs else []
+    except AttributeError:  # nothing to draw yet
+        return
+    for phase in phases:
+        if box.findData(phase) < 0:
+            box.addItem(f"x: {phase} steps", phase)

@@ -21,7 +21,7 @@ from typing import Sequence
 from PySide6.QtCore import QRectF
 from PySide6.QtGui import QColor, QPainter
 
-from training_core.figures import FigureData, FigureSpec
+from training_core.figures import FigureData, FigureSpec, counts_steps
 from training_core.runs import RunData
 
 from .axes import step_range
@@ -63,7 +63,7 @@ class Figure:
         curves = [c for plot in self.data.plots for c in plot.curves if len(c.x)]
         first = min((float(c.x[0]) for c in curves), default=0.0)
         last = max((float(c.x[-1]) for c in curves), default=1.0)
-        if self.data.x_unit == "step":
+        if counts_steps(self.data.x_unit):
             return step_range(int(first), int(last))
         return (0.0, last) if last > 0 else (0.0, 1.0)
 

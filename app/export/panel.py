@@ -15,7 +15,7 @@ import numpy as np
 from PySide6.QtCore import QLineF, QRectF
 from PySide6.QtGui import QColor, QPainter
 
-from training_core.figures import PlotData, default_labels, short_label
+from training_core.figures import PlotData, counts_steps, default_labels, short_label
 
 from .axes import Tick, linear_range, linear_ticks, log_range, log_ticks, two_decades
 from .curves import LONE_POINT_PT, draw_curves, layers, line_path  # noqa: F401 - LONE_POINT_PT: tests read it
@@ -49,7 +49,7 @@ class Panel:
         self.legend_style = TextStyle(max(4.0, fs - 1))
         self.marker_style = TextStyle(max(5.0, fs - 2))
         self.letter_style = TextStyle(fs + 1, bold=True)
-        self.steps_axis = fig.data.x_unit == "step"
+        self.steps_axis = counts_steps(fig.data.x_unit)
         self.xlabel, self.ylabel = self.spec.axis_labels(plot.name, fig.data.x_unit)
         self.show_xlabel = bool(self.xlabel)
         self.grid = (0, 0)  # (row, column) in the figure

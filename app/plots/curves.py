@@ -165,6 +165,13 @@ def held() -> Iterator[None]:
         LiveCurve._held -= 1
 
 
+def label_x(plots: tuple[pg.PlotItem, ...], text: str) -> None:
+    """Name x on the stacked plots; only the lowest shows it (the others share the same x)."""
+    for plot in plots:
+        plot.setLabel("bottom", text, color=palette.FOREGROUND)
+    plots[0].getAxis("bottom").showLabel(False)
+
+
 def style_plot(plot: pg.PlotItem, left: str, bottom: str = "step") -> None:
     """White background look shared by both step plots (labels, light grid, aligned left axis)."""
     for name in ("left", "bottom"):

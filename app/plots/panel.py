@@ -24,7 +24,7 @@ from training_core.runs import RunData, RunSet
 from . import palette
 from .axes import FloorLogAxis, TidyAxis, quiet_axes
 from .canvas import Canvas
-from .curves import held, style_plot
+from .curves import held, label_x, style_plot
 from .health import MetricPlots
 from .losses import LossCurves, warm_up
 from .markers import MarkerLine, MarkerLines
@@ -52,6 +52,7 @@ class PlotsPanel(QtWidgets.QWidget):
             self.runs = source
         self._seen: tuple | None = None
         self._signature: tuple | None = None
+        self._x_label = ""  # what the x axes say x counts (plot_view.PlotView.x_label)
         self._follow, self._by_time = True, False  # following the runs; x is the time since each began (or step)
         self._followed: tuple[float, float] | None = None  # the x range last set while following
         self._others_due = False  # `refresh_part` drew the losses: the rest comes next, before new data
@@ -204,10 +205,9 @@ class PlotsPanel(QtWidgets.QWidget):
             self._followed = None
             self._signature = view.signature
             self._seen = None
-            axis = "time (s)" if view.by_time else "step"
-            for plot in (self.loss_plot, self.update_plot, self.update_views.heat_plot):
-                plot.setLabel("bottom", axis, color=palette.FOREGROUND)
-            self.loss_plot.getAxis("bottom").showLabel(False)  # the update plot below names the same x
+        if view.x_label != self._x_label:
+            self._x_label = view.x_label
+            label_x((self.loss_plot, self.update_plot, self.update_views.heat_plot), view.x_label)
         state = (view.version, self.samples_key_now())
         if state == self._seen:
             self._show_samples()

@@ -43,6 +43,16 @@ class PlotView:
                           self.colour_by, by_time, tuple(runs.scopes))
 
     @property
+    def x_label(self) -> str:
+        """What x counts: time, or steps, said to be every phase's when a shown run has several (with
+        `--count G` the progress bar counts G's steps, the axis all of them: the label tells them apart)."""
+        if self.by_time:
+            return "time (s)"
+        several = any(len(ly.data.start.phases if ly.data.start is not None else ly.data.phases) > 1
+                      for ly in self.layers)
+        return "step (all phases)" if several else "step"
+
+    @property
     def multi(self) -> bool:
         return len(self.layers) > 1
 

@@ -58,6 +58,17 @@ def test_svg_and_csv_in_millimetres(run_dir, tmp_path):
     assert lines[0] == "step,wall_time,tag,value,smoothed,run" and len(lines) > 400
 
 
+def test_x_counts_generator_steps_with_x_g(run_dir, tmp_path):
+    """`--x G`: the axis is G's steps (the ring's 400 steps at 1:1 are 200 of G's), named so."""
+    from training_core.runs import read_run
+    out = tmp_path / "fig.svg"
+    r = export(str(run_dir), "--x", "G", "--plots", "losses", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    texts = re.findall(r">([^<>]+)</text>", out.read_text())
+    ticks = [int(t) for t in texts if t.isdigit()]
+    assert "G steps" in texts and max(ticks) == len(read_run(run_dir).loss("G")[0]) == 200
+
+
 @pytest.mark.parametrize("args,needle", [
     (["{missing}", "--out", "{out}"], "does not exist"),
     (["{tmp}", "--out", "{out}"], "not a run directory"),
@@ -74,7 +85,8 @@ def test_svg_and_csv_in_millimetres(run_dir, tmp_path):
     (["{run}", "--out", "{out}", "--csv", "{tmp}"], "is a folder"),  # checked before the figure is written
     (["{run}", "--out", "{tmp}/dir.pdf"], "is a folder"),
     (["{run}", "--out", "{tmp}/nofolder/fig.pdf"], "does not exist"),
-    (["{run}", "--headless", "--out", "{out}"], "trains nothing; drop --headless"),  # named --export as unknown
+    (["{run}", "--headless", "--out", "{out}"], "trains nothing; drop --headless"),
+    (["{run}", "--x", "Q", "--out", "{out}"], "x axis 'Q' is not a phase of run (its phases: D, G)"),  # named --export as unknown
 ])
 def test_bad_input_is_one_line_and_exit_2(run_dir, tmp_path, args, needle):
     out = tmp_path / "fig.pdf"

@@ -51,6 +51,15 @@ def test_preview_shows_the_figure_and_follows_options(qtbot, dialog):
                     timeout=60_000)
 
 
+def test_x_may_be_each_phases_steps(dialog):
+    """The runs' phases are offered as x axes (`--x G`), and the figure then counts G's steps."""
+    box = dialog.x_axis
+    assert [box.itemData(i) for i in range(box.count())] == ["step", "time", "D", "G"]
+    box.setCurrentIndex(box.findData("G"))
+    fig = dialog.figure()
+    assert fig.data.x_unit == "steps:G" and fig.x_range[1] == 200  # 400 steps at 1:1
+
+
 def test_size_presets_and_units(dialog):
     dialog.preset.setCurrentText("single column (3.5 in)")
     assert dialog.width_box.value() == pytest.approx(3.5)

@@ -38,9 +38,21 @@ def test_curves_hold_the_stores_data_and_debiased_ema(ring, panel_of):
         assert len(c.xData) == len(c.yData) == len(steps) > 5
         if path not in FROZEN:
             np.testing.assert_allclose(c.yData, np.log10(ratio.astype(np.float64)), rtol=1e-9)
-    assert panel.loss_plot.getAxis("bottom").labelText == "step"
+    assert panel.update_plot.getAxis("bottom").labelText == "step (all phases)"  # not one phase's (--count G)
+    assert not panel.loss_plot.getAxis("bottom").label.isVisible()  # the plot below names the same x
     assert panel.loss_plot.getAxis("left").labelText == "loss"
     assert panel.update_plot.getAxis("left").labelText == "‖ΔW‖ / ‖W‖"
+
+
+def test_the_x_axis_says_all_phases_once_a_second_phase_trains(panel_of):
+    store = RunData()
+    panel = panel_of(store)
+    store.add_batch(MetricsBatch([block("D", np.arange(1, 6), ("d/k",), loss=np.ones(5))]))
+    panel.refresh()
+    assert panel.update_plot.getAxis("bottom").labelText == "step"
+    store.add_batch(MetricsBatch([block("G", np.arange(6, 9), ("g/k",), loss=np.ones(3))]))
+    panel.refresh()
+    assert panel.update_plot.getAxis("bottom").labelText == "step (all phases)"
 
 
 def test_smoothing_is_incremental_and_the_slider_recomputes(panel_of):

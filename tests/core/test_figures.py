@@ -191,3 +191,29 @@ def test_a_marker_of_some_groups_is_named_by_the_words_only_they_share():
     per[2] = {key: (1500.0, False)}  # three owners with no word of their own: listed
     (line,) = figure_markers(per, names)
     assert line.label.startswith("ratio=1:1 freeze=d@1500, ratio=3:1 freeze=none, ")
+
+
+def test_x_may_count_one_phases_steps_as_gan_papers_count_generator_iterations():
+    """At 5:1, every point stands at the number of G steps done by its step (D's five between two G steps at
+    one x), a marker too; a phase no run has is one line naming the phases there are."""
+    store, step = RunData(), 0
+    for _ in range(10):
+        d = np.arange(step + 1, step + 6, dtype=np.int64)
+        g = np.array([step + 6], dtype=np.int64)
+        step += 6
+        store.add_batch(MetricsBatch([
+            PhaseBlock("D", D_PATHS, d, d * 0.1, np.ones(5), np.ones((5, 4)), np.ones((5, 4)), np.ones((5, 4)),
+                       np.zeros((5, 4), bool), np.ones(5, bool)),
+            PhaseBlock("G", ("generator/out/kernel",), g, g * 0.1, np.ones(1), np.ones((1, 1)), np.ones((1, 1)),
+                       np.ones((1, 1)), np.zeros((1, 1), bool), np.ones(1, bool))]))
+    store.add_event(events.LearningRate(step=33, phase="D", value=1e-4))
+    data = FigureData.from_store(store, FigureSpec(plots=["losses"], x_axis="G"))
+    d_curve, g_curve = data.plots[0].curves
+    g_steps = store.loss("G")[0]
+    np.testing.assert_array_equal(g_curve.x, np.arange(1, 11))
+    np.testing.assert_array_equal(d_curve.x, np.searchsorted(g_steps, d_curve.steps, side="right"))
+    assert list(d_curve.x[:6]) == [0, 0, 0, 0, 0, 1]  # D's first five before G's first step
+    assert data.x_unit == "steps:G" and FigureSpec().axis_labels("losses", data.x_unit) == ("G steps", "Loss")
+    assert data.markers[0][0] == 5.0  # step 33: five G steps (6..30) done
+    with pytest.raises(UserError, match=r"x axis 'Q' is not a phase of run \(its phases: D, G\)"):
+        FigureData.from_store(store, FigureSpec(plots=["losses"], x_axis="Q"), label="run")

@@ -3,6 +3,7 @@
 draws these; the CSV export writes them.
 
   FigureSpec, parse_size, format_from_path, default_labels    what to draw                        spec.py
+  counts_steps                                                whether x counts steps (not time)   spec.py
   FigureData, metric_tags                                     the numbers, legends and markers    data.py
   Curve, LegendEntry, PlotData, DASHES                        what a panel is made of             curves.py
   MarkerLine, Flag, place_flags                               which events, and labels at their lines  markers.py
@@ -28,6 +29,7 @@ from training_core.figures.spec import (
     UPDATE_KINDS,
     X_AXES,
     FigureSpec,
+    counts_steps,
     default_labels,
     format_from_path,
     from_units,

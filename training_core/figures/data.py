@@ -11,7 +11,10 @@ Several runs overlay: by default colour names the run and line style the phase (
 directory name unless the user typed another), and each panel's legend only what that panel draws (the same
 run legend under three panels was three times the ink for one fact). With `bands`, seeds of one setting are
 one entity: one mean line and band, one name (figures/bands.py). The x axis is the step, or the time since
-each run began (`x_axis="time"`), so runs of different speed can be compared as they ran.
+each run began (`x_axis="time"`), so runs of different speed can be compared as they ran, or one phase's steps
+so far (`x_axis="G"`): GAN papers count generator iterations, and at 5:1 step 600 is G's 100th. Every point
+(a D loss too) is drawn at the number of that phase's steps done by its step, so D's five losses between two
+G steps stand at one x, as they were measured at that G iteration.
 """
 from __future__ import annotations
 
@@ -25,7 +28,8 @@ from training_core.base.smoothing import ema_smooth
 from training_core.figures.bands import SPREAD_TEXT, Entity, band_curve, entities, seed_groups
 from training_core.figures.curves import DASHES, N_COLOURS, Curve, LegendEntry, PlotData
 from training_core.figures.markers import MarkerLine, entity_markers, figure_markers
-from training_core.figures.spec import FigureSpec, marker_kinds
+from training_core.base.errors import UserError
+from training_core.figures.spec import PHASE_UNIT, X_AXES, FigureSpec, marker_kinds
 from training_core.figures.styles import leaves_of, split_path, variable_styles
 from training_core.runs.heat import scope_order
 
@@ -117,22 +121,38 @@ def _dir_label(store: "RunData") -> str:
 
 
 class _Clock:
-    """Step, or seconds since each run began scaled to s/min/h for the whole figure."""
+    """Step, seconds since each run began scaled to s/min/h for the whole figure, or one phase's steps."""
 
     def __init__(self, runs: Sequence[tuple[str, "RunData"]], axis: str) -> None:
         self.axis = axis
         self.t0 = {id(s): s.start_time() for _, s in runs}
-        span = max((_wall_span(s, self.t0[id(s)]) for _, s in runs), default=0.0)
         self.unit, self.scale = "step", 1.0
+        self._counted: dict[int, np.ndarray] = {}  # a phase's axis: each run's steps of that phase, in order
         if axis == "time":
+            span = max((_wall_span(s, self.t0[id(s)]) for _, s in runs), default=0.0)
             self.unit, self.scale = ("h", 3600.0) if span > 7200 else ("min", 60.0) if span > 600 else ("s", 1.0)
+        elif axis not in X_AXES:
+            for label, s in runs:
+                if axis not in s.phases:
+                    raise UserError(f"x axis {axis!r} is not a phase of {label} (its phases: {', '.join(s.phases)}); "
+                                    f"choose step, time or one of its phases")
+                self._counted[id(s)] = np.asarray(s.loss(axis)[0])
+            self.unit = PHASE_UNIT + axis
+
+    def _count(self, store: "RunData", steps: np.ndarray) -> np.ndarray:
+        """How many of the phase's steps were done by each step (that step included)."""
+        return np.searchsorted(self._counted[id(store)], np.asarray(steps), side="right").astype(np.float64)
 
     def x(self, store: "RunData", steps: np.ndarray, wall: np.ndarray) -> np.ndarray:
+        if self._counted:
+            return self._count(store, steps)
         if self.axis != "time":
             return np.asarray(steps).astype(np.float64)
         return (np.asarray(wall, dtype=np.float64) - self.t0[id(store)]) / self.scale
 
     def marker_x(self, store: "RunData", m) -> float:
+        if self._counted:
+            return float(self._count(store, np.asarray([m.step]))[0])
         return float(m.step) if self.axis != "time" else (m.time - self.t0[id(store)]) / self.scale
 
 

@@ -19,7 +19,9 @@ UNITS = ("in", "mm")
 LAYOUTS = ("auto", "row", "column")
 UPDATE_KINDS = ("update_ratio", "update_norm")
 COLOUR_BY = ("run", "phase")  # several runs: colour names the run (line style the phase), or the reverse
-X_AXES = ("step", "time")
+X_AXES = ("step", "time")  # or a phase's name: x counts that phase's steps (GAN papers: generator iterations)
+#: the figure's x unit when x counts one phase's steps (`FigureData.x_unit`)
+PHASE_UNIT = "steps:"
 MM_PER_IN = 25.4
 #: the kinds of event a figure can mark (runs/data.py labels each), in the order the options list them
 MARKER_KINDS = ("freeze", "ratio", "lr", "method", "pause", "nan", "leak", "rollback", "resumed")
@@ -37,7 +39,8 @@ TIME_LABELS = {"s": "Time (s)", "min": "Time (min)", "h": "Time (h)"}
 
 def default_labels(plot: str, update_kind: str = "update_ratio", x_unit: str = "step") -> tuple[str, str]:
     """(x label, y label) a plot gets unless the user typed others (`plot`: losses, updates, metric/<name>)."""
-    x = TIME_LABELS.get(x_unit, "Training step")
+    x = TIME_LABELS.get(x_unit) or (f"{x_unit.removeprefix(PHASE_UNIT)} steps" if x_unit.startswith(PHASE_UNIT)
+                                    else "Training step")
     if plot == "losses":
         return x, "Loss"
     if plot.startswith("metric/") or plot == "metrics":  # as the experiment wrote it: "pca_fd" is no "Pca fd"
@@ -45,6 +48,11 @@ def default_labels(plot: str, update_kind: str = "update_ratio", x_unit: str = "
     if update_kind == "update_norm":
         return x, "Update norm ‖ΔW‖"
     return x, "Relative update ‖ΔW‖ / ‖W‖"
+
+
+def counts_steps(x_unit: str) -> bool:
+    """Whether x is a count of steps (every phase's, or one phase's): whole-number ticks, a range from 0."""
+    return x_unit == "step" or x_unit.startswith(PHASE_UNIT)
 
 
 def short_label(label: str) -> str:
@@ -76,7 +84,9 @@ class FigureSpec:
     panel_labels: bool = True  # (a), (b), ... when there is more than one plot
     labels: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)  # plot -> (x, y) overrides
     colour_by: str = "run"  # several runs: colour by run and line style by phase, or "phase": the reverse
-    x_axis: str = "step"  # or "time": seconds (minutes, hours) since each run began
+    #: "step" (every phase's), "time": seconds (minutes, hours) since each run began, or a phase's name ("G"):
+    #: that phase's steps so far, as GAN papers count generator iterations (checked against the runs' phases)
+    x_axis: str = "step"
     log_losses: bool = False  # the loss plot on a log axis (losses that fall by decades)
     bands: str = "off"  # seeds of one setting: separate lines, or a mean line with a min-max or sd band
 
@@ -111,8 +121,8 @@ class FigureSpec:
             raise UserError(f"unknown layout {self.layout!r}; choose auto, row or column")
         if self.colour_by not in COLOUR_BY:
             raise UserError(f"unknown colouring {self.colour_by!r}; choose run or phase")
-        if self.x_axis not in X_AXES:
-            raise UserError(f"unknown x axis {self.x_axis!r}; choose step or time")
+        if not self.x_axis or not self.x_axis.strip():
+            raise UserError("no x axis given; choose step, time or a phase's name (e.g. G: generator steps)")
         if self.bands not in BANDS:
             raise UserError(f"unknown bands {self.bands!r}; choose {', '.join(BANDS)}")
         self.markers = marker_kinds(self.markers)
