@@ -122,10 +122,14 @@ def test_a_loop_steered_live_replays_its_controls_and_its_losses_bit_for_bit(tmp
     assert (replay.source, replay.commands, replay.stop_step) == (str(orig), 4, stop.step)
     assert read_events(again)[-1].step == stop.step  # it stopped where the original was stopped
     assert float(g_opt.learning_rate.numpy()) == np.float32(4e-4)
-    a, b = read_scalars(orig), read_scalars(again)
+    _, loop, _ = _gan_loop(tmp_path / "replay-of-replay", replay=again)  # a replay's record replays as well
+    loop()
+    assert _controls(tmp_path / "replay-of-replay") == steered
+    a, b, c = read_scalars(orig), read_scalars(again), read_scalars(tmp_path / "replay-of-replay")
     for tag in ("loss/D", "loss/G"):
         assert np.array_equal(a[tag].steps, b[tag].steps), tag  # the same phase at each step (the ratio)
         assert np.array_equal(a[tag].values, b[tag].values), tag
+        assert np.array_equal(a[tag].steps, c[tag].steps) and np.array_equal(a[tag].values, c[tag].values), tag
     d_rows = next(r for r in read_variables(again) if r.phase == "D")
     kernel = d_rows.paths.index("discriminator/h0/kernel")
     first, second = steered[0][0], steered[2][0]  # the second freeze set replaced the first

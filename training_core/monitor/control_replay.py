@@ -10,7 +10,7 @@ replay (rundir/replay_plan.py, read with `monitor` naming the kind of run) and t
 (loop/replay.py's `Replayer`): it sends each number-changing command (freeze, learning rate, ratio,
 method) after the step it was logged at, the run applies it at the next `boundary()`, and the loop stops
 where the old one stopped. With TensorFlow's op determinism on in the script, its losses on the CPU equal
-the old run's bit for bit (tests/core/test_control_replay.py).
+the old run's bit for bit, and a replay of the replay equals both (tests/core/test_control_replay.py).
 
 The new record is a run of its own with a `replay` event naming its source, as a command-line replay's.
 What the script passes at the start (its seed, learning rates, freeze set, ratio) is its own again; when
