@@ -12,6 +12,7 @@ nothing written.
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 import keras
 import numpy as np
@@ -26,7 +27,8 @@ from training_core.monitor import Monitor, start_run
 from training_core.rundir.replay_plan import plan_replay
 from training_core.rundir.varstore import read_variables
 
-from .helpers import config, run as train_file, tiny_gan, wait_for
+from .helpers import config, tiny_gan, wait_for
+from .helpers import run as train_file
 from .keras_gan import GAN, dataset, make_gan
 
 CONTROLS = (E.Freeze, E.LearningRate, E.Ratio, E.Method)
@@ -95,6 +97,22 @@ def _steer(run_dir, now, changes):
     assert wait_for(lambda: now() > at + 40)
 
 
+def _steered(run_dir, train, now, *steerings) -> None:
+    """`train()` on a thread, until stopped: after 20 steps, each of `steerings` as `_steer` does it, then Stop
+    (sent on a failure too, so that no loop trains on behind the other tests)."""
+    t = threading.Thread(target=train, daemon=True)
+    t.start()
+    try:
+        assert wait_for(lambda: now() > 20)
+        for changes in steerings:
+            _steer(run_dir, now, changes)
+    finally:
+        if Path(run_dir).is_dir():
+            append_command(run_dir, Stop())
+        t.join(300)
+    assert not t.is_alive()
+
+
 def _controls(run_dir):
     return [(e.step, e.kind, e.command) for e in read_events(run_dir) if isinstance(e, CONTROLS)]
 
@@ -102,20 +120,14 @@ def _controls(run_dir):
 def test_a_loop_steered_live_replays_its_controls_and_its_losses_bit_for_bit(tmp_path):
     orig, again = tmp_path / "steered", tmp_path / "replay"
     run, loop, _ = _gan_loop(orig)  # until stopped
-    t = threading.Thread(target=loop, daemon=True)
-    t.start()
-    assert wait_for(lambda: run.step > 20)
-    _steer(orig, lambda: run.step, [SetFreeze(("discriminator/h0", "discriminator/h1")),
-                                    SetLearningRate(phase="G", value=4e-4)])
-    _steer(orig, lambda: run.step, [SetFreeze(("generator/h4",)), SetRatio(policy={"ratio": [2, 1]})])
-    append_command(orig, Stop())
-    t.join(300)
-    assert not t.is_alive()
+    _steered(orig, loop, lambda: run.step,
+             [SetFreeze(("discriminator/h0", "discriminator/h1")), SetLearningRate(phase="G", value=4e-4)],
+             [SetFreeze(("generator/h4",)), SetRatio(policy={"ratio": [2, 1]})])
     steered = _controls(orig)
     assert [kind for _, kind, _ in steered] == ["freeze", "lr", "freeze", "ratio"]
     stop = read_events(orig)[-1]
 
-    replayed, loop, g_opt = _gan_loop(again, replay=orig)  # the same script run again, with replay= added
+    _, loop, g_opt = _gan_loop(again, replay=orig)  # the same script run again, with replay= added
     loop()
     assert _controls(again) == steered  # the same commands, at the same steps
     (replay,) = _kinds(again, "replay")
@@ -149,14 +161,9 @@ def test_fit_steered_live_replays_its_learning_rate_change_bit_for_bit(tmp_path)
     orig, again = tmp_path / "fit", tmp_path / "fit-replay"
     gan = _fit_gan()
     monitor = Monitor(orig, quiet=True, tensorboard=False)
-    t = threading.Thread(target=lambda: gan.fit(dataset(), epochs=100_000, verbose=0, callbacks=[monitor]),
-                         daemon=True)
-    t.start()
-    assert wait_for(lambda: bool(_kinds(orig, "start")) and monitor.core.state.step > 20)
-    _steer(orig, lambda: monitor.core.state.step, [SetLearningRate(phase="generator", value=3e-4)])
-    append_command(orig, Stop())
-    t.join(300)
-    assert not t.is_alive()
+    _steered(orig, lambda: gan.fit(dataset(), epochs=100_000, verbose=0, callbacks=[monitor]),
+             lambda: 0 if monitor.core is None else monitor.core.state.step,
+             [SetLearningRate(phase="generator", value=3e-4)])
     steered = _controls(orig)
     assert [kind for _, kind, _ in steered] == ["lr"]
     stop = read_events(orig)[-1]
