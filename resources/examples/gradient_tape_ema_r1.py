@@ -6,6 +6,9 @@ the 8x8 digits shipped in resources/data, with Freezeframe's run object added: t
     python resources/examples/gradient_tape_ema_r1.py --run-dir runs/tape-gan --steps 3000
     python main.py --attach runs/tape-gan     # watch it; tick a scope to freeze it, exactly, live; pause; stop
     (kill it, then run the same command again: it continues the same record from its last checkpoint)
+    python resources/examples/gradient_tape_ema_r1.py --run-dir runs/tape-gan-2 --replay runs/tape-gan --deterministic
+    (the freeze and learning-rate changes made to runs/tape-gan, applied again at the same steps: with
+    --deterministic on both, the same losses bit for bit)
 
 What the run object does here: `run.apply_gradients` replaces `optimizer.apply` and honours the window's freeze
 set exactly (bit for bit `apply` on the unfrozen variables, no retrace when it changes); `run.log` records each
@@ -58,7 +61,12 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--run-dir", default="runs/tape-gan")
     ap.add_argument("--steps", type=int, default=3000)
+    ap.add_argument("--replay", metavar="OLD_RUN_DIR", help="apply the controls a run of this script recorded at "
+                    "the steps they took effect there, into a new --run-dir")
+    ap.add_argument("--deterministic", action="store_true", help="TensorFlow op determinism, for an exact replay")
     a = ap.parse_args(argv)
+    if a.deterministic:
+        tf.config.experimental.enable_op_determinism()
     keras.utils.set_random_seed(0)
     g, g_ema, d = generator("generator"), generator("generator_ema"), discriminator()
     g_ema.set_weights(g.get_weights())
@@ -72,7 +80,7 @@ def main(argv: list[str] | None = None) -> None:
 
     run = start_run(a.run_dir, models={"generator": g, "generator_ema": g_ema, "discriminator": d},  # + freezeframe
                     phases={"D": (d_opt, d), "G": (g_opt, g)}, steps=a.steps, resume=True,  # + freezeframe
-                    checkpoint_every=500, sample=sample)  # + freezeframe
+                    checkpoint_every=500, sample=sample, replay=a.replay)  # + freezeframe
     rng = run.rng  # + freezeframe  (was: rng = tf.random.Generator.from_seed(0))
 
     def d_loss_of(real, fake):

@@ -1,7 +1,8 @@
 """The monitor's shipped examples (resources/examples/) run offline as documented: the keras.io-style DCGAN
 under `Monitor` shows its `--bug` (discriminator.trainable = False after the first epoch) as leaks, and the
-GradientTape loop with an EMA generator and lazy R1 records its steps and R1 penalty, and a second start with a
-larger step target continues the same record.
+GradientTape loop with an EMA generator and lazy R1 records its steps and R1 penalty, a second start with a
+larger step target continues the same record, and `--replay` applies the controls a run of it was steered with
+(through commands.jsonl, as an attached window does) at the same steps, with the same losses bit for bit.
 
 Why: docs/monitor.md points users at these files; an example that no longer runs is a broken promise.
 """
@@ -48,3 +49,29 @@ def test_the_gradient_tape_example_records_r1_and_continues_its_record(tmp_path)
     assert kinds.count("resumed") == 1 and "leak" not in kinds and kinds[-1] == "stop"
     start_event = read_events(tmp_path / "run")[0]
     assert "generator_ema/dense/kernel" in {v["path"] for v in start_event.variables}  # shown, checkpointed
+
+
+def test_the_gradient_tape_example_replays_a_run_steered_through_its_commands_file(tmp_path):
+    from training_core import Continue, Pause, SetFreeze, SetLearningRate, append_command
+
+    from .helpers import wait_for
+    script, steered, replay = str(EXAMPLES / "gradient_tape_ema_r1.py"), tmp_path / "steered", tmp_path / "replay"
+    proc = start([sys.executable, script, "--run-dir", str(steered), "--steps", "60", "--deterministic"])
+    events = lambda kind: [e for e in read_events(steered) if e.kind == kind]  # noqa: E731
+    assert wait_for(lambda: bool(events("start")), timeout=300)
+    append_command(steered, Pause())
+    assert wait_for(lambda: bool(events("pause")) or proc.poll() is not None, timeout=300) and events("pause")
+    append_command(steered, SetFreeze(("discriminator/conv_1",)))
+    append_command(steered, SetLearningRate(phase="G", value=1e-4))
+    append_command(steered, Continue())
+    _, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err
+    at = events("pause")[0].step
+    assert [(e.kind, e.step) for e in read_events(steered) if e.kind in ("freeze", "lr")] == [("freeze", at), ("lr", at)]
+    _run(script, "--run-dir", str(replay), "--steps", "60", "--replay", str(steered), "--deterministic")
+    assert [(e.kind, e.step, e.command) for e in read_events(replay) if e.kind in ("freeze", "lr")] == \
+        [(e.kind, e.step, e.command) for e in read_events(steered) if e.kind in ("freeze", "lr")]
+    assert [e.source for e in read_events(replay) if e.kind == "replay"] == [str(steered)]
+    a, b = read_scalars(steered), read_scalars(replay)
+    for tag in ("loss/D", "loss/G", "metric/r1"):
+        assert a[tag].steps.tolist() == b[tag].steps.tolist() and np.array_equal(a[tag].values, b[tag].values), tag

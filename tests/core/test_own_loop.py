@@ -170,14 +170,16 @@ def test_another_optimizer_than_the_phases_is_refused(tmp_path):
 
 def test_the_command_line_will_not_resume_or_replay_a_monitored_run(tmp_path):
     """Its experiment file is the user's script: importing it would run the whole script, so the CLI refuses,
-    in one line saying how such a run is continued."""
+    in one line saying how the script itself continues or replays it."""
     from training_core.rundir.replay_plan import plan_replay
     from training_core.rundir.resume_point import resume_config
     g, d = _models()
     phases = {"D": (keras.optimizers.Adam(), d), "G": (keras.optimizers.Adam(), g)}
     with start_run(tmp_path / "run", models={"generator": g, "discriminator": d}, phases=phases, quiet=True) as run:
         run.log(1, {"D": 1.0})
-    for refuse, what in ((resume_config, "--resume"), (plan_replay, "--replay")):
+    for refuse, what, how in ((resume_config, "--resume", r"run it again with start_run\(\.\.\., resume=True\)"),
+                              (plan_replay, "--replay", r"run the script again with start_run\(NEW_DIR, \.\.\., "
+                                                        rf"replay='{tmp_path / 'run'}'\)")):
         with pytest.raises(UserError, match=rf"was recorded by training_core.monitor from .*, whose own code trains "
-                                            rf"it, so {what} cannot run it; run it again with start_run"):
+                                            rf"it, so {what} cannot run it; {how}$"):
             refuse(tmp_path / "run")

@@ -123,10 +123,15 @@ class RunConfig:
 
     def refuse_monitored(self, run_dir: str | Path, what: str) -> None:
         """A run the monitor recorded cannot be resumed or replayed from its directory: its steps are the user's
-        code's, which `experiment_file` names but Freezeframe cannot run (importing it would run the script)."""
+        code's, which `experiment_file` names but Freezeframe cannot run (importing it would run the script). The
+        script itself can: the line says how (`resume=True`, `replay=`)."""
         if self.monitor:
-            how = ("run it again with start_run(..., resume=True)" if self.monitor == "loop"
-                   else "fit() cannot be resumed by the Monitor")
+            if what == "--replay":  # the script replays its own run, which the monitor can (monitor/control_replay.py)
+                call = "start_run(NEW_DIR, ..." if self.monitor == "loop" else "Monitor(NEW_DIR"
+                how = f"run the script again with {call}, replay={str(run_dir)!r})"
+            else:
+                how = ("run it again with start_run(..., resume=True)" if self.monitor == "loop"
+                       else "fit() cannot be resumed by the Monitor")
             raise UserError(f"{run_dir} was recorded by training_core.monitor from {self.experiment_file or 'a script'}, "
                             f"whose own code trains it, so {what} cannot run it; {how}")
 

@@ -20,6 +20,9 @@ window's freeze and method commands are refused, with a line pointing to `run.ap
 ratio, roll back. Pause, step, continue, stop, learning rates (of optimizers it knows), samples and
 checkpoints work.
 
+`Monitor(run_dir, replay=OLD_DIR)` applies the learning rates an old run of the same `fit()` recorded, at the
+batches they took effect there, and stops where it stopped (monitor/control_replay.py).
+
 Which losses and optimizers belong to which sub-model is guessed from their names (`d_loss` and
 `d_optimizer` go with `discriminator`: the same first letter, or the sub-model's name in the key); `losses=`
 and `optimizers=` say it when the names do not. Every other `logs` entry is recorded as `metric/<name>`.
@@ -33,6 +36,7 @@ import keras
 
 from training_core.base import commands as C
 from training_core.base.errors import UserError
+from training_core.monitor.control_replay import ControlReplayer, plan_control_replay
 from training_core.monitor.monitored import MonitoredRun
 from training_core.monitor.described import describe
 from training_core.monitor.terminal_report import TerminalReport
@@ -74,17 +78,18 @@ class Monitor(keras.callbacks.Callback):
     """See the module docstring. `frozen`: scopes declared frozen from the start (a move is a leak);
     `checkpoint_every`: batches between checkpoints (0: only on request); `var_every`: one batch in each
     `var_every` has its per-variable update measured; `keep_open`: several fit() calls are one run, ended by
-    `close()`."""
+    `close()`; `replay`: an old run of this fit() whose learning-rate changes are applied at the same batches."""
 
     def __init__(self, run_dir: str | Path, *, models: Mapping[str, Any] | None = None,
                  losses: Mapping[str, str] | None = None, optimizers: Mapping[str, Any] | None = None,
                  frozen: Sequence[str] = (), sample: Callable[[Any], dict] | None = None, checkpoint_every: int = 0,
                  var_every: int = 25, sample_every: float = 10.0, seed: int = 0, tensorboard: bool = True,
-                 quiet: bool = False, keep_open: bool = False) -> None:
+                 quiet: bool = False, keep_open: bool = False, replay: str | Path | None = None) -> None:
         super().__init__()
         self.run_dir = Path(run_dir)
         if self.run_dir.is_dir() and any(self.run_dir.iterdir()):
             raise UserError(f"run directory {self.run_dir} already holds a run; give the Monitor a new run_dir")
+        self._replay = None if replay is None else plan_control_replay(replay, self.run_dir, "fit", False)
         self._models, self._losses, self._optimizers = models, losses, optimizers
         self._frozen, self._sample, self._quiet = list(frozen), sample, quiet
         self._settings = dict(checkpoint_every=checkpoint_every, var_every=var_every, sample_every=sample_every,
@@ -111,9 +116,10 @@ class Monitor(keras.callbacks.Callback):
         described = describe(models, phases, config)
         config.schedule = described.policy.to_dict()
         config.freeze = list(resolve_scopes(self._frozen, described.var_infos))
+        replaying = [] if self._replay is None else [ControlReplayer(self._replay, list(described.phase_names), config)]
         model = self.model
         every = s["checkpoint_every"]
-        observers = [*([Sampler(2.0, s["sample_every"])] if self._sample is not None else []),
+        observers = [*replaying, *([Sampler(2.0, s["sample_every"])] if self._sample is not None else []),
                      *([Checkpointer(every)] if every else []), LeakAlarm(), NanAlarm("continue"), CommandFileReader(),
                      TerminalReport(quiet=self._quiet), SampleRecord(), RunRecord()]
         self.core = MonitoredRun(described, observers, False, self._refuse, leak_method="fit",
@@ -163,7 +169,8 @@ class Monitor(keras.callbacks.Callback):
         used = set(keys.values())
         core.record(core.state.step + 1, losses, {k: v for k, v in logs.items() if k not in used}, "Monitor")
         core.after_step(core.state.step)
-        if not core.boundary():
+        replay_ends = self._replay is not None and core.state.step >= core.config.steps  # where the old run stopped
+        if not core.boundary() or replay_ends:
             self.model.stop_training = True
 
     def _loss_keys(self, logs: dict) -> dict[str, str]:

@@ -18,7 +18,8 @@ run's live freeze set exactly (monitor/exact_update.py); `boundary()` (which `st
 commands and blocks while paused; `next_phase()` lets a loop that alternates its phases follow the run's ratio,
 which the window can change; checkpoints hold the models, the optimizers, `run.rng` and the run's state, and a
 loop restarted with `resume=True` continues the same record from the last one (engine/checkpoints.py,
-loop/restore.py), so no step is recorded twice or missing.
+loop/restore.py), so no step is recorded twice or missing; `replay=OLD_DIR` applies the controls an old run of
+the loop recorded at the steps they took effect there (monitor/control_replay.py).
 """
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ from training_core.base import commands as C
 from training_core.base.config import RunConfig, check_learning_rate, file_sha256
 from training_core.base.errors import UserError
 from training_core.experiment.api import Models
+from training_core.monitor.control_replay import ControlReplayer, plan_control_replay
 from training_core.monitor.monitored import MonitoredRun
 from training_core.monitor.exact_update import ExactUpdate
 from training_core.monitor.described import describe, resolve_trains
@@ -172,7 +174,8 @@ class Run:
 def start_run(run_dir: str | Path, models: Mapping[str, Any], phases: Mapping[str, tuple[Any, Any]], *,
               steps: int | None = None, resume: bool = False, freeze: Any = (), schedule: dict | None = None,
               sample: Callable[[Models], dict] | None = None, checkpoint_every: int = 5000, var_every: int = 25,
-              sample_every: float = 10.0, seed: int = 0, tensorboard: bool = True, quiet: bool = False) -> Run:
+              sample_every: float = 10.0, seed: int = 0, tensorboard: bool = True, quiet: bool = False,
+              replay: str | Path | None = None) -> Run:
     """Open a run for a hand-written loop (see the module docstring).
 
     `models`: name -> Keras model (every variable is recorded, checkpointed, and can be frozen by scope).
@@ -180,11 +183,14 @@ def start_run(run_dir: str | Path, models: Mapping[str, Any], phases: Mapping[st
     `resume=True`: continue the run in `run_dir` from its last checkpoint when it has one (else start it).
     `freeze`: scopes frozen from the start; `schedule`: the ratio `next_phase()` follows ({"ratio": [5, 1]}):
     a loop given one asks the run for its phases, and the window may change the ratio.
-    `sample(models) -> {"fake": array, "real": array}`: drawings for the samples view and the record."""
+    `sample(models) -> {"fake": array, "real": array}`: drawings for the samples view and the record.
+    `replay=OLD_DIR`: apply the number-changing controls OLD_DIR recorded (freeze, learning rates, ratio) at the
+    steps they took effect there, and stop where it stopped (monitor/control_replay.py)."""
     d = Path(run_dir)
     resuming = bool(resume) and d.is_dir() and (d / "config.toml").is_file()
     if not resume and d.is_dir() and any(d.iterdir()):
         raise UserError(f"run directory {d} already holds a run; pass resume=True to continue it, or a new run_dir")
+    plan = None if replay is None else plan_control_replay(replay, d, "loop", resuming)
     if not isinstance(phases, Mapping) or not phases:
         raise UserError("phases must be a dict of name -> (optimizer, what it trains), e.g. "
                         "phases={'D': (d_opt, discriminator), 'G': (g_opt, generator)}")
@@ -198,15 +204,16 @@ def start_run(run_dir: str | Path, models: Mapping[str, Any], phases: Mapping[st
     updates = {name: ExactUpdate(name, opt, vs) for name, opt, vs in listed}
     from training_core.base.scopes import resolve_scopes
     config.freeze = list(resolve_scopes(list(freeze), described.var_infos))
+    replaying = [] if plan is None else [ControlReplayer(plan, list(described.phase_names), config)]
 
     def on_freeze(masks: list) -> None:
         for update, mask in zip(updates.values(), masks):
             update.set_frozen(mask)
 
     holder: dict[str, Run] = {}
-    observers = [*([Sampler(2.0, sample_every)] if sample is not None else []), Checkpointer(checkpoint_every),
-                 LeakAlarm(), NanAlarm("continue"), CommandFileReader(), TerminalReport(quiet=quiet), SampleRecord(),
-                 RunRecord()]
+    observers = [*replaying, *([Sampler(2.0, sample_every)] if sample is not None else []),
+                 Checkpointer(checkpoint_every), LeakAlarm(), NanAlarm("continue"), CommandFileReader(),
+                 TerminalReport(quiet=quiet), SampleRecord(), RunRecord()]
     core = MonitoredRun(described, observers, resuming, lambda c: holder["run"]._refuse(c), on_freeze=on_freeze,
                         sample=None if sample is None else (lambda: sample(described.experiment.models)))
     run = holder["run"] = Run(core, updates, described.experiment.models, follows_schedule=schedule is not None)

@@ -19,6 +19,11 @@ replayed there, so the replay does not pause on NaN (`on_nan = "continue"`).
 With `deterministic` on (TensorFlow op determinism) the replay's losses on the CPU equal the
 original's exactly, and a replay of a replay equals both (tests/core/test_replay.py). Without it,
 TensorFlow may reorder floating-point reductions between runs, and the curves agree only closely.
+
+A run the monitor recorded (`monitor` in its config) is the user's script's, which Freezeframe cannot run:
+the command line refuses it, and the script replays it itself (`start_run(..., replay=DIR)`,
+`Monitor(..., replay=DIR)`, monitor/control_replay.py) with this same plan, `monitor` naming its kind. That
+replay skips the script's sha256 check: the script is edited by the very line that adds `replay=`.
 """
 from __future__ import annotations
 
@@ -44,23 +49,32 @@ class ReplayPlan:
     commands: list[tuple[int, Command]] = field(default_factory=list)  # (step logged at, command), in order
     stop_step: int = 0
     stopped_cleanly: bool = True  # False: the original has no `stop` event (killed); stop_step is its last step
+    phases: list[str] = field(default_factory=list)  # the original's, as its `start` event names them
 
 
-def plan_replay(run_dir: str | Path, new_run_dir: str | None = None, deterministic: bool = False) -> ReplayPlan:
-    """Read what a replay of `run_dir` needs; a directory that is not a replayable run is a `UserError`."""
+def plan_replay(run_dir: str | Path, new_run_dir: str | None = None, deterministic: bool = False,
+                monitor: str | None = None) -> ReplayPlan:
+    """Read what a replay of `run_dir` needs; a directory that is not a replayable run is a `UserError`.
+    `monitor`: the replay is the user's script's (`"loop"`: `start_run(replay=)`, `"fit"`: `Monitor(replay=)`),
+    and `run_dir` must be a run the monitor recorded of that kind; None: the command line's `--replay`."""
     src = Path(run_dir)
+    what = "--replay" if monitor is None else "replay="
     if src.is_file():
-        raise UserError(f"{src} is a file; --replay takes the run's directory: pass {src.parent}")
+        raise UserError(f"{src} is a file; {what} takes the run's directory: pass {src.parent}")
     if not src.is_dir():
-        raise UserError(f"run directory {src} does not exist; pass the directory of a recorded run to --replay")
+        raise UserError(f"run directory {src} does not exist; pass the directory of a recorded run to {what}")
     if not (src / CONFIG_FILE).is_file():
-        raise UserError(f"{src} has no {CONFIG_FILE}; pass the run directory of a recorded run to --replay")
+        raise UserError(f"{src} has no {CONFIG_FILE}; pass the run directory of a recorded run to {what}")
     cfg = RunConfig.read_toml(src / CONFIG_FILE)
-    cfg.refuse_monitored(src, "--replay")
+    if monitor is None:
+        cfg.refuse_monitored(src, "--replay")
+    else:
+        _refuse_other_kind(src, cfg, monitor)
     events = read_events(src)
-    if not any(isinstance(e, E.Start) for e in events):
+    start = next((e for e in events if isinstance(e, E.Start)), None)
+    if start is None:
         raise UserError(f"{src} has no recorded start in events.jsonl; a run that never started cannot be replayed")
-    if cfg.experiment_file and cfg.experiment_sha256 and Path(cfg.experiment_file).is_file() \
+    if monitor is None and cfg.experiment_file and cfg.experiment_sha256 and Path(cfg.experiment_file).is_file() \
             and file_sha256(cfg.experiment_file) != cfg.experiment_sha256:
         raise UserError(f"the experiment file {cfg.experiment_file} changed since {src} ran, so a replay would run "
                         f"other code; restore it, or run the new file with the same settings: "
@@ -86,4 +100,22 @@ def plan_replay(run_dir: str | Path, new_run_dir: str | None = None, determinist
     cfg.steps = stop_step
     cfg.on_nan = "continue"
     cfg.deterministic = cfg.deterministic or deterministic
-    return ReplayPlan(src, cfg.validate(), commands, stop_step, bool(stops))
+    return ReplayPlan(src, cfg.validate(), commands, stop_step, bool(stops), list(start.phases))
+
+
+#: each kind of monitored run: the code that trains it, and the call that replays it
+_KINDS = {"loop": ("a hand-written loop", "start_run(NEW_DIR, ..., replay=DIR)"),
+          "fit": ("fit()", "Monitor(NEW_DIR, replay=DIR)")}
+
+
+def _refuse_other_kind(src: Path, cfg: RunConfig, monitor: str) -> None:
+    """A script replays only a run the monitor recorded of its own kind: an experiment file's run is the
+    command line's to replay, and a `fit()` record's commands are not a hand-written loop's (nor back)."""
+    trains, call = _KINDS[monitor]
+    if not cfg.monitor:
+        source = cfg.experiment_file or f"the example {cfg.example}"
+        raise UserError(f"{src} is a run of {source}, not one training_core.monitor recorded, so {call} in "
+                        f"{trains} cannot replay it; replay it with: python main.py --replay {src}")
+    if cfg.monitor != monitor:
+        other, other_call = _KINDS.get(cfg.monitor, (cfg.monitor, "its own kind of monitor"))
+        raise UserError(f"{src} was recorded from {other}, not {trains}; replay it with {other_call}")
