@@ -150,6 +150,17 @@ def test_an_optimizer_shared_by_two_phases_is_one_line_and_writes_nothing(tmp_pa
     assert not (tmp_path / "run").exists()
 
 
+def test_an_unknown_freeze_scope_points_at_the_models_paths_not_a_cli_option(tmp_path):
+    """The CLI's "see them all with --list-scopes" means nothing in a user's own loop."""
+    g, d = _models()
+    phases = {"D": (keras.optimizers.Adam(), d), "G": (keras.optimizers.Adam(), g)}
+    with pytest.raises(UserError) as e:
+        start_run(tmp_path / "run", models={"generator": g, "discriminator": d}, phases=phases, freeze=["discriminatr"])
+    assert str(e.value) == ("unknown scope 'discriminatr'; did you mean discriminator? (scopes are prefixes of your "
+                            "models' variable paths, v.path)")
+    assert not (tmp_path / "run").exists()
+
+
 def test_a_run_directory_that_holds_a_run_is_refused_without_resume(tmp_path):
     g, d = _models()
     phases = {"D": (keras.optimizers.Adam(), d), "G": (keras.optimizers.Adam(), g)}

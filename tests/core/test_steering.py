@@ -197,8 +197,8 @@ def test_a_command_appended_as_soon_as_the_run_shows_is_applied(tmp_path):
     assert [e.id for e in events if e.kind == "lr"] == ["at-resume"]
     assert not [e for e in events if getattr(e, "id", None) == "stale"]
     assert [e.message for e in events if e.kind == "warning"] == [
-        f"2 line(s) already in {COMMANDS_FILE} were written before this process opened the run and are not "
-        "applied; append new ones"]
+        f"2 line(s) already in {COMMANDS_FILE} are from before this process opened the run and are not applied by "
+        "it (what an earlier process applied is in its events); append new ones"]
 
 
 def test_a_file_that_shrank_is_read_again_from_its_start(tmp_path):

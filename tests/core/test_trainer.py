@@ -10,6 +10,7 @@ import pytest
 from training_core import RunConfig, Trainer, UserError, read_scalars
 from training_core.base.metrics import Status
 from training_core.cli.headless import ProgressBar
+from training_core.cli.train import _steps_run
 from training_core.rundir.resume_point import check_target, resume_config
 
 RATIO = {"policy": "fixed", "ratio": [3, 1]}  # the ring's phases: D, G
@@ -47,6 +48,14 @@ def test_the_progress_bar_says_whose_steps_it_counts():
     out.truncate(0)
     bar._draw(Status(step=40, phase="G", target_steps=100))
     assert "40/100 " in out.getvalue() and "G steps" not in out.getvalue()
+
+
+def test_the_summary_counts_this_processs_steps_and_the_counted_phases():
+    """A resumed run's last line said "300 steps" when 100 ran; with --count G it gave no G count."""
+    assert _steps_run(Status(step=300), None) == "300 steps"
+    assert _steps_run(Status(step=300), 200) == "100 steps (from step 200 to 300)"
+    assert _steps_run(Status(step=600, count_phase="G", counted=150), 400) == \
+        "200 steps (from step 400 to 600), 150 G steps in all"
 
 
 def test_a_count_of_a_phase_the_experiment_lacks_is_refused_before_anything_is_written(tmp_path):

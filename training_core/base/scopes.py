@@ -95,22 +95,27 @@ def scope_paths(variables: Sequence[VarInfo]) -> list[str]:
     return list(out)
 
 
-def unknown_scope_message(scope: str, variables: Sequence[VarInfo]) -> str:
+#: where a user sees every scope: the CLI's listing; in their own loop, their models' variable paths
+LIST_SCOPES = "see them all with --list-scopes"
+MONITOR_SCOPES = "scopes are prefixes of your models' variable paths, v.path"
+
+
+def unknown_scope_message(scope: str, variables: Sequence[VarInfo], hint: str = LIST_SCOPES) -> str:
     """`unknown scope 'x'; did you mean y? (...)`, or the top-level scopes when nothing is close."""
     close = difflib.get_close_matches(normalize_scope(scope), scope_paths(variables), n=1)
     if close:
-        return f"unknown scope {scope!r}; did you mean {close[0]}? (see them all with --list-scopes)"
+        return f"unknown scope {scope!r}; did you mean {close[0]}? ({hint})"
     tops = sorted({v.path.split("/")[0] for v in variables})
-    return f"unknown scope {scope!r}; scopes start with {', '.join(tops)} (see them all with --list-scopes)"
+    return f"unknown scope {scope!r}; scopes start with {', '.join(tops)} ({hint})"
 
 
-def resolve_scopes(scopes: Iterable[str], variables: Sequence[VarInfo]) -> tuple[str, ...]:
-    """Normalise scope prefixes and check each covers at least one variable."""
+def resolve_scopes(scopes: Iterable[str], variables: Sequence[VarInfo], hint: str = LIST_SCOPES) -> tuple[str, ...]:
+    """Normalise scope prefixes and check each covers at least one variable (`hint`: where to see them all)."""
     out = []
     for s in scopes:
         n = normalize_scope(s)
         if not n or not any(in_scope(v.path, n) for v in variables):
-            raise UserError(unknown_scope_message(s, variables))
+            raise UserError(unknown_scope_message(s, variables, hint))
         if n not in out:
             out.append(n)
     return tuple(out)

@@ -102,7 +102,7 @@ def _new_sweep(a: argparse.Namespace, slots: list[Slot] | None) -> Sweep:
     if slots and (base.get("device", "auto") != "auto" or base.get("strategy", "single") != "single"):
         raise UserError("--devices places each point on one GPU of its own; drop --device and --strategy (or drop "
                         "--devices)")
-    check_experiment(spec, hide_gpus=slots is not None)
+    check_experiment(spec, hide_gpus=slots is not None, where=where)
     directory = Path(a.sweep_dir) if a.sweep_dir else default_sweep_dir(spec, a.sweep)
     return write_sweep(spec, directory)
 
@@ -154,7 +154,7 @@ def default_sweep_dir(spec: SweepSpec, spec_file: str | None, folder: str | Path
     return p
 
 
-def check_experiment(spec: SweepSpec, hide_gpus: bool = False) -> None:
+def check_experiment(spec: SweepSpec, hide_gpus: bool = False, where: str = "the sweep") -> None:
     """Prepare the experiment once (as --list-scopes does; TensorFlow loads) and check every point's learning
     rates, freeze sets, ratios and planned changes against it, so a typo in one point's scope is one line now
     rather than a failed run hours into the sweep. `hide_gpus`: the points run in processes of their own, on
@@ -168,6 +168,7 @@ def check_experiment(spec: SweepSpec, hide_gpus: bool = False) -> None:
         from training_core.engine.tf_quiet import import_tensorflow
         import_tensorflow().config.set_visible_devices([], "GPU")  # before the runtime starts: CPU only
         cfg.device = "cpu"
+    cfg.freeze, cfg.planned = [], []  # the points' own are checked below, each named with its point
     p = prepare(cfg, lambda *_: None)
     for point in points:
         c = spec.config(point)
@@ -177,7 +178,7 @@ def check_experiment(spec: SweepSpec, hide_gpus: bool = False) -> None:
             if c.batch_size is not None:
                 check_batch_size(c.batch_size, p.experiment, p.source)
         except UserError as e:
-            raise UserError(f"the point {point.name}: {e}") from None
+            raise UserError(f"{where}: the point {point.name}: {e}") from None
 
 
 # -- one point --------------------------------------------------------------------------------------------

@@ -79,6 +79,7 @@ class HeadlessObserver(ProgressBar):
         self._trainer: Trainer | None = None
         self._cause = ""
         self._nan_named = False
+        self.resumed_at: int | None = None  # the checkpoint's step this process continued from
 
     def on_prepared(self, trainer: Trainer) -> None:
         self._trainer = trainer
@@ -87,6 +88,8 @@ class HeadlessObserver(ProgressBar):
         super().on_event(e)
         if isinstance(e, E.Error):
             self.failure = e.message
+        elif isinstance(e, E.Resumed):
+            self.resumed_at = e.step
         elif isinstance(e, E.Nan) and not self._nan_named:
             # the trainer reports non-finite losses earliest first: the first one names the phase that failed
             # (a later one, e.g. D after G's NaN poisoned it, must not take its place)
@@ -178,11 +181,19 @@ def train(cfg: RunConfig, commands: Sequence[Any] = (), plan: Any = None, resume
         return EXIT_FAILED
     placement = trainer.prepared.placement
     where = f"; run directory: {status.run_dir}" if placement.chief else f" as {placement.worker}; the chief keeps the record"
-    print(f"{status.step} steps in {status.elapsed_s:.1f}s on {status.device}{where}")
+    print(f"{_steps_run(status, observer.resumed_at)} in {status.elapsed_s:.1f}s on {status.device}{where}")
     if observer.halted:
         print(f"error: {observer.halted}", file=sys.stderr)
         return EXIT_FAILED
     return 0
+
+
+def _steps_run(status: Any, resumed_at: int | None) -> str:
+    """What this process trained: a resumed run's steps since its checkpoint (a summary that counted from 0 said
+    300 steps when 100 ran), and with `--count G` how many of G's steps the run has in all."""
+    text = f"{status.step} steps" if not resumed_at else \
+        f"{status.step - resumed_at} steps (from step {resumed_at} to {status.step})"
+    return text + (f", {status.counted} {status.count_phase} steps in all" if status.count_phase else "")
 
 
 def _stop(reason: str = "stopped") -> Any:

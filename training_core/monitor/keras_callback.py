@@ -105,7 +105,7 @@ class Monitor(keras.callbacks.Callback):
         if self.core is not None:
             raise UserError("this Monitor recorded a fit() already; give each fit() a Monitor with a run_dir of its own, "
                             "or Monitor(..., keep_open=True) to record several fit() calls as one run")
-        from training_core.base.scopes import resolve_scopes
+        from training_core.base.scopes import MONITOR_SCOPES, resolve_scopes
         from training_core.monitor.own_loop import _config
         models = dict(self._models) if self._models else sub_models(self.model)
         opts = self._known_optimizers(list(models))
@@ -115,7 +115,7 @@ class Monitor(keras.callbacks.Callback):
                          s["sample_every"], s["tensorboard"], [p for p in phases if p[1] is not None], "fit")
         described = describe(models, phases, config)
         config.schedule = described.policy.to_dict()
-        config.freeze = list(resolve_scopes(self._frozen, described.var_infos))
+        config.freeze = list(resolve_scopes(self._frozen, described.var_infos, MONITOR_SCOPES))
         replaying = [] if self._replay is None else [ControlReplayer(self._replay, list(described.phase_names), config)]
         model = self.model
         every = s["checkpoint_every"]

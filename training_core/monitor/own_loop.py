@@ -202,8 +202,8 @@ def start_run(run_dir: str | Path, models: Mapping[str, Any], phases: Mapping[st
     described = describe(models, listed, config, schedule)
     config.schedule = described.policy.to_dict()
     updates = {name: ExactUpdate(name, opt, vs) for name, opt, vs in listed}
-    from training_core.base.scopes import resolve_scopes
-    config.freeze = list(resolve_scopes(list(freeze), described.var_infos))
+    from training_core.base.scopes import MONITOR_SCOPES, resolve_scopes
+    config.freeze = list(resolve_scopes(list(freeze), described.var_infos, MONITOR_SCOPES))
     replaying = [] if plan is None else [ControlReplayer(plan, list(described.phase_names), config)]
 
     def on_freeze(masks: list) -> None:

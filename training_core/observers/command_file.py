@@ -41,8 +41,9 @@ class CommandFileReader(Observer):
         # after the `start` or `resumed` event a watcher saw, are applied
         self._tail = CommandTail(self.path, run.command_file_start)
         if self._tail.skipped:
-            run.emit(E.Warning(message=f"{self._tail.skipped} line(s) already in {COMMANDS_FILE} were written "
-                                       f"before this process opened the run and are not applied; append new ones"))
+            run.emit(E.Warning(message=f"{self._tail.skipped} line(s) already in {COMMANDS_FILE} are from before "
+                                       f"this process opened the run and are not applied by it (what an earlier "
+                                       f"process applied is in its events); append new ones"))
         self._next = time.perf_counter()
 
     def on_metrics(self, batch: MetricsBatch) -> None:
