@@ -1,5 +1,6 @@
 """Pieces of experiment files that several core test files write (helpers.py holds the whole tiny files and
-`write_file`): one net fitted by a loss given as text, a layer that draws at every call, a GAN's metrics(ctx).
+`write_file`): one net fitted by a loss given as text, a GAN shortcut whose models do not fit, a layer that draws at every call,
+a GAN's metrics(ctx).
 
 Why a module: each was copied into the test files that wrote it."""
 from __future__ import annotations
@@ -20,6 +21,17 @@ def loss(ctx):
 def build():
     return Experiment(name="x", models={{"net": net()}}, data=np.ones((8, 3), "float32"), batch_size=4,
                       phases=[Phase("fit", loss, trains=["net"])])
+'''
+
+#: a GAN shortcut whose models do not fit together: the generator takes 4 inputs, noise_dim is 3
+MISFIT_GAN = '''
+import keras, numpy as np
+noise_dim = 3
+def generator():
+    return keras.Sequential([keras.Input((4,)), keras.layers.Dense(2, name="out")], name="generator")
+def discriminator():
+    return keras.Sequential([keras.Input((2,)), keras.layers.Dense(1, name="out")], name="discriminator")
+real_data = np.zeros((10, 2), "float32")
 '''
 
 #: a layer that adds noise at every call, training or not, from a SeedGenerator of its own (as the Keras VAE

@@ -13,7 +13,7 @@ from training_core import RunConfig, UserError
 from training_core.engine.prepare import prepare
 from training_core.experiment.usercode import MAX_MESSAGE, user_code
 
-from .experiment_texts import ONE_NET
+from .experiment_texts import MISFIT_GAN, ONE_NET
 from .helpers import write_file
 
 
@@ -30,15 +30,7 @@ BAD_FILES = {  # name: (source, the exact line, up to where the exception's own 
                            "def generator():\n    return undefined_name\n",
                            "building the models of gan_builder_raises.py raised NameError: name 'undefined_name' is "
                            "not defined at line 5; fix the file"),
-    "models_do_not_fit": ('''
-        import keras, numpy as np
-        noise_dim = 3
-        def generator():
-            return keras.Sequential([keras.Input((4,)), keras.layers.Dense(2, name="out")], name="generator")
-        def discriminator():
-            return keras.Sequential([keras.Input((2,)), keras.layers.Dense(1, name="out")], name="discriminator")
-        real_data = np.zeros((10, 2), "float32")
-        ''', "the models in models_do_not_fit.py do not fit together: ValueError: "),
+    "models_do_not_fit": (MISFIT_GAN, "the models in models_do_not_fit.py do not fit together: ValueError: "),
 }
 
 
