@@ -1,6 +1,8 @@
-"""engine/beside.py on its own: a snapshot keeps the values of its step while the training writes on, a failing
-measure comes back as its error, and the models that cannot have a shadow say why. Real runs with measures
-beside training are in test_health.py."""
+"""engine/beside.py: metrics(ctx) beside training, on shadows of the models and a snapshot of one step's weights.
+On its own: a snapshot keeps the values of its step while the training writes on, a failing measure comes back as
+its error, and the models that cannot have a shadow say why. In real runs: each measure equals the weights of the
+step it is recorded at (BatchNormalization's statistics too), making the shadows leaves the training's noise as it
+was, and a model Keras cannot clone is measured on the training thread with a warning saying why."""
 from __future__ import annotations
 
 import queue
@@ -9,14 +11,47 @@ from types import SimpleNamespace
 import keras
 import numpy as np
 
+from training_core import RunConfig, read_events, read_scalars
 from training_core.engine.beside import MetricsBeside
 from training_core.experiment.api import Models
+from training_core.experiment.loading import load_module
+from training_core.observers import health
+
+from .experiment_texts import NOISE_LAYER, SPREAD_METRICS
+from .helpers import config, run, tiny_gan, write_file
+from .measure_watch import Watch, assert_measured_at_their_steps, assert_one_ordered_record
 
 
 def _prepared(models: dict, metrics) -> SimpleNamespace:
     """The parts of `engine.prepare.Prepared` a measure uses."""
     exp = SimpleNamespace(models=Models(models), metrics=metrics, extra={})
     return SimpleNamespace(experiment=exp, device="/CPU:0", config=SimpleNamespace(seed=0), data=None, sample_rng=None)
+
+
+_NOISY = '''
+"""A tiny GAN whose generator adds noise at every call, training or not, from a SeedGenerator of its own (as
+the Keras VAE example's Sampling layer draws its epsilon)."""
+import keras
+import numpy as np
+
+noise_dim = 2
+batch_size = 16
+
+''' + NOISE_LAYER + '''
+
+def generator():
+    return keras.Sequential([keras.Input((noise_dim,)), keras.layers.Dense(4, activation="tanh", name="dense_1"),
+                             Noise(name="noise"), keras.layers.Dense(2, name="out")], name="generator")
+
+
+def discriminator():
+    return keras.Sequential([keras.Input((2,)), keras.layers.Dense(4, activation="tanh", name="dense_1"),
+                             keras.layers.Dense(1, name="out")], name="discriminator")
+
+
+def real_data():
+    return (np.random.default_rng(0).normal(size=(256, 2)) * 0.5 + 1.0).astype("float32")
+'''
 
 
 def _net(name: str = "net") -> keras.Model:
@@ -104,22 +139,11 @@ def test_sequential_functional_and_layer_models_have_shadows_that_compute_alike(
     got.close()
 
 
-class _Noise(keras.layers.Layer):
-    """Adds noise at every call, training or not, from a SeedGenerator of its own (as the Keras VAE example's
-    Sampling layer draws its epsilon)."""
-
-    def __init__(self, **kwargs):
-        super().__init__(**kwargs)
-        self.seeds = keras.random.SeedGenerator(1)
-
-    def call(self, x):
-        return x + 0.1 * keras.random.normal(keras.ops.shape(x), seed=self.seeds)
-
-
-def test_making_the_shadows_leaves_every_variable_of_the_models_as_it_was():
+def test_making_the_shadows_leaves_every_variable_of_the_models_as_it_was(tmp_path):
     """The shadow is checked by calling the model and its shadow on one probe input: a layer that draws in
     call() advanced the training model's seed state, so a run with metrics trained on other noise than without."""
-    net = keras.Sequential([keras.Input((2,)), keras.layers.Dense(3, name="dense"), _Noise(name="noise")], name="net")
+    noise = load_module(write_file(tmp_path, "noisy.py", _NOISY)).Noise  # (a layer of the user's file)
+    net = keras.Sequential([keras.Input((2,)), keras.layers.Dense(3, name="dense"), noise(name="noise")], name="net")
     before = [np.array(v.numpy(), copy=True) for v in net.variables]
     assert any("seed" in v.path for v in net.variables)
     got = MetricsBeside.create(_prepared({"net": net}, None))
@@ -129,14 +153,107 @@ def test_making_the_shadows_leaves_every_variable_of_the_models_as_it_was():
     got.close()
 
 
-def test_the_sample_generator_never_replays_the_training_stream():
-    """The training draws from `Generator.from_seed(seed)`; a `from_seed(seed + 1)` would be the same stream one
-    counter block on (its numbers equal the training's from the fifth on). The sample generator is keyed apart."""
-    import tensorflow as tf
-    from training_core.engine.measuring import sample_generator
-    train = tf.random.Generator.from_seed(0).uniform([64]).numpy()
-    shifted = tf.random.Generator.from_seed(1).uniform([60]).numpy()
-    assert np.array_equal(train[4:], shifted)  # the overlap the keyed generator avoids
-    samples = sample_generator(0).uniform([64]).numpy()
-    assert not np.isin(samples, train).any()
-    assert np.array_equal(sample_generator(0).uniform([8]).numpy(), samples[:8])  # and it is seeded
+# -- real runs with measures beside training ---------------------------------------------------------------------
+def test_measures_beside_training_are_recorded_at_the_step_whose_weights_they_measured(run_dir, monkeypatch):
+    """The ring's metrics every 0.05 s for 500 steps (SHARE raised: measures as often as half their cost allows):
+    each measure but the end's ran on the metrics thread, on the shadows; each value equals the training's own
+    weights at the step it is recorded at (every step changes them: the sums of D's and G's weights), and the
+    record is one, in step order."""
+    monkeypatch.setattr(health, "SHARE", 0.5)
+    watch = Watch()
+    run(RunConfig(example="ring", steps=500, seed=0, run_dir=str(run_dir), metrics_seconds=0.05, fetch_every=50,
+                  checkpoint_every=100), watch)
+    sc = assert_one_ordered_record(run_dir, 500)
+    assert_measured_at_their_steps(sc, watch)
+    assert sc["metric/weights"].steps[0] == 0 and sc["metric/weights"].steps[-1] == 500
+    np.testing.assert_array_equal(sc["metric/modes_covered"].steps, sc["metric/weights"].steps)
+    # every measure ran on the metrics thread, but the end's (on the training thread: the run is over), which a
+    # measure that happened to begin at the last step makes unneeded
+    assert len(watch.beside()) >= len(watch.calls) - 1 and len(watch.beside()) >= 2
+    # (a warning that a measure took longer than 0.05 s may come, on a loaded machine; nothing else)
+    assert not [e for e in read_events(run_dir) if e.kind == "warning" and "more than its interval" not in e.message]
+
+
+def test_batch_normalization_statistics_are_in_the_snapshot(tmp_path, monkeypatch):
+    """A generator with BatchNormalization, whose moving statistics change at every step: each measure's sum of
+    the shadows' non-trainable variables equals the training's at the step it is recorded at."""
+    monkeypatch.setattr(health, "SHARE", 0.5)
+    watch = Watch()
+    run(config(tiny_gan(tmp_path, bn=True), tmp_path / "run", steps=300, metrics_seconds=0.05, fetch_every=20,
+               checkpoint_every=100), watch)
+    sc = assert_one_ordered_record(tmp_path / "run", 300)
+    assert_measured_at_their_steps(sc, watch)
+    assert len(set(sc["metric/stats"].values.tolist())) > 2  # the statistics moved, and were measured moving
+    assert watch.beside()
+
+
+def test_a_run_with_metrics_trains_on_the_noise_of_the_run_without(tmp_path):
+    """A generator layer that draws from its own SeedGenerator at every call: the shadows are checked by calling
+    the model once, which moved its seed state; now the losses are those of the run without metrics, bit for
+    bit, and the measures ran beside training."""
+    plain = write_file(tmp_path, "noisy.py", _NOISY)
+    measured = write_file(tmp_path, "noisy_measured.py", _NOISY + "\n" + SPREAD_METRICS)
+    run(config(plain, tmp_path / "plain", steps=40))
+    run(config(measured, tmp_path / "measured", steps=40, metrics_seconds=0.05))
+    a, b = read_scalars(tmp_path / "plain"), read_scalars(tmp_path / "measured")
+    assert "metric/spread" in b and not [t for t in a if t.startswith("metric/")]
+    for tag in ("loss/D", "loss/G"):
+        np.testing.assert_array_equal(a[tag].steps, b[tag].steps)
+        assert np.array_equal(a[tag].values, b[tag].values), tag
+    assert not [e for e in read_events(tmp_path / "measured") if e.kind == "warning"
+                and "more than its interval" not in e.message]
+
+
+_SUBCLASSED = '''
+"""A GAN shortcut whose generator is a subclassed keras.Model: Keras cannot clone it."""
+import threading
+
+import keras
+import numpy as np
+
+noise_dim = 2
+batch_size = 16
+
+
+class Generator(keras.Model):
+    def __init__(self):
+        super().__init__(name="generator")
+        self.hidden = keras.layers.Dense(4, activation="tanh", name="dense_1")
+        self.out = keras.layers.Dense(2, name="out")
+
+    def call(self, z, training=False):
+        return self.out(self.hidden(z))
+
+
+def generator():
+    g = Generator()
+    g(np.zeros((1, noise_dim), "float32"))
+    return g
+
+
+def discriminator():
+    return keras.Sequential([keras.Input((2,)), keras.layers.Dense(4, activation="tanh", name="dense_1"),
+                             keras.layers.Dense(1, name="out")], name="discriminator")
+
+
+def real_data():
+    return (np.random.default_rng(0).normal(size=(256, 2)) * 0.5 + 1.0).astype("float32")
+
+
+def metrics(ctx):
+    z = ctx.normal((ctx.n, noise_dim))
+    return {"spread": float(np.std(np.asarray(ctx.models.generator(z)))),
+            "beside": float(threading.current_thread().name == "freezeframe-metrics")}
+'''
+
+
+def test_a_subclassed_model_is_measured_on_the_training_thread_with_a_warning(tmp_path):
+    exp = write_file(tmp_path, "subclassed.py", _SUBCLASSED)
+    run(config(exp, tmp_path / "run", steps=200, metrics_seconds=0.02, fetch_every=20))
+    warnings = [e.message for e in read_events(tmp_path / "run") if e.kind == "warning"
+                and "more than its interval" not in e.message]  # (a loaded machine: a measure slower than 0.02 s)
+    assert len(warnings) == 1 and "metrics() runs on the training thread" in warnings[0], warnings
+    assert "subclassed keras.Model (Generator)" in warnings[0]
+    sc = assert_one_ordered_record(tmp_path / "run", 200)
+    assert len(sc["metric/beside"].steps) >= 2 and not sc["metric/beside"].values.any()
+    assert np.all(sc["metric/spread"].values > 0)

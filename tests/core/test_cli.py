@@ -17,6 +17,7 @@ import pytest
 from training_core import RunConfig, Trainer, read_events, read_scalars
 from training_core.cli.headless import build_parser, config_from_args
 
+from .experiment_texts import MISFIT_GAN
 from .helpers import REPO, error_lines, main_cmd, nan_experiment, run_all, tiny_gan, write_file
 
 BAD = {  # name: (arguments, a word the one line must contain)
@@ -158,15 +159,7 @@ def cli(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("cli")
     write_file(tmp, "raises.py", "import keras\n\nx = 1 / 0\n")
     write_file(tmp, "build_raises.py", "def build():\n    raise RuntimeError('boom')\n")
-    write_file(tmp, "misfit.py", """
-        import keras, numpy as np
-        noise_dim = 3
-        def generator():
-            return keras.Sequential([keras.Input((4,)), keras.layers.Dense(2, name="out")], name="generator")
-        def discriminator():
-            return keras.Sequential([keras.Input((2,)), keras.layers.Dense(1, name="out")], name="discriminator")
-        real_data = np.zeros((10, 2), "float32")
-        """)
+    write_file(tmp, "misfit.py", MISFIT_GAN)
     misfit = (tmp / "misfit.py").read_text()  # the GAN shortcut's four names, as variations on one file
     write_file(tmp, "no_real_data.py", misfit.replace('real_data = np.zeros((10, 2), "float32")', ""))
     write_file(tmp, "ratio_text.py", misfit.replace("noise_dim = 3", "noise_dim = 4") + 'ratio = "5:x"\n')

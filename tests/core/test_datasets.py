@@ -14,24 +14,18 @@
 """
 from __future__ import annotations
 
-import random
 import shutil
-import signal
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from training_core import SetFreeze, read_scalars
-from training_core.experiment.api import Models
-from training_core.experiment.loading import load_module
-from training_core.rundir.layout import checkpoint_steps
 from training_core.rundir.samples import list_samples, load_samples
 
-from .helpers import (Script, assert_bitwise_equal, config, main_cmd, run, run_all, snapshot, start, wait_for,
-                      write_file)
-from .test_exactness import FREEZES, STEPS, _frozen_at
+from .helpers import Script, config, main_cmd, run, run_all, snapshot, write_file
+from .plain_loop import DEEP_NET, FREEZES, STEPS, assert_equals_reference
+from .run_pairs import assert_same_losses, kill_one_of_two, last_step
 from .test_multiworker import start_cluster
 
 #: a pipeline as research code writes one: labelled rows, a seeded shuffle, augmentation by stateless ops keyed by
@@ -74,16 +68,8 @@ def build():
 '''
 
 
-def _losses(d) -> dict:
-    return {t: (s.steps, s.values) for t, s in read_scalars(d).items() if t.startswith("loss/")}
-
-
 def _assert_same_losses(a, b, steps: int) -> None:
-    la, lb = _losses(a), _losses(b)
-    assert la.keys() == lb.keys() == {"loss/A", "loss/B"}
-    for tag in la:
-        assert np.array_equal(la[tag][0], lb[tag][0]) and np.array_equal(la[tag][1], lb[tag][1]), tag
-    assert sorted(np.concatenate([s for s, _ in la.values()]).tolist()) == list(range(1, steps + 1))
+    assert_same_losses(a, b, tags={"loss/A", "loss/B"}, steps=steps)
 
 
 RESUME_STEPS = 2000
@@ -98,18 +84,8 @@ def killed_resumed_replayed(tmp_path_factory):
     args = ["--headless", "--experiment", str(exp), "--steps", str(RESUME_STEPS), "--ratio", "3:2",
             "--checkpoint-every", "100", "--fetch-every", "20", "--deterministic", "--quiet"]
     killed, whole, replay = tmp / "killed", tmp / "whole", tmp / "replay"
-    victim = start(main_cmd(*args, "--run-dir", str(killed)))
-    reference = start(main_cmd(*args, "--run-dir", str(whole)))
-    try:
-        assert wait_for(lambda: len(checkpoint_steps(killed)) >= 3 or victim.poll() is not None, timeout=180)
-        wait_for(lambda: False, timeout=random.Random().uniform(0.0, 0.4), interval=0.01)
-    finally:
-        victim.send_signal(signal.SIGKILL)
-        victim.communicate(timeout=60)
-    assert victim.returncode == -signal.SIGKILL, "the run ended before it could be killed"
-    _, err = reference.communicate(timeout=300)
-    assert reference.returncode == 0, err
-    before = max(int(s[-1]) for s, _ in _losses(killed).values())
+    kill_one_of_two(args, killed, whole, checkpoints=3)
+    before = last_step(killed)
     done = run_all({"resume": main_cmd("--headless", "--resume", str(killed), "--quiet", "--deterministic"),
                     "replay": main_cmd("--headless", "--replay", str(whole), "--run-dir", str(replay), "--quiet")},
                    timeout=300)
@@ -159,13 +135,7 @@ def data():
 def make_optimizer(phase):
     return keras.optimizers.Adam(0.01, global_clipnorm=0.05) if phase == "A" else keras.optimizers.AdamW(0.01)
 
-
-def net():
-    layers = [keras.layers.Dense(7, activation="tanh", name=f"a{i}") for i in range(6)]
-    layers += [keras.layers.Dense(7 if i < 5 else 2, activation="tanh" if i < 5 else None, name=f"b{i}")
-               for i in range(6)]
-    return keras.Sequential([keras.Input((5,)), *layers], name="net")
-
+''' + DEEP_NET + '''
 
 def loss(ctx):
     x, y = ctx.batch
@@ -187,44 +157,14 @@ def build():
 '''
 
 
-def _reference(path, initial: dict, seed: int) -> tuple[dict, dict, list[float]]:
-    """The plain Keras loop: the pipeline batched by 16 and repeated, one batch a step; the gradients of the
-    unfrozen variables applied to them by the phase's optimizer."""
+def _batches(seed: int):
+    """The plain loop's batches: the pipeline batched by 16 and repeated, one batch a step."""
     import keras
-    mod = load_module(path)
-    net = mod.net()
-    for v in net.variables:
-        v.assign(initial[v.path])
-    keras.utils.set_random_seed(seed)  # as the run's preparing sets it before build(): the shuffle's seed pair
-    batches = iter(mod.data().repeat().batch(16, drop_remainder=True))
-    phases = {name: [v for v in net.trainable_variables if v.path.startswith(f"net/{name.lower()}")]
-              for name in ("A", "B")}
-    assert all(len(vs) == 12 for vs in phases.values())
-    opts = {name: mod.make_optimizer(name) for name in phases}
-    for name, vs in phases.items():
-        opts[name].build(vs)
-    compiled, losses = {}, []
 
-    def make(name: str, frozen: frozenset):
-        opt, live = opts[name], [v for v in phases[name] if v.path not in frozen]
-
-        @tf.function(autograph=False)
-        def step(batch):
-            with tf.GradientTape() as tape:
-                loss = mod.loss(SimpleNamespace(batch=batch, models=Models(net=net)))
-            opt.apply(tape.gradient(loss, live), live)
-            return loss
-        return step
-
-    for s in range(1, STEPS + 1):
-        name = "A" if s % 2 else "B"
-        frozen = frozenset(_frozen_at(s, [v.path for v in phases[name]]))
-        if (name, frozen) not in compiled:
-            compiled[name, frozen] = make(name, frozen)
-        losses.append(float(compiled[name, frozen](next(batches)).numpy()))
-    weights = {v.path: v.numpy() for v in net.variables}
-    slots = {name: {v.path.split("/", 1)[1]: v.numpy() for v in opt.variables} for name, opt in opts.items()}
-    return weights, slots, losses
+    def make(mod):
+        keras.utils.set_random_seed(seed)  # as the run's preparing sets it before build(): the shuffle's seed pair
+        return iter(mod.data().repeat().batch(16, drop_remainder=True))
+    return make
 
 
 def test_a_pipeline_freezes_exactly_like_a_plain_keras_loop_bit_for_bit(tmp_path, run_dir):
@@ -236,14 +176,7 @@ def test_a_pipeline_freezes_exactly_like_a_plain_keras_loop_bit_for_bit(tmp_path
                          metrics_seconds=0.01), script)
     assert trainer.retraces == 0 and trainer.prepared.data.kind == "pipeline"
     assert len(trainer.prepared.data.pool[0]) == 64  # rows for the samples were taken (all 64 there are)
-    weights, slots, losses = _reference(path, initial, trainer.config.seed)
-    assert_bitwise_equal(snapshot(trainer), weights, "model variables")
-    for name, opt in zip(trainer.prepared.phase_names, trainer.prepared.optimizers):
-        assert_bitwise_equal({v.path.split("/", 1)[1]: v.numpy() for v in opt.variables}, slots[name],
-                             f"optimizer of phase {name}")
-    sc = read_scalars(run_dir)
-    recorded = sorted((s, v) for tag in ("loss/A", "loss/B") for s, v in zip(sc[tag].steps, sc[tag].values))
-    assert np.array_equal(np.float32([v for _, v in recorded]), np.float32(losses))
+    assert_equals_reference(trainer, run_dir, path, initial, batches=_batches(trainer.config.seed))
     assert list_samples(run_dir)
 
 

@@ -216,7 +216,7 @@ def test_a_worker_waiting_for_its_cluster_says_so_and_stops_on_a_signal(tmp_path
     assert not run_dir.exists()
 
 
-RESUME_DRIVER = '''
+ROLLBACK_DRIVER = '''
 import hashlib, json, sys
 sys.path.insert(0, {repo!r})
 from training_core import Observer, RunConfig, Trainer
@@ -224,25 +224,49 @@ from training_core.base.commands import Rollback
 from training_core.engine.distribute import is_chief
 
 class Back(Observer):
-    """On the chief, once: a rollback to step 20, a checkpoint from before the resume at 40."""
+    """On the chief, once, from step {at} on: {rollback}."""
     sent = False
     def on_prepared(self, trainer):
         self.trainer = trainer
     def on_metrics(self, batch):
-        if is_chief("multiworker") and not self.sent and batch.status.step >= 45:
+        if is_chief("multiworker") and not self.sent and batch.status.step >= {at}:
             self.sent = True
-            self.trainer.send(Rollback(step=20))
+            self.trainer.send({rollback})
     def on_event(self, e):
         if e.kind in ("rollback", "rejected", "error"):
             print(json.dumps({{"event": e.kind, "step": e.step}}), flush=True)
 
-cfg = RunConfig.read_toml({run_dir!r} + "/config.toml")
-cfg.steps = 70
-trainer = Trainer(cfg, Back(), resume=True)
+{config}
+trainer = Trainer(cfg, Back(), resume={resume})
 trainer.run()
 digest = hashlib.sha256(b"".join(v.numpy().tobytes() for v in trainer.prepared.variables)).hexdigest()
 print(json.dumps({{"weights": digest, "step": trainer.step}}), flush=True)
 '''
+
+
+def rollback_driver(directory: Path, name: str, at: int, rollback: str, config: str, resume: bool) -> Path:
+    """A script for every worker: `config` (Python that makes `cfg`) run with `Rollback(...)` sent once on the chief
+    from step `at` on; it prints each rollback, rejection or error, then a digest of the weights and the last step."""
+    return write_file(directory, name, ROLLBACK_DRIVER.format(repo=str(REPO), at=at, rollback=rollback, config=config,
+                                                              resume=resume))
+
+
+def assert_rolled_back_alike(procs: list[subprocess.Popen], steps: int, timeout: float) -> None:
+    """Every worker of `procs` (running a `rollback_driver`) ends with exit 0, applied the rollback (none was
+    rejected, nothing failed), and ends with the others' weights bit for bit at step `steps`."""
+    try:
+        outs = [p.communicate(timeout=timeout) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+    assert [p.returncode for p in procs] == [0, 0], [o[1][-2000:] for o in outs]
+    lines = [[json.loads(ln) for ln in o[0].splitlines() if ln.startswith("{")] for o in outs]
+    for got in lines:
+        assert [d["event"] for d in got if "event" in d] == ["rollback"], got
+    chief, worker = (got[-1] for got in lines)
+    assert chief["weights"] == worker["weights"] and chief["step"] == worker["step"] == steps
 
 
 def test_a_resumed_multiworker_run_rolls_back_to_a_checkpoint_from_before_the_resume_on_every_worker(tmp_path):
@@ -254,15 +278,10 @@ def test_a_resumed_multiworker_run_rolls_back_to_a_checkpoint_from_before_the_re
                                    "--strategy", "multiworker", "--steps", "40", "--run-dir", str(run_dir)))
     outs = [p.communicate(timeout=600) for p in first]
     assert [p.returncode for p in first] == [0, 0], [o[1][-2000:] for o in outs]
-    driver = write_file(tmp_path, "back.py", RESUME_DRIVER.format(repo=str(REPO), run_dir=str(run_dir)))
-    second = start_cluster([sys.executable, str(driver)])
-    outs = [p.communicate(timeout=600) for p in second]
-    assert [p.returncode for p in second] == [0, 0], [o[1][-2000:] for o in outs]
-    lines = [[json.loads(ln) for ln in o[0].splitlines() if ln.startswith("{")] for o in outs]
-    for got in lines:
-        assert [d["event"] for d in got if "event" in d] == ["rollback"], got
-    chief, worker = (got[-1] for got in lines)
-    assert chief["weights"] == worker["weights"] and chief["step"] == worker["step"] == 70
+    # on the chief, once: a rollback to step 20, a checkpoint from before the resume at 40
+    driver = rollback_driver(tmp_path, "back.py", at=45, rollback="Rollback(step=20)", resume=True,
+                             config=f"cfg = RunConfig.read_toml({str(run_dir)!r} + '/config.toml')\ncfg.steps = 70")
+    assert_rolled_back_alike(start_cluster([sys.executable, str(driver)]), steps=70, timeout=600)
 
 
 class Loopback:
@@ -321,35 +340,6 @@ def test_a_nan_found_before_a_command_pauses_every_worker_at_one_boundary(tmp_pa
     assert events[-1].kind == "stop" and events[-1].step == pause.step
 
 
-NAN_DRIVER = '''
-import hashlib, json, sys
-sys.path.insert(0, {repo!r})
-from training_core import Observer, RunConfig, Trainer
-from training_core.base.commands import Rollback
-from training_core.engine.distribute import is_chief
-
-class Back(Observer):
-    """On the chief, once, 20 steps into the NaN: a rollback to the checkpoint at step 0, the one before it."""
-    sent = False
-    def on_prepared(self, trainer):
-        self.trainer = trainer
-    def on_metrics(self, batch):
-        if is_chief("multiworker") and not self.sent and batch.status.step >= 22:
-            self.sent = True
-            self.trainer.send(Rollback(step=0, lr_factor=1.0))
-    def on_event(self, e):
-        if e.kind in ("rollback", "rejected", "error"):
-            print(json.dumps({{"event": e.kind, "step": e.step}}), flush=True)
-
-cfg = RunConfig(experiment_file={experiment!r}, example=None, strategy="multiworker", sync_every=5, steps=40,
-                run_dir={run_dir!r}, fetch_every=1, checkpoint_every=5, tensorboard=False, on_nan="continue")
-trainer = Trainer(cfg, Back())
-trainer.run()
-digest = hashlib.sha256(b"".join(v.numpy().tobytes() for v in trainer.prepared.variables)).hexdigest()
-print(json.dumps({{"weights": digest, "step": trainer.step}}), flush=True)
-'''
-
-
 def test_workers_skip_the_same_checkpoints_while_a_loss_is_not_finite(tmp_path):
     """The loss turns NaN at step 2 and the run goes on (`on_nan="continue"`); only the chief has the NaN alarm. It
     skipped its checkpoints at once while the other worker saved every one, whose "last 3 kept" then deleted the
@@ -358,19 +348,10 @@ def test_workers_skip_the_same_checkpoints_while_a_loss_is_not_finite(tmp_path):
     the rollback applies on both."""
     from .helpers import nan_experiment
     run_dir = tmp_path / "run"
-    driver = write_file(tmp_path, "nan_driver.py", NAN_DRIVER.format(
-        repo=str(REPO), experiment=str(nan_experiment(tmp_path)), run_dir=str(run_dir)))
-    procs = start_cluster([sys.executable, str(driver)])
-    try:
-        outs = [p.communicate(timeout=300) for p in procs]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.communicate()
-    assert [p.returncode for p in procs] == [0, 0], [o[1][-2000:] for o in outs]
-    lines = [[json.loads(ln) for ln in o[0].splitlines() if ln.startswith("{")] for o in outs]
-    for got in lines:
-        assert [d["event"] for d in got if "event" in d] == ["rollback"], got
-    chief, worker = (got[-1] for got in lines)
-    assert chief["weights"] == worker["weights"] and chief["step"] == worker["step"] == 40
+    # on the chief, once, 20 steps into the NaN: a rollback to the checkpoint at step 0, the one before it
+    config = (f"cfg = RunConfig(experiment_file={str(nan_experiment(tmp_path))!r}, example=None, strategy='multiworker', "
+              f"sync_every=5, steps=40, run_dir={str(run_dir)!r}, fetch_every=1, checkpoint_every=5, "
+              "tensorboard=False, on_nan='continue')")
+    driver = rollback_driver(tmp_path, "nan_driver.py", at=22, rollback="Rollback(step=0, lr_factor=1.0)",
+                             config=config, resume=False)
+    assert_rolled_back_alike(start_cluster([sys.executable, str(driver)]), steps=40, timeout=300)

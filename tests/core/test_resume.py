@@ -5,9 +5,7 @@ switch) comes back from the checkpoint; and the weights are in Keras' own format
 """
 from __future__ import annotations
 
-import random
 from dataclasses import replace
-import signal
 
 import keras
 import numpy as np
@@ -16,26 +14,17 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from training_core import (RunConfig, SetFreeze, SetFreezeMethod, SetRatio, Stop, Trainer, read_events,
                            read_scalars, read_variables)
-from training_core.rundir.layout import checkpoint_steps
 
-from .helpers import REPO, Script, config, main_cmd, start, tiny_gan, wait_for
+from .experiment_texts import NOISE_LAYER, SPREAD_METRICS
+from .helpers import REPO, Script, config, main_cmd, start, tiny_gan
+from .run_pairs import assert_same_losses, kill_one_of_two, last_step, losses
 
 STEPS = 2000
 
 
-def _losses(d) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    return {t: (s.steps, s.values) for t, s in read_scalars(d).items() if t.startswith("loss/")}
-
-
 def _assert_same_record(a, b) -> None:
     """Every loss row and every per-variable row equal, bit for bit, in the same steps."""
-    la, lb = _losses(a), _losses(b)
-    assert la.keys() == lb.keys()
-    for tag in la:
-        np.testing.assert_array_equal(la[tag][0], lb[tag][0], err_msg=tag)
-        np.testing.assert_array_equal(la[tag][1], lb[tag][1], err_msg=tag)
-    steps = np.sort(np.concatenate([s for s, _ in la.values()]))
-    np.testing.assert_array_equal(steps, np.arange(1, STEPS + 1))  # no step twice, none missing
+    assert_same_losses(a, b, steps=STEPS)
     for ra, rb in zip(read_variables(a), read_variables(b), strict=True):
         np.testing.assert_array_equal(ra.steps, rb.steps)
         for kind in ("update_norm", "update_ratio", "grad_norm", "frozen"):
@@ -52,19 +41,8 @@ def killed_and_resumed(tmp_path_factory):
             "generator/dense_1", "--checkpoint-every", "100", "--fetch-every", "20", "--var-every", "7",
             "--deterministic", "--quiet"]
     killed, whole = tmp / "killed", tmp / "whole"
-    victim = start(main_cmd(*args, "--run-dir", str(killed)))
-    reference = start(main_cmd(*args, "--run-dir", str(whole)))
-    try:
-        assert wait_for(lambda: len(checkpoint_steps(killed)) >= 3 or victim.poll() is not None, timeout=180)
-        delay = random.Random().uniform(0.0, 0.4)  # anywhere: mid-step, mid-write, mid-checkpoint
-        wait_for(lambda: False, timeout=delay, interval=0.01)
-    finally:
-        victim.send_signal(signal.SIGKILL)
-        victim.communicate(timeout=60)
-    assert victim.returncode == -signal.SIGKILL, "the run ended before it could be killed"
-    _, err = reference.communicate(timeout=300)
-    assert reference.returncode == 0, err
-    before = max(int(s[-1]) for s, _ in _losses(killed).values())
+    delay = kill_one_of_two(args, killed, whole, checkpoints=3)  # anywhere: mid-step, mid-write, mid-checkpoint
+    before = last_step(killed)
     resumed = start(main_cmd("--headless", "--resume", str(killed), "--quiet", "--deterministic"))
     out, err = resumed.communicate(timeout=300)
     assert resumed.returncode == 0, err
@@ -174,9 +152,9 @@ def test_stopped_and_resumed_continues_where_it_stood(tmp_path, name):
 
     Trainer(cfg("whole"), Script({k: list(v) for k, v in at.items()})).run()
     Trainer(cfg("parts"), Script({**{k: list(v) for k, v in at.items()}, 67: [Stop()]})).run()
-    assert max(int(s[-1]) for s, _ in _losses(tmp_path / "parts").values()) == 67
+    assert last_step(tmp_path / "parts") == 67
     Trainer(RunConfig.read_toml(tmp_path / "parts" / "config.toml"), Script(), resume=True).run()
-    a, b = _losses(tmp_path / "parts"), _losses(tmp_path / "whole")
+    a, b = losses(tmp_path / "parts"), losses(tmp_path / "whole")
     for tag in b:
         np.testing.assert_array_equal(a[tag][0], b[tag][0], err_msg=tag)
         np.testing.assert_array_equal(a[tag][1], b[tag][1], err_msg=tag)
@@ -198,7 +176,7 @@ def test_resume_with_a_new_step_target_and_learning_rate(tmp_path):
     resumed = next(e for e in events if e.kind == "resumed")
     lr = next(e for e in events if e.kind == "lr")
     assert (resumed.step, resumed.steps, lr.step, lr.phase, lr.value) == (40, 60, 40, "G", 1e-4)
-    steps = np.sort(np.concatenate([s for s, _ in _losses(d).values()]))
+    steps = np.sort(np.concatenate([s for s, _ in losses(d).values()]))
     np.testing.assert_array_equal(steps, np.arange(1, 61))
 
 
@@ -240,7 +218,7 @@ def test_a_mirrored_run_resumed_on_one_device(mirrored_run, tmp_path, options):
     assert main(["--headless", "--resume", str(d), "--steps", "12", "--quiet", *options]) == 0
     resumed = next(e for e in read_events(d) if e.kind == "resumed")
     assert (resumed.step, resumed.device, resumed.strategy, resumed.replicas) == (6, "CPU", "single", 1)
-    steps = np.sort(np.concatenate([s for s, _ in _losses(d).values()]))
+    steps = np.sort(np.concatenate([s for s, _ in losses(d).values()]))
     np.testing.assert_array_equal(steps, np.arange(1, 13))
 
 
@@ -310,30 +288,10 @@ def real_data():
 '''
 
 
-def _assert_same_losses(a, b) -> None:
-    la, lb = _losses(a), _losses(b)
-    assert la.keys() == lb.keys() == {"loss/D", "loss/G"}
-    for tag in la:
-        np.testing.assert_array_equal(la[tag][0], lb[tag][0], err_msg=tag)
-        assert np.array_equal(la[tag][1], lb[tag][1]), (tag, la[tag][0][la[tag][1] != lb[tag][1]][:5])
-
-
 #: a layer that draws at every call, training or not (as the Keras VAE's Sampling), and a metrics(ctx): the shadows
 #: are made at each run's begin, a resumed one's too, by calling the model once
-_ALWAYS = _NOISY.replace("keras.layers.GaussianNoise(0.1), ", "keras.layers.GaussianNoise(0.1), Noise(), ") + '''
-
-class Noise(keras.layers.Layer):
-    def __init__(self, **kwargs):
-        super().__init__(**kwargs)
-        self.seeds = keras.random.SeedGenerator(1)
-
-    def call(self, x):
-        return x + 0.1 * keras.random.normal(keras.ops.shape(x), seed=self.seeds)
-
-
-def metrics(ctx):
-    return {"spread": float(np.std(np.asarray(ctx.models.generator(ctx.normal((ctx.n, noise_dim))))))}
-'''
+_ALWAYS = (_NOISY.replace("keras.layers.GaussianNoise(0.1), ", "keras.layers.GaussianNoise(0.1), Noise(), ") + "\n"
+           + NOISE_LAYER + "\n" + SPREAD_METRICS)
 
 
 @pytest.mark.parametrize("source", ["dropout and noise", "a layer drawing at every call, with metrics"])
@@ -346,9 +304,9 @@ def test_a_model_that_draws_in_its_layers_resumes_exactly_in_one_process(tmp_pat
     kw = {} if source == "dropout and noise" else {"metrics_seconds": 0.05}
     Trainer(config(exp, tmp_path / "whole", steps=150, checkpoint_every=50, **kw)).run()
     Trainer(config(exp, tmp_path / "parts", steps=150, checkpoint_every=50, **kw), Script({67: [Stop()]})).run()
-    assert max(int(s[-1]) for s, _ in _losses(tmp_path / "parts").values()) == 67
+    assert last_step(tmp_path / "parts") == 67
     Trainer(RunConfig.read_toml(tmp_path / "parts" / "config.toml"), resume=True).run()
-    _assert_same_losses(tmp_path / "parts", tmp_path / "whole")
+    assert_same_losses(tmp_path / "parts", tmp_path / "whole", tags={"loss/D", "loss/G"})
 
 
 def test_a_model_that_draws_in_its_layers_killed_and_resumed_in_a_new_process_resumes_exactly(tmp_path):
@@ -359,17 +317,8 @@ def test_a_model_that_draws_in_its_layers_killed_and_resumed_in_a_new_process_re
     args = ["--headless", "--experiment", str(exp), "--steps", "1500", "--checkpoint-every", "100", "--fetch-every",
             "20", "--deterministic", "--quiet", "--no-tensorboard"]
     killed, whole = tmp_path / "killed", tmp_path / "whole"
-    victim = start(main_cmd(*args, "--run-dir", str(killed)))
-    reference = start(main_cmd(*args, "--run-dir", str(whole)))
-    try:
-        assert wait_for(lambda: len(checkpoint_steps(killed)) >= 2 or victim.poll() is not None, timeout=180)
-    finally:
-        victim.send_signal(signal.SIGKILL)
-        victim.communicate(timeout=60)
-    assert victim.returncode == -signal.SIGKILL, "the run ended before it could be killed"
-    _, err = reference.communicate(timeout=300)
-    assert reference.returncode == 0, err
+    kill_one_of_two(args, killed, whole, checkpoints=2, at_random=False)
     resumed = start(main_cmd("--headless", "--resume", str(killed), "--quiet", "--deterministic"))
     _, err = resumed.communicate(timeout=300)
     assert resumed.returncode == 0, err
-    _assert_same_losses(killed, whole)
+    assert_same_losses(killed, whole, tags={"loss/D", "loss/G"})
