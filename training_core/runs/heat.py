@@ -70,6 +70,8 @@ class HeatGrid:
         self._buf = np.zeros((4, n_rows, 0))  # sum of log10, count > 0, zeros frozen, zeros not frozen
         self._n = 0  # columns in use; the buffer has room for more (a copy of it per new column was most of a
         # wide refresh)
+        self._changed: tuple[int, int] | None = None  # stored columns [lo, hi) changed since `changes()`
+        self._moved = True  # every column changed or moved (coarsened, shifted) since `changes()`
 
     @property
     def _sums(self) -> np.ndarray:
@@ -77,6 +79,7 @@ class HeatGrid:
 
     def _set(self, sums: np.ndarray, room: int = 0) -> None:
         self._n = sums.shape[2]
+        self._moved = True
         self._buf = np.concatenate([sums, np.zeros(sums.shape[:2] + (room,))], axis=2) if room else sums
 
     @property
@@ -103,6 +106,7 @@ class HeatGrid:
         with np.errstate(divide="ignore", invalid="ignore"):
             logs = np.where(pos, np.log10(np.where(pos, v, 1.0)), 0.0)
         size = self.n_rows * span
+        self._mark(c_lo, c_hi)
         for i, w in enumerate((logs, pos, zero & f, zero & ~f)):
             self._sums[i][:, c_lo:c_hi] += np.bincount(flat, weights=w.ravel().astype(np.float64),
                                                        minlength=size).reshape(self.n_rows, span)
@@ -128,7 +132,18 @@ class HeatGrid:
             if self._n + right > self._buf.shape[2]:
                 self._set(self._sums.copy(), room=max(right, self._n))
             self._buf[:, :, self._n:self._n + right] = 0.0
+            self._mark(self._n, self._n + right)
             self._n += right
+
+    def _mark(self, lo: int, hi: int) -> None:
+        self._changed = (lo, hi) if self._changed is None else (min(lo, self._changed[0]), max(hi, self._changed[1]))
+
+    def changes(self) -> tuple[int, int]:
+        """The stored columns [lo, hi) that changed since the last call (every column after a merge or a shift:
+        they moved), so that a view redraws only those: a live tick's records land in the newest one or two."""
+        got = (0, self._n) if self._moved else (self._changed or (0, 0))
+        self._changed, self._moved = None, False
+        return got
 
     def _coarsen(self) -> None:
         """Twice as wide bins: column c goes to c // 2 (exact: the sums add up)."""
@@ -148,15 +163,15 @@ class HeatGrid:
             else:
                 self.width *= 2
 
-    def log_means(self) -> np.ndarray:
-        """(rows, columns) mean of log10 over the records > 0; NaN where there are none."""
-        s, n = self._sums[0], self._sums[1]
+    def log_means(self, lo: int = 0, hi: int | None = None) -> np.ndarray:
+        """(rows, columns lo..hi) mean of log10 over the records > 0; NaN where there are none."""
+        s, n = self._sums[0][:, lo:hi], self._sums[1][:, lo:hi]
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(n > 0, s / np.where(n > 0, n, 1), np.nan)
 
-    def zero_state(self) -> np.ndarray:
-        """(rows, columns): ZERO_FROZEN or ZERO_FREE where every record was exactly 0, else 0."""
-        n, zf, zn = self._sums[1], self._sums[2], self._sums[3]
+    def zero_state(self, lo: int = 0, hi: int | None = None) -> np.ndarray:
+        """(rows, columns lo..hi): ZERO_FROZEN or ZERO_FREE where every record was exactly 0, else 0."""
+        n, zf, zn = (self._sums[i][:, lo:hi] for i in (1, 2, 3))
         out = np.zeros(n.shape, dtype=np.int8)
         zero = (n == 0) & (zf + zn > 0)
         out[zero & (zf > 0)] = ZERO_FROZEN
