@@ -9,8 +9,9 @@ frozen), magenta "0 (no update)" (it trains but did not move), the curves' two f
 no record of a variable stays blank.
 
 Live and cheap: each refresh adds only the records that arrived since the last one into the grid's
-sums (nothing dropped; bins merge pairwise when they become too many), and the image is set once
-per refresh that brought data. Painting it is one scaled `drawImage`.
+sums (nothing dropped; bins merge pairwise when they become too many), computes again only the image's
+columns those changed (`HeatGrid.changes`), and sets the image once per refresh that brought data.
+Painting it is one scaled `drawImage`.
 """
 from __future__ import annotations
 
@@ -130,7 +131,7 @@ class UpdateHeatmap:
                 if len(steps) == done:
                     continue
                 cols, grid_rows = self._columns(ly, phase, paths)
-                if cols:
+                if len(cols):
                     self.grid.widen_to(record_spacing(view.x(ly, steps[-16:], wall[-16:])))
                     self.grid.add(grid_rows, view.x(ly, steps[done:], wall[done:]), values[done:, cols],
                                   frozen[done:, cols])
@@ -140,14 +141,15 @@ class UpdateHeatmap:
             self._render()
         return grown
 
-    def _columns(self, ly: Layer, phase: str, paths: tuple[str, ...]) -> tuple[list[int], np.ndarray]:
+    def _columns(self, ly: Layer, phase: str, paths: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
         """The columns of a phase's records that are rows here, and their rows (kept until the rows change: a
         pass over 500 variables a tick otherwise)."""
         got = self._cols.get((ly.key, phase))
         if got is None or got[0] != len(paths):
             row_of = {(lay.key, p): i for i, (lay, p) in enumerate(self.rows)}
             cols = [j for j, p in enumerate(paths) if (ly.key, p) in row_of and ly.data.phase_of(p) == phase]
-            got = (len(paths), cols, np.array([row_of[(ly.key, paths[j])] for j in cols], dtype=np.int64))
+            got = (len(paths), np.array(cols, dtype=np.intp),  # an array: a list was converted at every tick
+                   np.array([row_of[(ly.key, paths[j])] for j in cols], dtype=np.int64))
             self._cols[(ly.key, phase)] = got
         return got[1], got[2]
 

@@ -67,7 +67,10 @@ class HeatGrid:
     def __init__(self, n_rows: int, width: float = 1.0, max_columns: int = MAX_COLUMNS) -> None:
         self.n_rows, self.width, self.max_columns = n_rows, float(width), max_columns
         self.c0 = 0
-        self._buf = np.zeros((4, n_rows, 0))  # sum of log10, count > 0, zeros frozen, zeros not frozen
+        # column, then (sum of log10, count > 0, zeros frozen, zeros not frozen), then row: a live tick adds to
+        # its newest one or two columns, each one contiguous block (rows outermost, the 500 rows' strided adds
+        # four times a phase were most of a wide tick's `add`)
+        self._buf = np.zeros((0, 4, n_rows))
         self._n = 0  # columns in use; the buffer has room for more (a copy of it per new column was most of a
         # wide refresh)
         self._changed: tuple[int, int] | None = None  # stored columns [lo, hi) changed since `changes()`
@@ -75,12 +78,13 @@ class HeatGrid:
 
     @property
     def _sums(self) -> np.ndarray:
-        return self._buf[:, :, :self._n]
+        """(4, rows, columns): a view of the buffer."""
+        return self._buf[:self._n].transpose(1, 2, 0)
 
     def _set(self, sums: np.ndarray, room: int = 0) -> None:
         self._n = sums.shape[2]
         self._moved = True
-        self._buf = np.concatenate([sums, np.zeros(sums.shape[:2] + (room,))], axis=2) if room else sums
+        self._buf = np.concatenate([np.transpose(sums, (2, 0, 1)), np.zeros((room,) + sums.shape[:2])])
 
     @property
     def n_columns(self) -> int:
@@ -94,22 +98,22 @@ class HeatGrid:
         v = np.asarray(values, dtype=np.float64)
         cols = np.floor(x / self.width).astype(np.int64)
         self._cover(int(cols.min()), int(cols.max()))
-        cols = (np.floor(x / self.width).astype(np.int64) - self.c0)[:, None]
+        cols = np.floor(x / self.width).astype(np.int64) - self.c0
         # only the columns the records fall in (a live tick's: the newest one or two), not the whole grid: a
         # bincount the size of 500 rows x 512 columns, four times a phase, was most of a wide refresh
         c_lo, c_hi = int(cols.min()), int(cols.max()) + 1
-        span = c_hi - c_lo
-        flat = (np.asarray(rows, dtype=np.int64)[None, :] * span + (cols - c_lo)).ravel()
+        span, n = c_hi - c_lo, self.n_rows
         pos = (v > 0) & np.isfinite(v)
         zero = v == 0
         f = np.asarray(frozen, dtype=bool)
         with np.errstate(divide="ignore", invalid="ignore"):
             logs = np.where(pos, np.log10(np.where(pos, v, 1.0)), 0.0)
-        size = self.n_rows * span
+        # one bincount for the four sums: index (column, sum, row), the buffer's order from column c_lo
+        flat = ((cols - c_lo)[None, :, None] * (4 * n) + np.arange(4)[:, None, None] * n
+                + np.asarray(rows, dtype=np.int64)[None, None, :]).ravel()
+        weights = np.stack([logs, pos, zero & f, zero & ~f]).astype(np.float64).ravel()
         self._mark(c_lo, c_hi)
-        for i, w in enumerate((logs, pos, zero & f, zero & ~f)):
-            self._sums[i][:, c_lo:c_hi] += np.bincount(flat, weights=w.ravel().astype(np.float64),
-                                                       minlength=size).reshape(self.n_rows, span)
+        self._buf[c_lo:c_hi] += np.bincount(flat, weights=weights, minlength=span * 4 * n).reshape(span, 4, n)
 
     def _cover(self, lo: int, hi: int) -> None:
         """Make room for absolute columns lo..hi, halving the resolution while there are too many."""
@@ -129,9 +133,9 @@ class HeatGrid:
             self._set(np.pad(self._sums, ((0, 0), (0, 0), (left, right))), room=self.max_columns)
             self.c0 = first
         elif right:
-            if self._n + right > self._buf.shape[2]:
-                self._set(self._sums.copy(), room=max(right, self._n))
-            self._buf[:, :, self._n:self._n + right] = 0.0
+            if self._n + right > self._buf.shape[0]:
+                self._set(self._sums, room=max(right, self._n))
+            self._buf[self._n:self._n + right] = 0.0
             self._mark(self._n, self._n + right)
             self._n += right
 
