@@ -215,13 +215,20 @@ def top_movers(runs: Sequence[RunData], paths: Sequence[str], kind: str = "updat
                 continue
             with np.errstate(invalid="ignore"):
                 means = np.nanmean(np.where(np.isfinite(tail), tail, np.nan), axis=0)
-            now = np.asarray(frozen[-1], dtype=bool)
-            for p, m, f in zip(names, means.tolist(), now.tolist()):
-                if p in wanted and m > 0 and not f and data.phase_of(p) == phase:
+            # the moving, not frozen ones first, with numpy: a Python pass over every variable was most of a
+            # wide refresh's ranking (500 variables: ~1 ms)
+            live = np.flatnonzero((means > 0) & ~np.asarray(frozen[-1], dtype=bool))
+            for j, m in zip(live.tolist(), means[live].tolist()):
+                p = names[j]
+                if p in wanted and data.phase_of(p) == phase:
                     scores[p] = max(scores.get(p, 0.0), m)
     order = {p: i for i, p in enumerate(paths)}
-    ranked = sorted(scores, key=lambda p: (-scores[p], order[p]))
-    held = [p for p in keep if p in ranked[:2 * k]][:k]
+    names = list(scores)
+    value = np.fromiter(scores.values(), dtype=np.float64, count=len(names))
+    place = np.fromiter((order[p] for p in names), dtype=np.int64, count=len(names))
+    ranked = [names[i] for i in np.lexsort((place, -value))[:2 * k].tolist()]  # by (-score, order): the top 2·k
+    # are all the choice below reads (`held` are among them, and at least k others)
+    held = [p for p in keep if p in ranked][:k]
     chosen = held + [p for p in ranked if p not in held][:k - len(held)]
     return sorted(chosen, key=lambda p: (-scores[p], order[p]))
 
