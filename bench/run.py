@@ -170,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
                  "< 10 s (500 variables)"))
     ww = measure_wide_window(5 if q else 30)
     rows.append(("window refresh, 500 vs 12 variables", f"{ww['total_wide_ms']:.1f} vs {ww['total_small_ms']:.1f} ms "
-                 f"a tick with data = {ww['ratio']:.1f} x (scope tree {ww['wide']['tree']:.2f} vs "
+                 f"a tick with data = {ww['ratio']:.2f} x (scope tree {ww['wide']['tree']:.2f} vs "
                  f"{ww['small']['tree']:.2f} ms; 500 drawn as the heat map; ticks interleaved)", "≤ 1.2 x"))
     st = startup(1 if q else 3)
     rows.append(("window visible after launch", f"{st['window_visible_s']:.2f} s", "< 2 s"))

@@ -8,6 +8,7 @@ model is bench/wide_gan.py's shape (2 models × 125 layers × kernel and bias), 
 `python bench/wide_window.py` prints the table; bench/run.py adds its summary row."""
 from __future__ import annotations
 
+import os
 import statistics
 import sys
 import time
@@ -109,15 +110,26 @@ def measure(ticks: int = 30, steps_per_tick: int = 200) -> dict:
 
 
 def main() -> int:
+    """`--runs N`: N measures one after another, each with its hour and load, and their median ratio (the
+    machine is shared: one run's ratio says little)."""
     quick = "--quick" in sys.argv
-    r = measure(5 if quick else 30)
-    print("| part (median ms per tick with data) | 12 variables | 500 variables | ratio |")
-    print("| --- | --- | --- | --- |")
-    for part in ("states", "tree", "plots", "paint"):
-        a, b = r["small"][part], r["wide"][part]
-        print(f"| {part} | {a:.2f} | {b:.2f} | {b / a:.1f} |")
-    print(f"| whole tick | {r['total_small_ms']:.2f} | {r['total_wide_ms']:.2f} | {r['ratio']:.1f} |")
-    print(f"(500 variables drawn as {'the heat map' if r['wide']['heat_map'] else 'curves'})")
+    runs = int(sys.argv[sys.argv.index("--runs") + 1]) if "--runs" in sys.argv else 1
+    ratios = []
+    for k in range(runs):
+        hour, load = time.strftime("%H:%M:%S", time.gmtime()), os.getloadavg()[0]
+        r = measure(5 if quick else 30)
+        ratios.append(r["ratio"])
+        print(f"run {k + 1} of {runs}, {hour} UTC, load {load:.1f}")
+        print("| part (median ms per tick with data) | 12 variables | 500 variables | ratio |")
+        print("| --- | --- | --- | --- |")
+        for part in ("states", "tree", "plots", "paint"):
+            a, b = r["small"][part], r["wide"][part]
+            print(f"| {part} | {a:.2f} | {b:.2f} | {b / a:.2f} |")
+        print(f"| whole tick | {r['total_small_ms']:.2f} | {r['total_wide_ms']:.2f} | {r['ratio']:.2f} |")
+        print(f"(500 variables drawn as {'the heat map' if r['wide']['heat_map'] else 'curves'})")
+    if runs > 1:
+        print(f"ratios {', '.join(f'{x:.2f}' for x in ratios)}; median {statistics.median(ratios):.2f}; "
+              f"within 1.2x in {sum(x <= 1.2 for x in ratios)} of {runs}")
     return 0
 
 

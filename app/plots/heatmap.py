@@ -9,8 +9,9 @@ frozen), magenta "0 (no update)" (it trains but did not move), the curves' two f
 no record of a variable stays blank.
 
 Live and cheap: each refresh adds only the records that arrived since the last one into the grid's
-sums (nothing dropped; bins merge pairwise when they become too many), and the image is set once
-per refresh that brought data. Painting it is one scaled `drawImage`.
+sums (nothing dropped; bins merge pairwise when they become too many), computes again only the image's
+columns those changed (`HeatGrid.changes`), and sets the image once per refresh that brought data.
+Painting it is one scaled `drawImage`.
 """
 from __future__ import annotations
 
@@ -91,6 +92,9 @@ class UpdateHeatmap:
         self._consumed: dict[tuple[str, str], int] = {}
         self._cols: dict[tuple[str, str], tuple] = {}  # (run, phase) -> (variables, columns, rows) (`_columns`)
         self._view: PlotView | None = None
+        self._cells: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # (log means, as float32, zero
+        # cells' RGBA) of the grid's columns, with room for more (`_render`)
+        self._shown = 0  # columns in them
         self._blocks: list[tuple[str, int, int]] = []
         self._lines: list[pg.InfiniteLine] = []
         self._labels: list[QtWidgets.QGraphicsTextItem] = []
@@ -127,7 +131,7 @@ class UpdateHeatmap:
                 if len(steps) == done:
                     continue
                 cols, grid_rows = self._columns(ly, phase, paths)
-                if cols:
+                if len(cols):
                     self.grid.widen_to(record_spacing(view.x(ly, steps[-16:], wall[-16:])))
                     self.grid.add(grid_rows, view.x(ly, steps[done:], wall[done:]), values[done:, cols],
                                   frozen[done:, cols])
@@ -137,14 +141,15 @@ class UpdateHeatmap:
             self._render()
         return grown
 
-    def _columns(self, ly: Layer, phase: str, paths: tuple[str, ...]) -> tuple[list[int], np.ndarray]:
+    def _columns(self, ly: Layer, phase: str, paths: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
         """The columns of a phase's records that are rows here, and their rows (kept until the rows change: a
         pass over 500 variables a tick otherwise)."""
         got = self._cols.get((ly.key, phase))
         if got is None or got[0] != len(paths):
             row_of = {(lay.key, p): i for i, (lay, p) in enumerate(self.rows)}
             cols = [j for j, p in enumerate(paths) if (ly.key, p) in row_of and ly.data.phase_of(p) == phase]
-            got = (len(paths), cols, np.array([row_of[(ly.key, paths[j])] for j in cols], dtype=np.int64))
+            got = (len(paths), np.array(cols, dtype=np.intp),  # an array: a list was converted at every tick
+                   np.array([row_of[(ly.key, paths[j])] for j in cols], dtype=np.int64))
             self._cols[(ly.key, phase)] = got
         return got[1], got[2]
 
@@ -155,6 +160,7 @@ class UpdateHeatmap:
             self.mode = mode
             self._set_title()
         self.grid = HeatGrid(len(rows), width=1.0 / 64 if view.by_time else 1.0)
+        self._cells = None
         self.image.clear()
         self.zero_image.clear()
         self._blocks = []
@@ -187,23 +193,42 @@ class UpdateHeatmap:
         self.highlight(self.highlighted)
 
     def _render(self) -> None:
+        """The image of the grid: only the columns that changed are computed again (a live tick's one or two
+        newest; all after a merge), into buffers with room for more columns, so a tick's cost follows its
+        records, not the grid (the whole grid's means and zero cells, 500 rows, were most of a wide render)."""
         g = self.grid
-        means = g.log_means()
+        lo, hi = g.changes()
+        n = g.n_columns
+        if self._cells is None or self._cells[0].shape[0] != g.n_rows or n > self._cells[0].shape[1]:
+            kept = self._cells if self._cells is not None and self._cells[0].shape[0] == g.n_rows else None
+            room = max(n, 2 * (kept[0].shape[1] if kept is not None else 0), 64)
+            self._cells = (np.full((g.n_rows, room), np.nan), np.full((g.n_rows, room), np.nan, dtype=np.float32),
+                           np.zeros((g.n_rows, room, 4), dtype=np.uint8))
+            if kept is not None and (lo, hi) != (0, n):  # more room, the same columns: they are kept
+                for new, old in zip(self._cells, kept):
+                    new[:, :self._shown] = old[:, :self._shown]
+            else:
+                lo, hi = 0, n
+        means64, means32, overlay = self._cells
+        means64[:, lo:hi] = means32[:, lo:hi] = g.log_means(lo, hi)
+        zeros = g.zero_state(lo, hi)
+        cells = overlay[:, lo:hi]
+        cells[...] = 0
+        cells[zeros == ZERO_FROZEN] = FROZEN_RGBA
+        cells[zeros == ZERO_FREE] = NO_UPDATE_RGBA
+        self._shown = n
+        means = means64[:, :n]
         finite = means[np.isfinite(means)]
         if len(finite):
             # whole decades from the 1st percentile (a few stray tiny updates would leave one colour for the
             # rest) to the largest; float32 records: log10 of 1e-3 reads -2.9999999, still the -3 decade
             sample = finite[::max(1, len(finite) // 8192)]  # whole decades: a sample is as good, at a tenth the cost
             low = float(np.percentile(sample, LOW_PERCENTILE))
-            lo, hi = math.floor(low + 1e-5), math.ceil(float(finite.max()) - 1e-5)
-            self.levels = (float(lo), float(max(hi, lo + 1)))
-        zeros = g.zero_state()
-        overlay = np.zeros(zeros.shape + (4,), dtype=np.uint8)
-        overlay[zeros == ZERO_FROZEN] = FROZEN_RGBA
-        overlay[zeros == ZERO_FREE] = NO_UPDATE_RGBA
-        rect = QtCore.QRectF(g.c0 * g.width, 0, g.n_columns * g.width, g.n_rows)
-        self.image.setImage(means.astype(np.float32), levels=self.levels, autoLevels=False, rect=rect)
-        self.zero_image.setImage(overlay, autoLevels=False, levels=(0, 255), rect=rect)
+            lo_level, hi_level = math.floor(low + 1e-5), math.ceil(float(finite.max()) - 1e-5)
+            self.levels = (float(lo_level), float(max(hi_level, lo_level + 1)))
+        rect = QtCore.QRectF(g.c0 * g.width, 0, n * g.width, g.n_rows)
+        self.image.setImage(means32[:, :n], levels=self.levels, autoLevels=False, rect=rect)
+        self.zero_image.setImage(overlay[:, :n], autoLevels=False, levels=(0, 255), rect=rect)
         if tuple(self.bar.levels()) != self.levels:  # the bar re-lays out its axis and gradient on every call
             self.bar.setLevels(self.levels)
 
@@ -272,5 +297,6 @@ class UpdateHeatmap:
 
     def clear(self) -> None:
         self._key, self.rows, self._variables, self.grid, self._consumed = None, [], [], None, {}
+        self._cells = None
         self.image.clear()
         self.zero_image.clear()

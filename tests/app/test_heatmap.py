@@ -275,3 +275,48 @@ def test_a_frozen_variable_is_no_mover_at_once_and_curves_after_the_heat_map_kee
     views.curves_button.click()
     assert len(views.curves.vars) == len(paths)
     assert [label.text.removesuffix(" (frozen)") for _, label in views.legend.items] == order
+
+
+def test_a_live_tick_computes_its_new_columns_only_and_the_image_stays_the_whole_grid(qtbot, monkeypatch):
+    """The image's columns are computed again only where the tick's records landed (counted: the columns the
+    grid's means are asked for); after every tick, through a merge of the bins, the image and its zero cells
+    are the whole grid's, as when it was computed whole; a tick of losses only computes nothing."""
+    from training_core.runs.heat import HeatGrid
+    asked = []
+    means = HeatGrid.log_means
+
+    def counted(self, lo=0, hi=None):
+        asked.append((hi if hi is not None else self.n_columns) - lo)
+        return means(self, lo, hi)
+    monkeypatch.setattr(HeatGrid, "log_means", counted)
+    paths = tuple(f"net/layer_{i}/{leaf}" for i in range(30) for leaf in ("kernel", "bias"))
+    store = RunData()
+    panel = PlotsPanel(store)
+    qtbot.addWidget(panel)
+    rng = np.random.default_rng(0)
+    v, widths = len(paths), set()
+
+    def tick(first: int, n: int, record_every: int = 5) -> None:
+        steps = np.arange(first, first + n)
+        ratio = 10.0 ** rng.uniform(-5, -2, (n, v))
+        ratio[:, :3] = 0.0
+        frozen = np.zeros((n, v), bool)
+        frozen[:, 0] = True
+        store.add_batch(MetricsBatch([PhaseBlock("D", paths, steps, 1e9 + steps, np.ones(n), ratio * 10, ratio,
+                                                 ratio, frozen, steps % record_every == 0)]))
+        asked.clear()
+        panel.refresh()
+
+    for k in range(120):  # 4,800 steps: more than 512 columns of 8
+        tick(1 + 40 * k, 40)
+        g = panel.heat.grid
+        widths.add(g.width)
+        image, over = panel.heat.image.image, panel.heat.zero_image.image
+        np.testing.assert_array_equal(image, means(g).astype(np.float32))
+        zeros = g.zero_state()
+        assert (over[zeros == ZERO_FROZEN] == FROZEN_RGBA).all() and (over[zeros == ZERO_FREE] == NO_UPDATE_RGBA).all()
+        assert (over[zeros == 0] == 0).all() and image.shape == zeros.shape == over.shape[:2]
+    assert len(widths) > 1  # the bins merged on the way
+    assert g.n_columns > 100 and sum(asked) <= 4  # 8 records, 40 steps: a few columns of 8 steps
+    tick(4801, 40, record_every=1_000)  # losses only
+    assert asked == []

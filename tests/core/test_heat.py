@@ -92,3 +92,33 @@ def test_top_movers_rank_by_the_recent_mean_and_skip_frozen_ones():
     # a mover shown before stays while it is still among the top 2k: no swapping at every refresh
     assert top_movers([data], paths, k=3, keep=["m/v4"]) == ["m/v0", "m/v1", "m/v4"]
     assert top_movers([data], paths, k=3, keep=["m/v7"]) == ["m/v0", "m/v1", "m/v2"]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_changed_columns_are_every_column_that_changed(seed):
+    """A view that recomputes only `changes()`' columns (app/plots/heatmap.py) keeps the grid's image: a
+    mirror updated only there equals the whole grid after every add, through merges and a shift left."""
+    x, values, frozen = _records(seed, 700, 5)
+    rows = np.arange(5)
+    grid = HeatGrid(5, width=1.0, max_columns=64)
+    means, zeros, spans = np.zeros((5, 0)), np.zeros((5, 0), np.int8), []
+    order = np.concatenate([np.arange(200, 700), np.arange(0, 200)])  # the last chunks before the first column
+    chunks = [order[lo:lo + 23] for lo in range(0, len(x), 23)]
+    chunks.insert(3, np.array([-1]))  # one record a few columns past the last: empty columns between
+    x, values, frozen = (np.concatenate([a, a[-1:]]) for a in (x, values, frozen))
+    x[-1] = x[order[68]] + 5 * 20_000 / 64
+    for take in chunks:
+        grid.add(rows, x[take], values[take], frozen[take])
+        a, b = grid.changes()
+        spans.append(b - a)
+        n = grid.n_columns
+        if (a, b) == (0, n):  # merged or shifted: all anew
+            means, zeros = np.zeros((5, n)), np.zeros((5, n), np.int8)
+        elif means.shape[1] < n:  # new columns on the right: among the changed ones
+            assert b == n and a <= means.shape[1]
+            means, zeros = (np.pad(m, ((0, 0), (0, n - m.shape[1]))) for m in (means, zeros))
+        means[:, a:b], zeros[:, a:b] = grid.log_means(a, b), grid.zero_state(a, b)
+        np.testing.assert_array_equal(means, grid.log_means())
+        np.testing.assert_array_equal(zeros, grid.zero_state())
+        assert grid.changes() == (0, 0)  # nothing since
+    assert min(spans) < 64 // 4  # most adds change a few columns, not the grid

@@ -1,7 +1,9 @@
 """The scope rows of the tree (training_core/runs/variables.py): every scope's state, computed for all scopes at
 once with numpy, equals the rule written out a scope at a time (the code it replaced, with NaN ignored by the
 largest value), on random trees and random variable states, alarms, frozen mixes, NaN and None included. And
-the states of a model refilled from scratch (a followed record read afresh) are the refilled model's."""
+the states of a model refilled from scratch (a followed record read afresh) are the refilled model's. Every
+variable's state, now numpy arrays a phase at a time, equals the rule a variable at a time on random runs; a tick
+with no new per-variable row computes nothing, and a row's VarState is made only when it is read (counted)."""
 from __future__ import annotations
 
 import math
@@ -127,3 +129,164 @@ def test_a_variable_two_phases_train_reads_its_newest_record_by_its_path_and_eac
     reg = runs_tab.states["encoder/dense/kernel@reg"]
     assert reg.state == "" and math.isclose(reg.value, 1e-3, rel_tol=1e-6)
     assert runs_tab.states["encoder/dense/kernel@rec"].state == "frozen"
+
+
+# -- the states as arrays, made when read (VariableStates._arrays, _States) --------------------------------
+
+def rule_latest(data) -> dict:
+    """The rule for a variable's latest (ratio, norm, frozen), a phase at a time (the code the arrays replaced):
+    by each series' name, and by its path with the newest record of any phase that trains it."""
+    out, newest = {}, {}
+    for phase in data.var_phases:
+        keys, steps, _, ratio, frozen = data.var_block(phase, "update_ratio")
+        if not len(steps):
+            row = [(None, None, False)] * len(keys)
+        else:
+            row = list(zip(ratio[-1].tolist(), data.var_block(phase, "update_norm")[3][-1].tolist(),
+                           frozen[-1].tolist()))
+        last = int(steps[-1]) if len(steps) else -1
+        for key, r in zip(keys, row):
+            out[key] = r
+            path = data.var_path(key)
+            if path != key and (path not in newest or last > newest[path]):
+                out[path], newest[path] = r, last
+    return out
+
+
+def rule_variable(value, norm, frozen, leak) -> VarState:
+    from training_core.runs.variables import NO_UPDATE_TIP, leak_tip
+    if frozen and leak is not None:
+        moving = (norm or 0.0) > 0
+        return VarState(value, "LEAK" if moving else "leaked", leak_tip(leak, moving))
+    if not frozen and value == 0:
+        return VarState(value, "no update", NO_UPDATE_TIP)
+    return VarState(value, "frozen" if frozen else "")
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data())
+def test_every_row_equals_the_rule_a_variable_at_a_time(data):
+    """Random runs: phases sharing variables (path@phase), phases with no record yet, tree variables no phase
+    trains, zeros, NaN, leaks before and after a freeze-set change; every variable's and scope's state is the
+    rule's, for the scope tree (paths) and the Runs tab's tree (series names)."""
+    from training_core import MetricsBatch, PhaseBlock
+    from training_core.base import events as E
+    from training_core.runs import RunData, VariableStates
+    pool = [f"{m}/dense_{i}/{k}" for m in "gd" for i in range(3) for k in ("kernel", "bias")]
+    phases = {ph: data.draw(st.lists(st.sampled_from(pool), min_size=1, max_size=6, unique=True), label=ph)
+              for ph in ("D", "G", "E")[:data.draw(st.integers(1, 3))]}
+    run = RunData()
+    run.add_event(E.Start(phases=list(phases), phase_variables=phases))
+    values = st.sampled_from([0.0, math.nan, 1e-3, 2.5e-2, math.inf])
+    step = 0
+    for _ in range(data.draw(st.integers(0, 4))):
+        blocks = []
+        for ph in data.draw(st.lists(st.sampled_from(list(phases)), max_size=3, unique=True)):
+            step += 1
+            v = len(phases[ph])
+            ratio = np.array([[data.draw(values) for _ in range(v)]])
+            norm = np.where(np.array([[data.draw(st.booleans()) for _ in range(v)]]), ratio, 0.0)
+            frozen = np.array([[data.draw(st.booleans()) for _ in range(v)]])
+            blocks.append(PhaseBlock(ph, tuple(phases[ph]), np.array([step]), np.zeros(1), np.ones(1), norm,
+                                     ratio, ratio, frozen, np.ones(1, bool)))
+        run.add_batch(MetricsBatch(blocks))
+        for p in data.draw(st.lists(st.sampled_from(pool), max_size=3)):
+            run.add_event(E.Leak(step=step, variable=p, at_step=step, update_norm=1e-4,
+                                 method=data.draw(st.sampled_from(["gate", "fit"]))))
+        if data.draw(st.booleans()):
+            run.add_event(E.Freeze(step=step, scopes=[]))
+    leaks, reset = {}, -1
+    for e in run.events:
+        if isinstance(e, E.Leak) and e.at_step > reset:
+            leaks[e.variable] = e
+        elif isinstance(e, E.Freeze):
+            leaks, reset = {}, e.step
+    for names in (pool + ["m/untrained/w"], run.var_paths):  # the scope tree's paths, the Runs tab's names
+        tree = build_scope_tree([VarInfo(p, (1,), "float32", True) for p in names])
+        order = [v.path for v in tree.all_variables()]
+        latest = rule_latest(run)
+        want = {p: rule_variable(*latest[p], leaks.get(p) if latest[p][2] else None) if p in latest
+                else VarState(None, "") for p in order}
+        scopes = {n.path: [v.path for v in n.all_variables()] for n in tree.walk() if n.path}
+        want.update({s: one_scope([want[p] for p in under], under, [p in latest for p in under]) if under
+                     else VarState(None, "") for s, under in scopes.items()})
+        states = VariableStates(tree)
+        assert states.update(run)
+        assert list(states.states) == list(want)
+        for p, w in want.items():
+            assert same(states.states[p], w), (p, states.states[p], w)
+
+
+def ring_run():
+    """A 2-phase run of 4 variables, its tree, and a function that adds a batch of `n` steps (the variables'
+    rows every 5th step; `frozen`: the D variables report frozen)."""
+    from training_core import MetricsBatch, PhaseBlock
+    from training_core.runs import RunData
+    paths = {"D": ("d/dense/kernel", "d/dense/bias"), "G": ("g/dense/kernel", "g/dense/bias")}
+    run = RunData()
+    step = [0]
+
+    def add(n: int, frozen: bool = False) -> None:
+        steps = np.arange(step[0] + 1, step[0] + n + 1)
+        step[0] += n
+        blocks = [PhaseBlock(ph, p, steps, np.zeros(n), np.ones(n), np.full((n, 2), 1e-2), np.full((n, 2), 1e-3),
+                             np.ones((n, 2)), np.full((n, 2), frozen and ph == "D"), steps % 5 == 0)
+                  for ph, p in paths.items()]
+        run.add_batch(MetricsBatch(blocks))
+
+    tree = build_scope_tree([VarInfo(p, (2,), "float32", True) for ps in paths.values() for p in ps])
+    return run, tree, add
+
+
+def test_a_tick_without_new_rows_computes_nothing_and_a_new_row_reaches_the_states(monkeypatch):
+    """25 Hz ticks most of which bring losses only (a row every var_every-th step): those compute nothing (the
+    data's version moved, its per-variable rows did not); the tick whose row reports a freeze does."""
+    from training_core.runs import VariableStates
+    calls = []
+    arrays = VariableStates._arrays
+    monkeypatch.setattr(VariableStates, "_arrays", lambda self, data: calls.append(1) or arrays(self, data))
+    run, tree, add = ring_run()
+    states = VariableStates(tree)
+    add(5)
+    assert states.update(run) and len(calls) == 1
+    shown = states.states
+    assert shown["d/dense/kernel"].state == "" and math.isclose(shown["d/dense/kernel"].value, 1e-3, rel_tol=1e-6)
+    add(3)  # steps 6-8: losses only
+    assert not states.update(run) and len(calls) == 1 and states.states is shown
+    add(2, frozen=True)  # step 10: a row, D frozen
+    assert states.update(run) and len(calls) == 2
+    assert states.states["d/dense/kernel"].state == "frozen" and states.states["d"].state == "frozen"
+    assert states.states["g"].state == "" and states.states["d/dense"].tip == "2 of 2 variables frozen"
+
+
+def test_a_leak_event_alone_reaches_the_states():
+    """No new row, but a leak event: the frozen variable reads LEAK at once."""
+    from training_core.base import events as E
+    from training_core.runs import VariableStates
+    run, tree, add = ring_run()
+    states = VariableStates(tree)
+    add(5, frozen=True)
+    assert states.update(run) and states.states["d/dense/kernel"].state == "frozen"
+    run.add_event(E.Leak(step=5, variable="d/dense/kernel", at_step=5, update_norm=1e-4, method="gate"))
+    assert states.update(run) and states.states["d/dense/kernel"].state == "LEAK"
+    assert states.states["d"].state == "LEAK" and states.states["d"].tip == "leaked: d/dense/kernel"
+
+
+def test_a_row_is_made_when_read_not_every_row_every_tick(monkeypatch):
+    """The tree reads the rows on screen: a refresh makes the VarStates of the rows read, once each."""
+    from training_core.runs import VariableStates
+    from training_core.runs import variables
+    made = []
+    for name in ("_variable", "_scope"):
+        original = getattr(variables._States, name)
+        monkeypatch.setattr(variables._States, name,
+                            lambda self, i, _f=original, _n=name: made.append(_n) or _f(self, i))
+    run, tree, add = ring_run()
+    states = VariableStates(tree)
+    add(5)
+    states.update(run)
+    assert made == []
+    for _ in range(3):
+        assert states.states["g/dense/bias"].state == "" and states.states["g"].value is not None
+    assert made == ["_variable", "_scope"]
+    assert len(states.states) == 4 + 4 and "g/dense" in states.states and "nowhere" not in states.states

@@ -4,10 +4,10 @@ Plain Python and numpy. Losses (and other per-step scalars such as `metric/<name
 every step; per-variable series for the steps the trainer records (every `var_every`-th step of each
 phase, as on disk), so memory stays flat over long runs. A variable's series is named by its path, or by
 `path@phase` for each phase of a variable several phases train (rundir/varstore.py `var_keys`): every
-phase's rows are kept. `version` bumps on every change: a view
-redraws only when it moved. The same object is filled live (`add_batch`, `add_event`) or from a run
-directory (`RunFollower`), so what the window shows while training and what a review shows later
-are the same numbers.
+phase's rows are kept. `version` bumps on every change: a view redraws only when it moved
+(`var_version` only when the per-variable rows do: the scope tree's states stand still on a tick of losses).
+The same object is filled live (`add_batch`, `add_event`) or from a run directory (`RunFollower`), so what
+the window shows while training and what a review shows later are the same numbers.
 """
 from __future__ import annotations
 
@@ -147,6 +147,7 @@ class RunData:
         self.run_dir = None if run_dir is None else Path(run_dir)
         self.version = -1  # bumps on every change; views redraw when it moved
         self.generation = -1  # bumps on every `clear`: what was derived from the events before is void
+        self.var_version = -1  # bumps when the per-variable rows change (not the losses): the tree's states
         self.clear()
 
     def clear(self) -> None:
@@ -164,6 +165,7 @@ class RunData:
         self.last_step = 0
         self.version += 1
         self.generation += 1
+        self.var_version += 1
 
     # -- feeding ---------------------------------------------------------------------------------------------
     def add_batch(self, batch: MetricsBatch) -> None:
@@ -176,6 +178,7 @@ class RunData:
                     b.steps[keep], b.wall_time[keep],
                     {"update_norm": b.update_norm[keep], "update_ratio": b.update_ratio[keep],
                      "grad_norm": b.grad_norm[keep]}, b.frozen[keep])
+                self.var_version += 1
         for tag, (steps, wall, values) in batch.scalars.items():
             self.add_scalar(tag, steps, wall, values, bump=False)
         self.version += 1
@@ -187,6 +190,7 @@ class RunData:
                 rows.steps, rows.wall, {k: getattr(rows, k) for k in VAR_KINDS}, rows.frozen)
             self.last_step = max(self.last_step, int(rows.steps[-1]))
             self.version += 1
+            self.var_version += 1
 
     def add_scalar(self, tag: str, steps: Any, wall: Any, values: Any, bump: bool = True) -> None:
         s = self._scalars.get(tag)
@@ -235,6 +239,7 @@ class RunData:
             self.samples = None  # drawn after the checkpoint, by weights the run went back from (a NaN's)
         self.last_step = min(self.last_step, step)
         self.version += 1
+        self.var_version += 1
 
     def set_samples(self, samples: dict[str, Any]) -> None:
         self.samples = samples
@@ -245,6 +250,7 @@ class RunData:
         if pv is None:
             pv = self._phases[phase] = _PhaseVars(tuple(paths))
             self._index()
+            self.var_version += 1
         return pv
 
     def _index(self) -> None:

@@ -18,7 +18,7 @@ All calls come from one thread (the window's GUI thread, where Qt queues the rep
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from psygnal import Signal
 
@@ -343,6 +343,6 @@ class Session:
         comes before it, never it."""
         return self.fix if self.fix and self.state_text.endswith(self.fix) else ""
 
-    def variable_states(self) -> dict[str, VarState] | None:
+    def variable_states(self) -> Mapping[str, VarState] | None:
         """Each variable's and scope's state, or None if nothing changed since the last call."""
         return self.variables.states if self.variables.update(self.data) else None

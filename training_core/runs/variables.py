@@ -12,6 +12,7 @@ freeze set or the method changes (the `leak` events before that describe another
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,11 +41,14 @@ class VariableStates:
     """`update(data)` recomputes `states` (path -> VarState, variables and scopes) when `data` changed.
 
     Cost is proportional to the tree, not to the run's length (one latest value per variable), and
-    nothing is recomputed while the data's `version` stands still, so a 25 Hz view can call it freely.
+    nothing is recomputed while the per-variable rows and the leaks stand still (a tick of losses only), so
+    a 25 Hz view can call it freely. What is recomputed is numpy arrays, a pass per phase and one for the
+    scopes; `states` builds a row's `VarState` when it is read (the tree reads the rows on screen): 500
+    variables' and 252 scopes' objects a tick were most of a wide refresh's states (~1 ms against 0.1).
     """
 
     def __init__(self, tree: ScopeNode | None = None) -> None:
-        self.states: dict[str, VarState] = {}
+        self.states: Mapping[str, VarState] = {}
         self.set_tree(tree)
 
     def set_tree(self, tree: ScopeNode | None) -> None:
@@ -53,6 +57,9 @@ class VariableStates:
         self._vars = [v.path for v in tree.all_variables()] if tree is not None else []
         self._scopes = {n.path: [v.path for v in n.all_variables()] for n in nodes}
         self._rollup = _Rollup(self._vars, self._scopes)
+        where: dict[str, int] = {p: i for i, p in enumerate(self._vars)}  # a variable: i; a scope: -1 - j
+        where.update({s: -1 - j for j, s in enumerate(self._rollup.empty + self._rollup.names)})
+        self._where = where
         self.reset()
 
     def reset(self) -> None:
@@ -61,77 +68,145 @@ class VariableStates:
         self._events_seen = 0
         self._reset_step = -1  # the step of the last freeze-set or method change
         self._leaks: dict[str, E.Leak] = {}
+        self._leak_changes = 0  # bumps when `_leaks` changes
         self._data: RunData | None = None
         self._generation = -1
+        self._inputs: tuple | None = None  # what the states were computed from (`update`)
+        self._plans: dict[str, tuple] = {}  # phase -> (its keys, where its columns go) (`_plan`)
         self.states = {}
 
     def update(self, data: RunData) -> bool:
-        """Recompute if `data` moved since the last call (or is another `RunData`); True if it did."""
+        """Recompute if what the states read in `data` moved since the last call (or it is another `RunData`);
+        True if it did."""
         if data is self._data and data.version == self._version:
             return False
         if data is not self._data or data.generation != self._generation:  # another run, or read afresh
             self._events_seen, self._leaks, self._reset_step = 0, {}, -1
+            self._leak_changes += 1
+            self._plans = {}
         self._data, self._version, self._generation = data, data.version, data.generation
         self._collect_leaks(data)
-        latest = _latest(data)
-        states: dict[str, VarState] = {}
-        for path in self._vars:
-            states[path] = self._variable(path, *latest[path]) if path in latest else VarState(None, "")
-        states.update(self._rollup.scopes([states[p] for p in self._vars], [p in latest for p in self._vars]))
-        self.states = states
+        inputs = (id(data), data.generation, data.var_version, self._leak_changes)
+        if inputs == self._inputs:  # losses, samples, other events: nothing a row shows
+            return False
+        self._inputs = inputs
+        self.states = _States(self._where, self._vars, self._rollup, self._leaks, *self._arrays(data))
         return True
 
-    def _variable(self, path: str, value: float | None, norm: float | None, frozen: bool) -> VarState:
-        leak = self._leaks.get(path) if frozen else None
-        if leak is None:
-            if not frozen and value == 0:
-                return VarState(value, "no update", "not frozen, but its latest update was exactly 0: converged "
-                                                    "below float32 resolution, or a zero gradient")
-            return VarState(value, "frozen" if frozen else "")
-        moving = (norm or 0.0) > 0
-        tip = (f"frozen, but moved at step {leak.at_step} (||ΔW|| = {leak.update_norm:.3g}) with the "
-               f"{leak.method} method: optimizer momentum {'still moves it' if moving else 'moved it for a while'}")
-        if leak.method == "fit":  # a run training_core.monitor.Monitor records: nobody freezes fit()'s step
-            tip = (f"marked frozen, but moved at step {leak.at_step} (||ΔW|| = {leak.update_norm:.3g}): fit()'s "
-                   f"compiled train_step still updates it (trainable = False after compile does not reach it)")
-        return VarState(value, "LEAK" if moving else "leaked", tip)
+    def _arrays(self, data: RunData) -> tuple[np.ndarray, ...]:
+        """Every variable's latest (‖ΔW‖/‖W‖, ‖ΔW‖, frozen), whether it has a record and whether a phase trains
+        it, read a phase at a time. A variable several phases train is there by each of its series' names
+        (path@phase: the Runs tab's tree lists those) and by its path, with the newest record of any of its
+        phases (the scope tree lists paths)."""
+        n = len(self._vars)
+        value, norm = np.full(n, np.nan), np.zeros(n)
+        frozen, recorded, tracked = np.zeros(n, bool), np.zeros(n, bool), np.zeros(n, bool)
+        newest = np.full(n, -np.inf)
+        for phase in data.var_phases:
+            keys, steps, _, ratio, fr = data.var_block(phase, "update_ratio")
+            (d_cols, d_rows), (s_cols, s_rows) = self._plan(data, phase, keys)
+            last = float(steps[-1]) if len(steps) else -1.0
+            take = newest[s_rows] < last  # the newest record of a variable several phases train
+            cols, rows = np.concatenate([d_cols, s_cols[take]]), np.concatenate([d_rows, s_rows[take]])
+            newest[s_rows[take]] = last
+            tracked[rows] = True
+            if len(steps):
+                value[rows] = ratio[-1][cols]
+                norm[rows] = data.var_block(phase, "update_norm")[3][-1][cols]
+                frozen[rows], recorded[rows] = fr[-1][cols], True
+            else:
+                value[rows], norm[rows], frozen[rows], recorded[rows] = np.nan, 0.0, False, False
+        code = np.where(frozen, _FROZEN, np.where(recorded & (value == 0), _NO_UPDATE, _NONE))
+        for path in self._leaks:
+            i = self._where.get(path, -1)
+            if i >= 0 and frozen[i]:
+                code[i] = _LEAK if norm[i] > 0 else _LEAKED
+        return value, recorded, tracked, code
+
+    def _plan(self, data: RunData, phase: str, keys: tuple[str, ...]) -> tuple:
+        """Where a phase's columns go: ((columns, rows) of the names that are rows, (columns, rows) of the
+        paths of variables several phases train that are rows), kept while the phase's names stand."""
+        got = self._plans.get(phase)
+        if got is None or got[0] is not keys:
+            index = {p: i for i, p in enumerate(self._vars)}
+            direct = [(j, index[k]) for j, k in enumerate(keys) if k in index]
+            shared = [(j, index[p]) for j, k in enumerate(keys) if (p := data.var_path(k)) != k and p in index]
+            got = self._plans[phase] = (keys, tuple(np.array(c, dtype=np.intp).reshape(-1, 2).T
+                                                    for c in (direct, shared)))
+        return got[1]
 
     def _collect_leaks(self, data: RunData) -> None:
         events = data.events
         if len(events) < self._events_seen:  # the data was cleared: a new run
             self._events_seen, self._leaks, self._reset_step = 0, {}, -1
+            self._leak_changes += 1
         for e in events[self._events_seen:]:
             if isinstance(e, E.Leak) and e.at_step > self._reset_step:  # not a step of an earlier configuration
                 self._leaks[e.variable] = e
+                self._leak_changes += 1
             elif isinstance(e, (E.Freeze, E.Method)):
                 self._leaks, self._reset_step = {}, e.step
+                self._leak_changes += 1
         self._events_seen = len(events)
 
 
-def _latest(data: RunData) -> dict[str, tuple[float | None, float | None, bool]]:
-    """path -> (latest ‖ΔW‖/‖W‖, latest ‖ΔW‖, frozen now) of every variable, read a phase at a time (a
-    call per variable took 2.7 ms a refresh at 500 variables). A variable several phases train is there by
-    each of its series' names (path@phase: the Runs tab's tree lists those) and by its path, with the newest
-    record of any of its phases (the scope tree lists paths)."""
-    out: dict[str, tuple[float | None, float | None, bool]] = {}
-    newest: dict[str, int] = {}
-    for phase in data.var_phases:
-        keys, steps, _, ratio, frozen = data.var_block(phase, "update_ratio")
-        if not len(steps):
-            row: list = [(None, None, False)] * len(keys)
-        else:
-            norm = data.var_block(phase, "update_norm")[3][-1].tolist()
-            row = list(zip(ratio[-1].tolist(), norm, frozen[-1].tolist()))
-        last = int(steps[-1]) if len(steps) else -1
-        for key, r in zip(keys, row):
-            out[key] = r
-            path = data.var_path(key)
-            if path != key and (path not in newest or last > newest[path]):
-                out[path], newest[path] = r, last
-    return out
+_NONE, _FROZEN, _NO_UPDATE, _LEAK, _LEAKED = range(5)  # a variable's state, as `_arrays` codes it
+_CODE_STATE = ("", "frozen", "no update", "LEAK", "leaked")
+_FROZEN_CODES = np.array([_FROZEN, _LEAK, _LEAKED])
+_ALARM_OF_CODE = np.array([0, 0, 0, 2, 1], dtype=np.int64)  # LEAK 2, leaked 1: a scope shows the worse
+NO_UPDATE_TIP = ("not frozen, but its latest update was exactly 0: converged below float32 resolution, or a "
+                 "zero gradient")
 
 
-_ALARM = {"LEAK": 2, "leaked": 1}  # a scope shows the worse of its variables' alarms
+def leak_tip(leak: E.Leak, moving: bool) -> str:
+    """Why a frozen variable reads LEAK (it still moves) or leaked (it moved for a while)."""
+    if leak.method == "fit":  # a run training_core.monitor.Monitor records: nobody freezes fit()'s step
+        return (f"marked frozen, but moved at step {leak.at_step} (||ΔW|| = {leak.update_norm:.3g}): fit()'s "
+                f"compiled train_step still updates it (trainable = False after compile does not reach it)")
+    return (f"frozen, but moved at step {leak.at_step} (||ΔW|| = {leak.update_norm:.3g}) with the "
+            f"{leak.method} method: optimizer momentum {'still moves it' if moving else 'moved it for a while'}")
+
+
+class _States(Mapping):
+    """path -> VarState of the variables and scopes, from `VariableStates._arrays`' numbers and their scopes'
+    rollup; a row's VarState is made when it is first read."""
+
+    def __init__(self, where: dict[str, int], paths: list[str], rollup: "_Rollup", leaks: dict[str, E.Leak],
+                 value: np.ndarray, recorded: np.ndarray, tracked: np.ndarray, code: np.ndarray) -> None:
+        self._where, self._paths, self._leaks = where, paths, dict(leaks)
+        self._value, self._recorded, self._code = value, recorded, code
+        self._scopes = rollup.arrays(value, recorded, np.isin(code, _FROZEN_CODES), _ALARM_OF_CODE[code], tracked)
+        self._rollup = rollup
+        self._made: dict[str, VarState] = {}
+
+    def __getitem__(self, path: str) -> VarState:
+        got = self._made.get(path)
+        if got is None:
+            i = self._where[path]
+            got = self._made[path] = self._variable(i) if i >= 0 else self._scope(-1 - i)
+        return got
+
+    def __iter__(self):
+        return iter(self._where)
+
+    def __len__(self) -> int:
+        return len(self._where)
+
+    def __contains__(self, path: object) -> bool:
+        return path in self._where
+
+    def _variable(self, i: int) -> VarState:
+        value = float(self._value[i]) if self._recorded[i] else None
+        code = int(self._code[i])
+        if code in (_LEAK, _LEAKED):
+            return VarState(value, _CODE_STATE[code], leak_tip(self._leaks[self._paths[i]], code == _LEAK))
+        return VarState(value, _CODE_STATE[code], NO_UPDATE_TIP if code == _NO_UPDATE else "")
+
+    def _scope(self, j: int) -> VarState:
+        r = self._rollup
+        if j < len(r.empty):
+            return VarState(None, "")
+        return r.scope_state(j - len(r.empty), self._scopes, lambda p: self._code[r.index[p]] in (_LEAK, _LEAKED))
 
 
 class _Rollup:
@@ -156,29 +231,42 @@ class _Rollup:
         phase trains (it has update records). Only those count towards "frozen": a frozen BatchNormalization
         layer's moving statistics have no records, and made it read "partly"."""
         out = {s: VarState(None, "") for s in self.empty}
-        if not self.names:
-            return out
         value = np.array([np.nan if s.value is None else s.value for s in states], dtype=np.float64)
-        has = np.array([s.value is not None for s in states])
-        frozen = np.array([s.state in FROZEN_STATES for s in states], dtype=np.int64)
+        has = np.array([s.value is not None for s in states], dtype=bool)
+        frozen = np.array([s.state in FROZEN_STATES for s in states], dtype=bool)
         alarm = np.array([_ALARM.get(s.state, 0) for s in states], dtype=np.int64)
+        got = self.arrays(value, has, frozen, alarm, np.asarray(tracked, dtype=bool))
+        for j, name in enumerate(self.names):
+            out[name] = self.scope_state(j, got, lambda p: states[self.index[p]].alarm)
+        return out
+
+    def arrays(self, value: np.ndarray, has: np.ndarray, frozen: np.ndarray, alarm: np.ndarray,
+               tracked: np.ndarray) -> tuple[np.ndarray, ...] | None:
+        """Per scope (of `names`): largest value, whether any has one, variables tracked, frozen among them,
+        worst alarm; from the variables' arrays in the order given at construction."""
+        if not self.names:
+            return None
         flat, starts = self.flat, self.starts
         with np.errstate(invalid="ignore"):
-            top = np.fmax.reduceat(value[flat], starts).tolist()
-        any_value = np.logical_or.reduceat(has[flat], starts).tolist()
-        worst = np.maximum.reduceat(alarm[flat], starts).tolist()
-        counted = np.asarray(tracked, dtype=np.int64)
-        sizes = np.add.reduceat(counted[flat], starts).tolist()
-        n_frozen = np.add.reduceat((frozen * counted)[flat], starts).tolist()
-        for name, under, size, v, got, n, w in zip(self.names, self.under, sizes, top, any_value, n_frozen, worst):
-            if w:
-                state = "LEAK" if w == 2 else "leaked"
-                tip = "leaked: " + ", ".join(p for p in under if states[self.index[p]].alarm)
-            else:
-                state = "frozen" if n and n == size else "partly" if n else ""
-                tip = f"{n} of {size} variables frozen" if n else ""
-            out[name] = VarState(v if got else None, state, tip)
-        return out
+            top = np.fmax.reduceat(value[flat], starts)
+        counted = tracked.astype(np.int64)
+        return (top, np.logical_or.reduceat(has[flat], starts), np.add.reduceat(counted[flat], starts),
+                np.add.reduceat((frozen * counted)[flat], starts), np.maximum.reduceat(alarm[flat], starts))
+
+    def scope_state(self, j: int, got: tuple[np.ndarray, ...], alarmed) -> VarState:
+        """Scope `names[j]`'s VarState from `arrays`' output; `alarmed(path)`: whether a variable leaked."""
+        top, any_value, sizes, n_frozen, worst = got
+        size, n, w = int(sizes[j]), int(n_frozen[j]), int(worst[j])
+        if w:
+            state = "LEAK" if w == 2 else "leaked"
+            tip = "leaked: " + ", ".join(p for p in self.under[j] if alarmed(p))
+        else:
+            state = "frozen" if n and n == size else "partly" if n else ""
+            tip = f"{n} of {size} variables frozen" if n else ""
+        return VarState(float(top[j]) if any_value[j] else None, state, tip)
+
+
+_ALARM = {"LEAK": 2, "leaked": 1}  # a scope shows the worse of its variables' alarms
 
 
 def frozen_spans(data: RunData, path: str) -> list[tuple[int, int]]:
