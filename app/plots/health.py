@@ -30,7 +30,7 @@ from .plot_view import PlotView
 SCALES = ("auto", "log", "linear")  # a plot's y scale: by the rule, or the user's choice from its menu
 SCALE_TEXT = {"auto": "Y scale: automatic (log when the values span > 10×)", "log": "Y scale: log",
               "linear": "Y scale: linear"}
-BAND_ALPHA = 0.25  # the spread's band over the background: the measure's line stays the darkest thing
+BAND_ALPHA = 0.35  # the spread's band over the background: the measure's line stays the darkest thing
 OFF_SCALE = -300.0  # log10 of a band edge <= 0: below any plot's bottom, so the band runs off the axis
 
 
