@@ -31,7 +31,6 @@ SCALES = ("auto", "log", "linear")  # a plot's y scale: by the rule, or the user
 SCALE_TEXT = {"auto": "Y scale: automatic (log when the values span > 10×)", "log": "Y scale: log",
               "linear": "Y scale: linear"}
 BAND_ALPHA = 0.35  # the spread's band over the background: the measure's line stays the darkest thing
-OFF_SCALE = -300.0  # log10 of a band edge <= 0: below any plot's bottom, so the band runs off the axis
 
 
 def band_colour(colour: str) -> str:
@@ -50,6 +49,7 @@ class MetricPlot:
         self.bands: dict[str, tuple[pg.PlotCurveItem, pg.PlotCurveItem, pg.FillBetweenItem]] = {}
         self.looks: dict[str, tuple[str, int]] = {}  # curve name -> (colour, dash)
         self.drawn: dict[str, tuple[int, int, bool]] = {}  # curve name -> (points, spread points, log) drawn
+        self.lows: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # curve name -> a band's (x, lower edge)
 
     def curves(self) -> dict[str, pg.GraphicsObject]:
         out: dict[str, pg.GraphicsObject] = dict(self.lines)
@@ -134,8 +134,8 @@ class MetricPlots:
             idx, lo, hi = (band_edges(steps, values, spread[0], spread[2]) if spread is not None
                            else (np.zeros(0, np.int64), np.zeros(0), np.zeros(0)))
             if mp.log:
-                lo, hi = np.nan_to_num(log10_or_nan(lo), nan=OFF_SCALE), log10_or_nan(hi)
-            low.setData(x[idx], lo)
+                lo, hi = log10_or_nan(lo), log10_or_nan(hi)
+            mp.lows[name] = (x[idx], lo)  # drawn once the y range is known (`_clip_bands`)
             high.setData(x[idx], hi)
         return True
 
@@ -150,6 +150,15 @@ class MetricPlots:
                 if mp.group.tag in layer.data.scalar_tags:
                     self._draw_layer(mp, view, layer, redraw=True)
         self._fit_y(mp, view, values)
+        self._clip_bands(mp)
+
+    def _clip_bands(self, mp: MetricPlot) -> None:
+        """The bands' lower edges, on a log axis stopped at the plot's bottom: an edge below it (or <= 0, which
+        has no logarithm) is drawn there, so the band runs along the axis instead of aiming at minus infinity
+        between two measures (it cut the plot diagonally)."""
+        bottom = mp.plot.vb.viewRange()[1][0]
+        for name, (x, lo) in mp.lows.items():
+            mp.bands[name][0].setData(x, np.where(np.isnan(lo), bottom, np.fmax(lo, bottom)) if mp.log else lo)
 
     def _fit_y(self, mp: MetricPlot, view: PlotView, values: list[np.ndarray]) -> None:
         """Linear: from 0 for measures that are never negative (counts, fractions), to a little above the
@@ -235,6 +244,7 @@ class MetricPlots:
             mp.plot.removeItem(line)
         for item in mp.bands.pop(name, ()):
             mp.plot.removeItem(item)
+        mp.lows.pop(name, None)
         mp.looks.pop(name, None)
 
     def _remove_plots(self) -> None:

@@ -146,3 +146,16 @@ def test_the_right_click_menu_chooses_log_or_linear_and_the_choice_outlives_a_re
     plot.vb.menu.actions()[-3].trigger()  # automatic: log again, by the rule
     assert plot.getAxis("left").logMode is True
     np.testing.assert_allclose(panel.curves()["metric/fid"].yData, np.log10(FID))
+
+
+def test_a_band_reaching_below_the_log_axis_runs_along_its_bottom(panel_of):
+    """KID ± its std below 0 has no logarithm: the band's edge is drawn at the plot's bottom there, not aimed at
+    minus infinity (between two measures that cut the plot diagonally)."""
+    std = [0.6, 0.3, 0.1, 0.05, 0.12]  # the last measure's spread reaches below 0
+    panel = panel_of(_quality_store(FID, KID, std))
+    panel.refresh()
+    bottom = panel.metrics.plots["metric/kid"].vb.viewRange()[1][0]
+    low = panel.curves()["metric/kid_std/low"].yData
+    assert bottom < np.log10(0.1) and np.all(np.isfinite(low)) and np.all(low >= bottom)
+    np.testing.assert_allclose(low[:4], np.log10(np.subtract(KID, std)[:4]))
+    assert low[4] == bottom
