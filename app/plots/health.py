@@ -7,8 +7,8 @@ the line is a measurement and where it only joins two.
 Which metrics share a plot and when a plot is logarithmic is one rule for the window and the exported figures
 (training_core/figures/metric_groups.py): a measure and its `_std` in one plot, other measures a plot each
 (their scales differ: modes covered 0-8, a fraction 0-1, FID in the hundreds); a log axis once the values are
-positive and span more than a decade, so an untrained generator's FID of 300 at step 0 no longer flattens the
-late run's 20 → 10 into a line on the floor. Right-click a plot to choose log or linear yourself.
+positive and span more than a decade, so an untrained generator's FID of ~145 at step 0 no longer flattens the
+late run's 2 → 1 (the shapes example) into a line on the floor. Right-click a plot to choose log or linear yourself.
 The plots sit in a column between the loss and the update plots, x-linked to them, so a freeze or a
 ratio change reads as quality, not only as loss. On a log axis the curves hold log10 of the values (as the
 loss plot does), the axis labels powers of ten.

@@ -7,9 +7,9 @@ It is drawn as the band `<name>` ± `<name>_std` around its measure instead, in 
 metrics keep a plot each: their scales differ (modes covered 0-8, a fraction 0-1, FID in the hundreds), and
 one plot for them all would flatten all but the largest.
 
-Why a log axis: a measure of an untrained generator can be a hundred times its value later (FID ~300 at step
-0, ~10 after training); on a linear axis that first point squashed the rest of the run into a flat line at the
-bottom. A plot whose values are all positive and span more than a decade (largest / smallest > 10) is drawn on
+Why a log axis: a measure of an untrained generator can be a hundred times its value later (the shapes
+example's FID: ~145 at step 0, ~1 at step 3,000); on a linear axis that first point squashed the rest of the
+run into a flat line at the bottom. A plot whose values are all positive and span more than a decade (largest / smallest > 10) is drawn on
 a log axis, where a halving is the same height anywhere. The values only gain points, so a plot turns to log
 once, and back only if a value <= 0 arrives (an unbiased KID can dip below 0), which a log axis cannot show.
 """
