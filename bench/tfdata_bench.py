@@ -5,7 +5,7 @@ resources/data/shapes.npz, its batches from a tf.data pipeline with a stateless 
   headless        resources/experiments/shapes.py as it is: a `Trainer` with every default observer (the full
                   record, samples every 10 s, FID/KID on 512 samples every ~10 s), the CLI's TensorFlow settings
   headless_nomet  the same file with `metrics = None`: what the FID/KID measures cost, for the record
-  bare            a plain loop written here: the shapes file's own models, `optimizer(phase)` (Adam 2e-4,
+  bare            a plain loop written here: the shapes file's own models, `optimizer(phase)` (its Adam,
                   beta_1 0.5) and `real_data()` pipeline (prefetched 2 batches, as engine/datasets.py does), the
                   GAN shortcut's non-saturating losses written out, D and G steps alternating 1:1, each step one
                   `tf.function` that reads its batch with the iterator's `get_next` inside the graph

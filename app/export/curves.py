@@ -93,10 +93,20 @@ def band_colour(panel, colour: int) -> QColor:
     return c
 
 
+def band_low(panel, c) -> np.ndarray:
+    """A band's lower edge in axis units. On a log axis it stops at the axis' bottom: a metric's spread can
+    reach below what the measure ever was (or below 0: KID ± its std), and the axis is not stretched to it
+    (that flattened the measure again), nor the band dropped where its edge has no logarithm."""
+    lo = panel.ty(c.low)
+    if not panel.plot.log_y:
+        return lo
+    return np.where(np.isfinite(c.low), np.fmax(lo, panel.yr[0]), np.nan)
+
+
 def draw_curves(panel, p: QPainter) -> None:
     for c in panel.plot.curves:  # bands first, under every line
         if c.is_band and len(c.steps):
-            path = band_path(panel, c.x, panel.ty(c.low), panel.ty(c.high))
+            path = band_path(panel, c.x, band_low(panel, c), panel.ty(c.high))
             if not path.isEmpty():
                 p.setPen(Qt.PenStyle.NoPen)
                 p.setBrush(band_colour(panel, c.colour))

@@ -18,7 +18,7 @@ from PySide6.QtGui import QColor, QPainter
 from training_core.figures import PlotData, counts_steps, default_labels, short_label
 
 from .axes import Tick, linear_range, linear_ticks, log_range, log_ticks, two_decades
-from .curves import LONE_POINT_PT, draw_curves, layers, line_path  # noqa: F401 - LONE_POINT_PT: tests read it
+from .curves import LONE_POINT_PT, band_low, draw_curves, layers, line_path  # noqa: F401 - LONE_POINT_PT: tests read it
 from .legend import Legend, best_corner, make_pen
 from .markers import assign_marker_labels, draw_marker_labels, draw_marker_lines, label_row_height
 from .text import PowerLabel, TextStyle
@@ -67,8 +67,9 @@ class Panel:
         for c in self.plot.curves:
             live = np.ones(len(c.values), bool) if c.frozen is None else ~c.frozen
             out += [c.smoothed[live], c.values[~live]]
-            if c.is_band:
-                out += [c.low[live], c.high[live]]
+            if c.is_band:  # on a log axis a metric's band may run off the bottom (curves.band_low)
+                out += [c.high[live]] if self.plot.log_y and self.plot.name.startswith("metric/") else \
+                    [c.low[live], c.high[live]]
             elif self.show_raw:
                 out.append(c.values[live])
         return out
@@ -229,7 +230,7 @@ class Panel:
         lines = [(x, y) for layer in layers(self) for _, x, y in layer]
         for c in self.plot.curves:  # a band is covered anywhere between its edges, not only along them
             if c.is_band:
-                lo, hi = self.ty(c.low), self.ty(c.high)
+                lo, hi = band_low(self, c), self.ty(c.high)
                 lines += [(c.x, lo + f * (hi - lo)) for f in (0.0, 0.25, 0.5, 0.75, 1.0)]
         for x, y in lines:
             px, py = self.X(x), self.Y(y)

@@ -97,6 +97,21 @@ class FloorLogAxis(TidyAxis):
         return ["0" if math.isclose(v, self.floor, abs_tol=1e-9) else s for v, s in zip(values, strings)]
 
 
+class PlainLogAxis(TidyAxis):
+    """A metric's axis: on a log scale its ticks read as plain numbers (200, 20, 2, 0.1), not as pyqtgraph's
+    "2·10²" beside "6": a metric plot spans a decade or two, where most labels are such minor ticks."""
+
+    def logTickStrings(self, values, scale, spacing):  # noqa: N802 (pyqtgraph's name)
+        return [plain_number(10.0 ** v) for v in values]
+
+
+def plain_number(x: float) -> str:
+    """`x` to 3 significant digits, as a reader writes it ("0.02", "300"), in e-notation beyond 1e5 or below 1e-3."""
+    if x == 0 or 1e-3 <= abs(x) < 1e5:
+        return f"{x:.3g}"
+    return f"{x:.0e}".replace("e-0", "e-").replace("e+0", "e").replace("e+", "e")
+
+
 def quiet_axes(plot: pg.PlotItem, names: tuple[str, ...] = ("top", "right")) -> None:
     """No SI prefix on `plot`'s axes `names` (by default the hidden top and right ones): a PlotItem's hidden
     axes follow every range change too, and each one re-set its label's HTML on every change (~1.4 ms a

@@ -1,5 +1,6 @@
-"""A conditional DCGAN on the 6,400 28x28 shapes shipped in resources/data (8 classes): each column's shape
-can be told apart after ~3,000 steps (85 s on a busy 2-core CPU), not yet crisp.
+"""A conditional DCGAN on the 6,400 28x28 shapes shipped in resources/data (8 classes): after 3,000 steps (85-190 s
+on a busy 2-core CPU) each column draws its shape cleanly (circles, crosses, diamonds, pluses, squares, triangles;
+stars the roughest), and sharper still by 6,000.
 
 What it shows, in one GAN-shortcut file: data through tf.data (a seeded shuffle and a random shift of every
 image by up to 2 pixels, made by stateless ops keyed by the batch's index, so a resumed or replayed run reads the
@@ -18,7 +19,10 @@ from training_core import quality
 
 noise_dim = 32
 batch_size = 64
-learning_rate = 2e-4
+# Adam at 1e-3 (beta_1 0.5), not DCGAN's 2e-4: in the same 3,000 steps the samples went from "told apart, not
+# crisp" to clean strokes (FID 2.32 -> 0.96 at seed 0, 1.72 -> 0.54 at seed 1; 5e-4 was between), and it still
+# improved at 6,000 steps (FID 0.53) without a collapse. Measured 2026-12-02 (the issue 24 notes).
+learning_rate = 1e-3
 ratio = "1:1"
 sample_kind = "images"
 conditional = True

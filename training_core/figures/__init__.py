@@ -8,6 +8,7 @@ draws these; the CSV export writes them.
   Curve, LegendEntry, PlotData, DASHES                        what a panel is made of             curves.py
   MarkerLine, Flag, place_flags                               which events, and labels at their lines  markers.py
   seed_groups, Entity, band_curve                             seeds of one setting as a band      bands.py
+  metric_groups, MetricGroup, wants_log, band_edges           a metric's _std as its band; log    metric_groups.py
   variable_styles                                             colour and line style per variable  styles.py
   minmax_decimate                                             peak-preserving decimation          decimate.py
 """
@@ -16,6 +17,7 @@ from training_core.figures.curves import DASHES, N_COLOURS, Curve, LegendEntry, 
 from training_core.figures.data import NO_UPDATE_NOTE, REFERENCE_RATIO, FigureData, metric_tags
 from training_core.figures.decimate import minmax_decimate
 from training_core.figures.markers import Flag, MarkerLine, merge_repeats, place_flags, repeat_text
+from training_core.figures.metric_groups import MetricGroup, band_edges, metric_groups, wants_log
 from training_core.figures.spec import (
     BANDS,
     COLOUR_BY,

@@ -29,6 +29,7 @@ from training_core.figures.bands import SPREAD_TEXT, Entity, band_curve, entitie
 from training_core.figures.curves import DASHES, N_COLOURS, Curve, LegendEntry, PlotData
 from training_core.figures.markers import MarkerLine, entity_markers, figure_markers
 from training_core.base.errors import UserError
+from training_core.figures.metric_groups import band_edges, metric_groups, wants_log
 from training_core.figures.spec import PHASE_UNIT, X_AXES, FigureSpec, marker_kinds
 from training_core.figures.styles import leaves_of, split_path, variable_styles
 from training_core.runs.heat import scope_order
@@ -92,8 +93,14 @@ def _as_bands(plots: list[PlotData], ents: list[Entity], spec: FigureSpec, clock
     by_label = {e.label: e for e in ents}
     for plot in plots:
         weight = 0.0 if plot.name.startswith(METRIC_PREFIX) else spec.smoothing
-        plot.curves = [band_curve(c, by_label[c.run], spec.bands, weight, clock.x)
-                       if c.run in by_label and len(by_label[c.run].members) > 1 else c for c in plot.curves]
+        seeds = [c.run in by_label and len(by_label[c.run].members) > 1 for c in plot.curves]
+        plot.curves = [band_curve(c, by_label[c.run], spec.bands, weight, clock.x) if s else c
+                       for c, s in zip(plot.curves, seeds)]
+        if plot.name.startswith(METRIC_PREFIX) and any(seeds):  # a band is the seeds' spread now, never a std
+            plot.legend = [e for e in plot.legend if not e.band]
+            for c, s in zip(plot.curves, seeds):
+                if not s:
+                    c.low = c.high = None
 
 
 def _run_legend(ents: list[Entity], spec: FigureSpec) -> list[LegendEntry]:
@@ -212,19 +219,36 @@ def _losses(runs: list, spec: FigureSpec, clock: _Clock) -> PlotData:
 
 
 def _metrics(runs: list, spec: FigureSpec, clock: _Clock) -> list[PlotData]:
-    """One panel per metric (their scales differ: modes 0-8, a fraction 0-1), drawn as measured."""
+    """One panel per measure (their scales differ: modes 0-8, a fraction 0-1), drawn as measured; a measure's
+    `<name>_std` is a band around it in its panel (figures/metric_groups.py), and a panel whose values are
+    positive and span more than a decade is drawn on a log axis, as in the window."""
     tags = metric_tags(runs)
     if not tags:
         return [PlotData("metrics", [], [])]
     plots = []
-    for tag in tags:
+    for group in metric_groups(tags):
         curves = []
         for r, (label, store) in enumerate(runs):
-            if tag in store.scalar_tags:
-                series = store.scalar(tag)
-                curves.append(_curve(tag, series, 0.0, r, 0, run=label, x=clock.x(store, series[0], series[1])))
-        plots.append(PlotData(tag, curves, []))  # several runs: named in the figure's legend
+            if group.tag not in store.scalar_tags:
+                continue
+            series = store.scalar(group.tag)
+            curve = _curve(group.tag, series, 0.0, r, 0, run=label, x=clock.x(store, series[0], series[1]))
+            if group.std is not None and group.std in store.scalar_tags:
+                _with_spread(curve, store.scalar(group.std))
+            curves.append(curve)
+        legend = []  # several runs: named in the figure's legend
+        if group.std is not None:
+            name, std = group.tag.removeprefix(METRIC_PREFIX), group.std.removeprefix(METRIC_PREFIX)
+            legend.append(LegendEntry(f"{name} ± {std}", 0 if len(runs) == 1 else "fg", band=True))
+        plots.append(PlotData(group.tag, curves, legend, log_y=wants_log(c.values for c in curves)))
     return plots
+
+
+def _with_spread(curve: Curve, spread: tuple) -> None:
+    """`curve` (a measure) with the band measure ∓ spread, on its steps that have a spread (NaN on the others)."""
+    idx, lo, hi = band_edges(curve.steps, curve.values, spread[0], spread[2])
+    curve.low, curve.high = np.full(len(curve.values), np.nan), np.full(len(curve.values), np.nan)
+    curve.low[idx], curve.high[idx] = lo, hi
 
 
 FROZEN_EXACT = "frozen (ΔW = 0)"
