@@ -5,7 +5,7 @@ draws these; the CSV export writes them.
   FigureSpec, parse_size, format_from_path, default_labels    what to draw                        spec.py
   FigureData, metric_tags                                     the numbers, legends and markers    data.py
   Curve, LegendEntry, PlotData, DASHES                        what a panel is made of             curves.py
-  MarkerLine, Flag, place_flags                               which events, and labels at their lines  markers.py
+  MarkerLine, Flag, place_flags, label_lines                  which events, and labels at their lines  markers.py
   seed_groups, Entity, band_curve                             seeds of one setting as a band      bands.py
   variable_styles                                             colour and line style per variable  styles.py
   minmax_decimate                                             peak-preserving decimation          decimate.py
@@ -14,7 +14,7 @@ from training_core.figures.bands import Entity, band_curve, group_name, seed_gro
 from training_core.figures.curves import DASHES, N_COLOURS, Curve, LegendEntry, PlotData
 from training_core.figures.data import NO_UPDATE_NOTE, REFERENCE_RATIO, FigureData, metric_tags
 from training_core.figures.decimate import minmax_decimate
-from training_core.figures.markers import Flag, MarkerLine, merge_repeats, place_flags, repeat_text
+from training_core.figures.markers import Flag, MarkerLine, label_lines, merge_repeats, place_flags, repeat_text, wrap_label
 from training_core.figures.spec import (
     BANDS,
     COLOUR_BY,
