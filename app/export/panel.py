@@ -250,14 +250,14 @@ class Panel:
         self.rows = rows or 0
         self._choose_legend()
         self.labels = assign_marker_labels(self)
-        needed = max((f.row + 1 for f in self.labels), default=0)
+        needed = max((f.top_row + 1 for f in self.labels), default=0)
         for _ in range(8):
             if needed <= self.rows:
                 break
             self.rows = needed
             self._choose_legend()
             self.labels = assign_marker_labels(self)
-            needed = max((f.row + 1 for f in self.labels), default=0)
+            needed = max((f.top_row + 1 for f in self.labels), default=0)
         return self.rows
 
     def draw(self, p: QPainter) -> None:

@@ -1,7 +1,10 @@
 """Makes the run behind the docs' example figure (docs/images/example_figure.png, in docs/figures.md):
 3,000 ring steps with discriminator/dense_1 frozen from the start; at 30% the freeze set is replaced by
 generator/dense_1, at 55% D's learning rate drops to 5e-5, at 70% the ratio becomes 2:1. The commands are
-sent from an observer, as any script can steer a run.
+sent from an observer, as any script can steer a run, from `on_step_end`, so each applies at exactly its step:
+sent from `on_metrics` they waited for the next batch of numbers, which comes every `fetch_every` steps *or*
+`fetch_seconds`, whichever is first, so on a busy machine the same run changed things at other steps (a seed's
+freeze at 127 instead of 122) and its figure was laid out differently.
 
     python resources/docs/make_example_run.py /tmp/example-run 3000
     python main.py --export /tmp/example-run --plots losses,updates --size 7.16 --out fig.pdf
@@ -20,17 +23,14 @@ from training_core import Observer, RunConfig, SetFreeze, SetLearningRate, SetRa
 
 class Plan(Observer):
     def __init__(self, steps: int, shift: int = 0) -> None:
-        self.trainer: Trainer | None = None
         self.plan = {int(steps * 0.3) + shift: SetFreeze(("generator/dense_1",)),
                      int(steps * 0.55) + shift: SetLearningRate("D", 5e-5),
                      int(steps * 0.7) + shift: SetRatio({"policy": "fixed", "ratio": [2, 1]})}
 
-    def on_prepared(self, trainer: Trainer) -> None:
-        self.trainer = trainer
-
-    def on_metrics(self, batch) -> None:
-        for at in [a for a in self.plan if batch.status.step >= a]:
-            self.trainer.send(self.plan.pop(at))
+    def on_step_end(self, run) -> None:
+        """After step `at`: the command applies at that boundary, on any machine at any speed."""
+        if run.step in self.plan:
+            run.send(self.plan.pop(run.step))
 
 
 if __name__ == "__main__":

@@ -183,7 +183,7 @@ def steered_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Pat
     """Real ring runs steered as a user steers them, for the paper-figure tests (tests/app/test_export_paper.py,
     test_export_bands.py): "steered", three seeds of one setting (400 steps, discriminator/dense_1 frozen,
     then a new freeze set, D's learning rate and the ratio changed from an observer, each seed's changes 12
-    steps after the previous one's: resources/docs/make_example_run.py), and "ratio", two seeds of another
+    steps after the previous one's, at exactly those steps on any machine: resources/docs/make_example_run.py), and "ratio", two seeds of another
     setting (2:1 from the start, nothing changed). Made at once through the headless CLI and the docs' script,
     each forked from one TensorFlow import (tests/zygote.py), and only read by the tests."""
     import sys
@@ -201,6 +201,22 @@ def steered_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Pat
     for name, r in done.items():
         assert r.returncode == 0, (name, r.stderr[-2000:])
     return dirs
+
+
+@pytest.fixture(scope="session")
+def freeze_sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real sweep of the ring (docs/sweeps.md): ratios 1:1 and 3:1 by nothing frozen or discriminator/dense_1
+    frozen from step 90 (a planned change), one seed, 120 steps; its freeze, which two of its four settings
+    have, is labelled with what they share (`freeze=discriminator/dense_1@90: freeze: discriminator/dense_1`),
+    wider than a panel of a double column. Made once by the headless CLI, only read by the tests."""
+    from tests.core.helpers import main_cmd, run_all
+    d = tmp_path_factory.mktemp("freeze_sweep") / "sweep"
+    r = run_all({"sweep": main_cmd("--headless", "--sweep", "--example", "ring", "--steps", "120", "--no-tensorboard",
+                                   "--checkpoint-every", "0", "--grid", "ratio=1:1,3:1", "--grid",
+                                   "freeze=none,discriminator/dense_1@90", "--grid", "seed=0", "--sweep-dir", str(d),
+                                   "--quiet")}, timeout=600)["sweep"]
+    assert r.returncode == 0, r.stderr[-2000:]
+    return d
 
 
 @pytest.fixture(scope="session")

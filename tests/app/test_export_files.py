@@ -226,11 +226,11 @@ def test_marker_label_rows_grow_to_hold_every_label(qapp):
         store.add_event(events.Freeze(step=step, scopes=scopes))
     fig = Figure(store, FigureSpec(plots=["losses"], width_in=7.16, height_in=3))
     [panel] = fig.layout()
-    need = max(lab.row for lab in panel.labels) + 1
+    need = max(lab.top_row for lab in panel.labels) + 1
     assert need >= 2  # two long freeze labels overlap: a second row
     for asked in range(need):  # as Figure.layout asks panels side by side for the rows of the tallest
         assert panel.prepare(asked) >= need
-        assert all(lab.row < panel.rows for lab in panel.labels)
+        assert all(lab.top_row < panel.rows for lab in panel.labels)
 
 
 def test_a_lone_point_is_drawn_and_an_empty_update_plot_says_why(qapp):

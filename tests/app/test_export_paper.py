@@ -2,13 +2,14 @@
 reviewer reads it: each marker's label at its own line and clear of every other text, one legend of runs,
 panels lined up, log axes with two labelled decades, metrics named as the experiment named them, markers
 chosen by kind, axis-label keys that say which keys work, and the dialog's defaults. The runs are real ring
-training steered as a user steers one (tests/app/conftest.py: `steered_runs`, `ring_runs`), exported with
-the two commands of the issue."""
+training steered as a user steers one (tests/app/conftest.py: `steered_runs`, `ring_runs`) and a real sweep
+(`freeze_sweep`), exported with the two commands of the issue."""
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -56,9 +57,11 @@ def plot_rects(shapes: list[svg.Shape]) -> list[tuple[float, float, float, float
 
 
 @pytest.fixture(scope="module")
-def issue_figures(steered_runs, ring_runs, tmp_path_factory) -> dict[str, bytes]:
+def issue_figures(steered_runs, ring_runs, freeze_sweep, tmp_path_factory) -> dict[str, bytes]:
     """The issue's two exports as SVG: three runs with losses, metrics and updates at 7.16 in, and one run with
-    losses and updates at 3.5 in; and three steered runs, whose markers crowd each other, at 7.16 in."""
+    losses and updates at 3.5 in; three steered runs, whose markers crowd each other, at 7.16 in; and a sweep,
+    whose freeze only two settings have is labelled with their setting, in panels side by side at 7.16 in
+    (two by two) and narrower (4.5 in, a row of two)."""
     out = tmp_path_factory.mktemp("paper")
     made = {}
     for name, args in {
@@ -67,6 +70,8 @@ def issue_figures(steered_runs, ring_runs, tmp_path_factory) -> dict[str, bytes]
         "steered": [*map(str, steered_runs["steered"]), "--plots", "losses,updates", "--size", "7.16"],
         "stacked": [*map(str, ring_runs), "--plots", "losses,metrics,updates", "--vars",
                     "discriminator/dense_1/kernel", "--size", "7.16", "--layout", "column"],
+        "sweep": [str(freeze_sweep), "--plots", "losses,metrics,updates", "--size", "7.16"],
+        "sweep-narrow": [str(freeze_sweep), "--plots", "losses,updates", "--size", "4.5", "--layout", "row"],
     }.items():
         path = out / f"{name}.svg"
         r = export(*args, "--out", str(path))
@@ -75,30 +80,74 @@ def issue_figures(steered_runs, ring_runs, tmp_path_factory) -> dict[str, bytes]
     return made
 
 
-@pytest.mark.parametrize("name", ["one", "steered"])
-def test_each_marker_label_stands_at_its_line_clear_of_every_other_text(qapp, issue_figures, name):
-    texts, shapes = svg.read(issue_figures[name])
-    labels = [t for t in texts if t.fill == MARKER_TEXT]
-    lines = [s for s in shapes if s.stroke == MARKER_LINE and s.dashed and svg.vertical(s)]
-    leaders = [s for s in shapes if s.stroke == MARKER_LINE and not s.dashed and svg.vertical(s)]
+def marker_labels(texts: list[svg.Text], shapes: list[svg.Shape]) -> list[tuple[float, list[svg.Text]]]:
+    """Each marker label of panel (a) as a reader finds it: up a line's leader (solid, from the plot's top) to the
+    text whose row it ends in, standing within 3 pt right of the line (or left of it), and on down that text's
+    lines below it, one row at a time, each starting (or ending) at the line too: (the line's x, its lines, top
+    first). Every marker text must belong to exactly one label, and every dashed line of panel (a) to one
+    label at least."""
     first = plot_rects(shapes)[0]  # panel (a), whose markers are labelled above it
-    first_panel_lines = sorted({round(s.xs[0], 2) for s in lines if first[0] <= s.xs[0] <= first[2]
-                                and abs(min(s.ys) - first[1]) < 0.01})
-    assert len(labels) >= 3 and len(labels) == len(first_panel_lines), ([t.text for t in labels], first_panel_lines)
-    if name == "steered":  # each seed changed things later than the previous: up to nine lines, each labelled
+    labels = [t for t in texts if t.fill == MARKER_TEXT]
+    dashed = {round(s.xs[0], 2) for s in shapes if s.stroke == MARKER_LINE and s.dashed and svg.vertical(s)
+              and first[0] <= s.xs[0] <= first[2] and abs(min(s.ys) - first[1]) < 0.01}
+    leaders = [s for s in shapes if s.stroke == MARKER_LINE and not s.dashed and svg.vertical(s)
+               and abs(max(s.ys) - first[1]) < 0.01]
+
+    def anchored(t: svg.Text, x: float) -> str | None:
+        left, _, right, _ = rect(t)
+        return "start" if 0 < left - x <= 3.0 else "end" if 0 < x - right <= 3.0 else None
+
+    heads = []
+    for s in leaders:
+        x, end = s.xs[0], min(s.ys)
+        at = [t for t in labels if anchored(t, x) and rect(t)[1] - 1 <= end <= rect(t)[3]]
+        assert len(at) == 1, (x, [t.text for t in at])  # the leader ends in the row of one text at its line
+        heads.append((x, at[0]))
+    out, claimed = [], []
+    for x, head in heads:
+        side, lines = anchored(head, x), [head]
+        edge = rect(head)[0] if side == "start" else rect(head)[2]
+        below = sorted((t for t in labels if t.y > head.y and t.y < first[1] and anchored(t, x) == side
+                        and abs((rect(t)[0] if side == "start" else rect(t)[2]) - edge) < 0.05), key=lambda t: t.y)
+        for t in below:  # the label's next lines, a row apart, until the next label's first line
+            if any(t is h for _, h in heads) or t.y - lines[-1].y > 1.3 * (rect(t)[3] - rect(t)[1]):
+                break
+            lines.append(t)
+        out.append((x, lines))
+        claimed += lines
+    assert sorted(id(t) for t in claimed) == sorted(id(t) for t in labels), (
+        [t.text for t in labels if all(t is not c for c in claimed)])
+    assert {round(x, 2) for x, _ in out} == dashed, (sorted(dashed), [(x, [t.text for t in ls]) for x, ls in out])
+    return out
+
+
+@pytest.mark.parametrize("name", ["one", "steered", "sweep", "sweep-narrow"])
+def test_each_marker_label_stands_at_its_line_clear_of_every_other_text(qapp, issue_figures, name):
+    """Every label starts (or ends) within 3 pt of its line, its line's leader going up to it, and no text
+    touches another or leaves the figure: a sweep's settings, too wide for a half-page panel, ran off their
+    line and over the panel letter "(a)"; now they are wrapped, each line at the line."""
+    data = issue_figures[name]
+    texts, shapes = svg.read(data)
+    view = [float(v) for v in ET.fromstring(data).get("viewBox").split()]
+    found = marker_labels(texts, shapes)
+    labels = [t for t in texts if t.fill == MARKER_TEXT]
+    assert len(found) >= 3 or name.startswith("sweep")
+    if name == "steered":  # each seed changed things 12 steps after the previous: nine lines, each labelled
         for change in ("freeze: generator/dense_1", "lr D=5e-05", "ratio 2:1"):  # with the seeds that made it
-            assert sum(t.text.count("steered-seed") for t in labels if t.text.endswith(change)) == 3, change
+            assert sum(" ".join(t.text for t in ls).count("steered-seed") for _, ls in found
+                       if " ".join(t.text for t in ls).endswith(change)) == 3, change
+    if name.startswith("sweep"):  # the freeze of two of the four settings, named by what they share, wrapped
+        [(_, lines)] = found
+        assert len(lines) >= 2 and "".join(t.text for t in lines).replace(" ", "") == \
+            "freeze=discriminator/dense_1@90:freeze:discriminator/dense_1", [t.text for t in lines]
     others = [rect(t) for t in texts if not t.rotated and t.fill != MARKER_TEXT]
-    for t in labels:
-        left, top, right, bottom = rect(t)
-        at = [x for x in first_panel_lines if abs(left - x) <= 3.0 or abs(right - x) <= 3.0]
-        assert at, (t.text, left, right, first_panel_lines)  # starts (or ends) within 3 pt of a line
-        # ... and that line is drawn on up to the label's row, so the eye can follow it
-        assert any(abs(s.xs[0] - at[0]) < 0.01 and top - 1 <= min(s.ys) <= bottom for s in leaders), t.text
-        for o in others:
-            assert not overlap((left, top, right, bottom), o), (t.text, o)
+    assert any(t.text == "(a)" for t in texts)
+    leaders = [s for s in shapes if s.stroke == MARKER_LINE and not s.dashed and svg.vertical(s)]
     boxes = [rect(t) for t in labels]
     for i, a in enumerate(boxes):
+        assert view[0] <= a[0] and a[2] <= view[0] + view[2] and view[1] <= a[1] and a[3] <= view[1] + view[3]
+        for o in others:  # the panel letters, the legend of runs, the ticks: never under a label
+            assert not overlap(a, o), (labels[i].text, o)
         for b in boxes[i + 1:]:
             assert not overlap(a, b)  # never over one another
         for s in leaders:  # no other label's line runs through this label

@@ -124,22 +124,61 @@ from hypothesis import strategies as st  # noqa: E402
 
 from training_core.figures import (MARKER_KINDS, MarkerLine, group_name, label_key, marker_kinds,  # noqa: E402
                                    place_flags)
-from training_core.figures.markers import figure_markers  # noqa: E402
+from training_core.figures.markers import figure_markers, label_lines, wrap_label  # noqa: E402
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(st.floats(0, 300), st.floats(5, 120)), min_size=1, max_size=14))
+@given(st.lists(st.tuples(st.floats(0, 300), st.floats(5, 120), st.integers(1, 3)), min_size=1, max_size=14))
 def test_flags_never_overlap_and_each_starts_or_ends_at_its_line(marks):
     marks = sorted(marks)
-    xs, widths = [m[0] for m in marks], [m[1] for m in marks]
-    flags = place_flags(xs, widths, 0.0, 300.0, 2.4, 4.8)
-    for f in flags:
-        assert 0.0 - 1e-9 <= f.left and f.right <= 300.0 + 1e-9
+    xs, widths, heights = [m[0] for m in marks], [m[1] for m in marks], [m[2] for m in marks]
+    flags = place_flags(xs, widths, 0.0, 300.0, 2.4, 4.8, heights)
+    for f, h in zip(flags, heights):
+        assert 0.0 - 1e-9 <= f.left and f.right <= 300.0 + 1e-9 and f.top_row == f.row + h - 1
         at_line = abs(f.left - (f.x + 2.4)) < 1e-9 if f.side == "right" else abs(f.right - (f.x - 2.4)) < 1e-9
         assert at_line or f.width > 300 - 2.4 - max(f.x, 300 - f.x)  # kept inside only when too wide to be at it
     for i, a in enumerate(flags):
-        for b in flags[i + 1:]:
-            assert a.row != b.row or a.right <= b.left or b.right <= a.left  # never over one another
+        for b in flags[i + 1:]:  # never over one another: a wrapped label's rows are all its own
+            assert a.top_row < b.row or b.top_row < a.row or a.right <= b.left or b.right <= a.left
+
+
+def test_a_wrapped_label_is_above_the_line_it_would_cover_in_all_its_rows():
+    """A two-row label whose text covers its neighbour's line sits with its lower row above that line's label."""
+    flags = place_flags([10.0, 40.0], [60.0, 30.0], 0.0, 300.0, 2.4, 4.8, [1, 2])
+    assert flags[0].row == 2 and flags[1].row == 0 and flags[1].top_row == 1
+
+
+def mono(s: str) -> float:
+    """A text's width with every character 1 pt wide: what the wrapping is tested with (Qt-free)."""
+    return float(len(s))
+
+
+@pytest.mark.parametrize("room, lines", [
+    (80, ["freeze=discriminator/dense_1@90: freeze: discriminator/dense_1"]),
+    (40, ["freeze=discriminator/dense_1@90:", "freeze: discriminator/dense_1"]),  # after the owners, not a space
+    (30, ["freeze=discriminator/", "dense_1@90:", "freeze: discriminator/dense_1"]),  # a path after its "/"
+])
+def test_a_label_too_wide_for_its_room_is_wrapped_in_the_fewest_lines_where_a_reader_minds_least(room, lines):
+    text = "freeze=discriminator/dense_1@90: freeze: discriminator/dense_1"
+    assert wrap_label(text, mono, room) == lines
+    assert all(mono(line) <= room for line in lines)
+
+
+def test_a_word_wider_than_the_room_is_cut_as_few_times_as_it_must():
+    text = "freeze=discriminator/dense_1@90: freeze: discriminator/dense_1"
+    lines = wrap_label(text, mono, 12)  # "discriminator/" is 14: each of the two is cut once, nothing else is
+    assert all(mono(line) <= 12 for line in lines) and "".join(lines) == text.replace(" ", "")
+    whole = [w for line in lines for w in line.split(" ")]
+    assert sum(1 for w in whole if w not in ("freeze=", "discriminator/", "dense_1@90:", "freeze:", "dense_1",
+                                              "freeze=discriminator/", "dense_1@", "90:")) == 4  # 2 words, 2 halves
+    assert len(lines) == 6 and wrap_label("abc", mono, 0.5) == ["a", "b", "c"]  # no room: a character a line
+
+
+def test_a_label_wraps_only_when_neither_side_of_its_line_has_room():
+    text = "ratio=3:1 freeze=none: lr D=5e-05"  # 33 pt
+    assert label_lines(text, 20.0, 0.0, 100.0, 2.0, mono) == [text]  # fits on its right
+    assert label_lines(text, 80.0, 0.0, 100.0, 2.0, mono) == [text]  # fits on its left, near the right edge
+    assert label_lines(text, 30.0, 0.0, 60.0, 2.0, mono) == ["ratio=3:1 freeze=none:", "lr D=5e-05"]  # 28 pt left
 
 
 def test_flags_climb_over_the_lines_their_texts_cover():

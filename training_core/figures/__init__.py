@@ -6,7 +6,7 @@ draws these; the CSV export writes them.
   counts_steps                                                whether x counts steps (not time)   spec.py
   FigureData, metric_tags                                     the numbers, legends and markers    data.py
   Curve, LegendEntry, PlotData, DASHES                        what a panel is made of             curves.py
-  MarkerLine, Flag, place_flags                               which events, and labels at their lines  markers.py
+  MarkerLine, Flag, place_flags, label_lines                  which events, and labels at their lines  markers.py
   seed_groups, Entity, band_curve                             seeds of one setting as a band      bands.py
   metric_groups, MetricGroup, wants_log, band_edges           a metric's _std as its band; log    metric_groups.py
   variable_styles                                             colour and line style per variable  styles.py
@@ -16,7 +16,8 @@ from training_core.figures.bands import Entity, band_curve, group_name, seed_gro
 from training_core.figures.curves import DASHES, N_COLOURS, Curve, LegendEntry, PlotData
 from training_core.figures.data import NO_UPDATE_NOTE, REFERENCE_RATIO, FigureData, metric_tags
 from training_core.figures.decimate import minmax_decimate
-from training_core.figures.markers import Flag, MarkerLine, merge_repeats, place_flags, repeat_text
+from training_core.figures.markers import (Flag, MarkerLine, label_lines, merge_repeats, place_flags, repeat_text,
+                                          wrap_label)
 from training_core.figures.metric_groups import MetricGroup, band_edges, metric_groups, wants_log
 from training_core.figures.spec import (
     BANDS,

@@ -10,6 +10,13 @@ need, and the figure grows to hold them (figure.py).
 
 With several runs (or groups of seeds), an event that every one of them has at the same step is one line
 with a plain label; an event only some have is labelled with their names ("1:1: lr D=5e-05").
+
+A label wider than the room beside its line (a sweep's setting named in a panel a third of a page wide) is
+wrapped, as a typesetter would: in as few lines as fit, broken where a reader minds it least (after the names
+of its owners, "freeze=discriminator/dense_1@150:" over "freeze: discriminator/dense_1"; else at a space,
+after a path's "/", after "=" or "_"). It was pushed along the band to
+fit instead, away from its line and over the panel letter "(a)"; a label turned 90° along its line would
+need a band as tall as the label is long, and a key ("A") would send the reader to a footnote.
 """
 from __future__ import annotations
 
@@ -31,7 +38,8 @@ class MarkerLine(NamedTuple):
 @dataclass
 class Flag:
     """Where one label goes: its line at `x` (pt), its text from `left` to `left + width`, in `row` (0 is the
-    row next to the plot), on the line's right ("right") or, near the figure's right edge, its left."""
+    row next to the plot) and the `height - 1` rows above it (a wrapped label's lines, the first at the top), on
+    the line's right ("right") or, near the figure's right edge, its left."""
 
     x: float
     left: float
@@ -40,10 +48,16 @@ class Flag:
     side: str = "right"
     text: str = ""
     kind: str = ""
+    height: int = 1
+    lines: tuple[str, ...] = ()  # the text as drawn, a line per row, the first at the top
 
     @property
     def right(self) -> float:
         return self.left + self.width
+
+    @property
+    def top_row(self) -> int:
+        return self.row + self.height - 1
 
 
 Key = tuple[int, str, str]  # (step, kind, label): the same event in two runs
@@ -116,16 +130,83 @@ def repeat_text(m: MarkerLine, n: int) -> str:
     return m.label if n == 1 else f"{m.label} ×{n}"
 
 
+#: where a line may break, and how little a reader minds it there: after the owners' names (or the kind, when
+#: no owner is named: "freeze:"), at a space, after a path's "/", after "=" or "@", after "_", "-" or ","; anywhere in a word only
+#: where nothing else fits (dearer than a line: a word too wide is cut as few times as can be)
+_BREAKS = {": ": 0, " ": 1, "/": 3, "=": 4, "@": 4, "_": 6, "-": 6, ",": 6}
+_PER_LINE = 100  # fewer lines first
+_ANYWHERE = 1000
+
+
+def label_lines(text: str, x: float, lo: float, hi: float, gap: float, width: Callable[[str], float]) -> list[str]:
+    """The label of the line at `x` as the lines it is drawn in: one, when it fits within [lo, hi] on either side
+    of its line (`gap` from it); else wrapped to the room of the wider side (`wrap_label`), so it still starts
+    (or ends) at its line and stays in the band."""
+    room = max(hi - x - gap, x - gap - lo)
+    return [text] if width(text) <= room else wrap_label(text, width, room)
+
+
+def wrap_label(text: str, width: Callable[[str], float], room: float) -> list[str]:
+    """`text` in the fewest lines no wider than `room` (measured by `width`), and of those the one broken where a
+    reader minds it least (`_BREAKS`): "freeze=discriminator/dense_1@150:" over "freeze: discriminator/dense_1",
+    not "freeze=discriminator/dense_1@150: freeze:" over "discriminator/dense_1". A word wider than the room
+    is broken anywhere (one character a line at the least)."""
+    if width(text) <= room:
+        return [text]
+    cuts = _cuts(text)
+    lines = _best_breaks(text, cuts, width, room)
+    if lines is None:  # a piece between two breaks is wider than the room: anywhere, too
+        anywhere = {i: _ANYWHERE for i in range(1, len(text))}
+        lines = _best_breaks(text, {**anywhere, **cuts}, width, room, fallback=True)
+    return lines
+
+
+def _cuts(text: str) -> dict[int, int]:
+    """Where a line may end (an index into `text`: the line is text[:i], stripped) and what a break there costs."""
+    out: dict[int, int] = {}
+    owners = text.find(": ")  # the first ": " ends the owners' names ("1:1, 3:1: ratio 2:1") or the kind's
+    for i, ch in enumerate(text):
+        if ch == " ":
+            out[i] = _BREAKS[": "] if i == owners + 1 else _BREAKS[" "]
+        elif ch in _BREAKS and text[i + 1:i + 2] not in (" ", ""):
+            out[i + 1] = _BREAKS[ch]
+    return out
+
+
+def _best_breaks(text: str, cuts: dict[int, int], width: Callable[[str], float], room: float,
+                 fallback: bool = False) -> list[str] | None:
+    ends = sorted(cuts) + [len(text)]
+    best: dict[int, tuple[float, list[str]]] = {0: (0.0, [])}
+    for e in ends:
+        for s in [0, *ends]:
+            if s >= e:
+                break
+            if s not in best:
+                continue
+            line = text[s:e].strip()
+            if not line:
+                continue
+            w = width(line)
+            if not (w <= room or (fallback and e - s == 1)):
+                continue
+            ragged = 0.0 if e == len(text) else 0.5 * max(0.0, 1.0 - w / room)  # full lines, of cuts alike
+            cost = best[s][0] + _PER_LINE + cuts.get(e, 0) + ragged
+            if e not in best or cost < best[e][0]:
+                best[e] = (cost, best[s][1] + [line])
+    return best[len(text)][1] if len(text) in best else None
+
+
 def place_flags(xs: Sequence[float], widths: Sequence[float], lo: float, hi: float, gap: float,
-                space: float) -> list[Flag]:
+                space: float, heights: Sequence[int] | None = None) -> list[Flag]:
     """Rows and sides for labels of `widths` at lines `xs` (pt, in order along the axis), their text kept
-    within [lo, hi]. A label starts `gap` right of its line, or ends `gap` left of it where it would pass
-    `hi`; labels in one row keep `space` apart; a line drawn up to its label's row never crosses another
-    label's text where that can be avoided (each constraint below), so the labels form steps, and the
-    lowest row that satisfies them is taken.
+    within [lo, hi], each `heights` rows tall (default 1; a wrapped label's lines). A label starts `gap` right
+    of its line, or ends `gap` left of it where it would pass `hi`; labels in one row keep `space` apart; a
+    line drawn up to its label's top row never crosses another label's text where that can be avoided (each
+    constraint below), so the labels form steps, and the lowest row that satisfies them is taken.
 
     Returns the flags in the order given."""
     n = len(xs)
+    h = [1] * n if heights is None else [max(1, int(k)) for k in heights]
     side = ["right" if x + gap + w <= hi or x - gap - w < lo else "left" for x, w in zip(xs, widths)]
 
     def span(i: int) -> tuple[float, float]:
@@ -154,7 +235,7 @@ def place_flags(xs: Sequence[float], widths: Sequence[float], lo: float, hi: flo
     def covers(i: int, j: int) -> bool:  # j's line, drawn up to its row, would run through i's text
         return spans[i][0] - margin <= xs[j] <= spans[i][1] + margin
 
-    above: list[tuple[int, int]] = []  # (a, b): a's row must be higher than b's
+    above: list[tuple[int, int]] = []  # (a, b): a's row must be higher than b's top row
     apart: list[tuple[int, int]] = []  # texts that would touch in one row: (the one to lift first, the other)
     for i in range(n):
         for j in range(i + 1, n):
@@ -165,30 +246,33 @@ def place_flags(xs: Sequence[float], widths: Sequence[float], lo: float, hi: flo
                 above.append((i, j) if ci else (j, i))
             elif spans[i][0] < spans[j][1] + space and spans[j][0] < spans[i][1] + space:
                 apart.append((i, j) if side[i] == "right" else (j, i))
-    rows = _layer(n, above, apart)
+    rows = _layer(h, above, apart)
     if rows is None:  # the constraints go round in a circle: texts apart at least, in order along the axis
         rows = []
         for k in range(n):
-            taken = {rows[j] for j in range(k) if spans[j][0] < spans[k][1] + space and spans[k][0] < spans[j][1] + space}
-            rows.append(next(r for r in range(n + 1) if r not in taken))
-    return [Flag(xs[i], spans[i][0], widths[i], rows[i], side[i]) for i in range(n)]
+            near = [j for j in range(k) if spans[j][0] < spans[k][1] + space and spans[k][0] < spans[j][1] + space]
+            rows.append(next(r for r in range(sum(h) + 1)
+                             if all(r + h[k] <= rows[j] or rows[j] + h[j] <= r for j in near)))
+    return [Flag(xs[i], spans[i][0], widths[i], rows[i], side[i], height=h[i]) for i in range(n)]
 
 
-def _layer(n: int, above: list[tuple[int, int]], apart: list[tuple[int, int]]) -> list[int] | None:
-    """The lowest rows with a row higher than b's for every (a, b) of `above` and different rows for every
-    pair of `apart` (its first lifted when they meet); None when `above` has a cycle."""
+def _layer(h: list[int], above: list[tuple[int, int]], apart: list[tuple[int, int]]) -> list[int] | None:
+    """The lowest rows (of labels `h` rows tall) with a's bottom row above b's top row for every (a, b) of
+    `above` and rows that do not share a row for every pair of `apart` (its first lifted when they meet); None
+    when `above` has a cycle."""
+    n = len(h)
     rows = [0] * n
-    for _ in range(4 * n + 4):
+    for _ in range(4 * sum(h) + 4):
         for _ in range(n + 1):
             moved = False
             for a, b in above:
-                if rows[a] <= rows[b]:
-                    rows[a], moved = rows[b] + 1, True
+                if rows[a] < rows[b] + h[b]:
+                    rows[a], moved = rows[b] + h[b], True
             if not moved:
                 break
         else:
             return None
-        clash = next(((a, b) for a, b in apart if rows[a] == rows[b]), None)
+        clash = next(((a, b) for a, b in apart if rows[a] < rows[b] + h[b] and rows[b] < rows[a] + h[a]), None)
         if clash is None:
             return rows
         rows[clash[0]] += 1
