@@ -63,7 +63,8 @@ class ExactUpdate:
         self._index = {id(v): i for i, v in enumerate(self.vars)}
         with tf.init_scope():
             self.frozen = tf.Variable([False] * len(self.vars), trainable=False, name=f"monitor_frozen_{name}")
-            self.any_frozen = tf.Variable(False, trainable=False, name=f"monitor_any_frozen_{name}")
+            # 0 or 1, an int32 already: the conditional's branch index, with no cast in the step
+            self.any_frozen = tf.Variable(0, dtype=tf.int32, trainable=False, name=f"monitor_any_frozen_{name}")
             # the bits of each frozen variable and of its slots, copied when it was frozen, in one byte buffer:
             # the branch that puts them back then takes one shadow, not one per tensor (see the module docstring)
             self._layout, size = [], 0
@@ -104,15 +105,19 @@ class ExactUpdate:
             return
         idx = [i for i, _ in live]
         vs, gs = [self.vars[i] for i in idx], [g for _, g in live]
-        frozen = tf.gather(self.frozen.read_value(), idx)
         # a frozen variable's gradient needs no zeroing: the norm of global_clipnorm is taken over the live ones,
-        # and whatever the update does to a frozen variable and its slots is undone below
-        clipped = clip_live(self.opt, gs, tf.logical_not(frozen), tf.constant(False))
+        # and whatever the update does to a frozen variable and its slots is undone below. The mask is read here
+        # only for that norm; the branch that puts frozen variables back reads it itself, so a step with nothing
+        # frozen runs no gather of it (see Cost in the module docstring)
+        live = tf.logical_not(tf.gather(self.frozen.read_value(), idx)) if _clips_globally(self.opt) else None
+        clipped = clip_live(self.opt, gs, live, tf.constant(False))
         apply_update(self.opt, clipped, vs, lambda g, v: keras_private.update_variables(self.opt, g, v))
-        keras_private.run_if(self.any_frozen.read_value(), lambda: self._restore(idx, tf.unstack(frozen)))
+        keras_private.run_if(self.any_frozen.value(), lambda: self._restore(idx))
 
-    def _restore(self, idx: list[int], restore: list[Any]) -> None:
+    def _restore(self, idx: list[int]) -> None:
         """The frozen ones and their slots back to their copies (a selection is exact in any graph)."""
+        import tensorflow as tf
+        restore = tf.unstack(tf.gather(self.frozen.read_value(), idx))
         bits = self._shadow.read_value()
         items = []
         for i, r in zip(idx, restore):
@@ -132,7 +137,13 @@ class ExactUpdate:
                     self._shadow[offset:offset + n].assign(tf.reshape(tf.bitcast(tf.convert_to_tensor(_value(t)),
                                                                                  tf.uint8), [-1]))
         self.frozen.assign(mask)
-        self.any_frozen.assign(any(mask))
+        self.any_frozen.assign(int(any(mask)))
+
+
+def _clips_globally(opt: Any) -> bool:
+    """Whether `clip_live` takes the norm over the live gradients (Keras' `global_clipnorm`, without `clipnorm`)."""
+    clip = getattr(opt, "global_clipnorm", None)
+    return bool(clip and clip > 0 and not (getattr(opt, "clipnorm", None) or 0) > 0)
 
 
 def _from_bytes(bits: Any, offset: int, n: int, shape: tuple, dtype: Any) -> Any:
