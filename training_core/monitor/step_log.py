@@ -6,7 +6,9 @@ or scalar tensors) and, at the sampled steps (monitor/update_meter.py), the mete
 This module joins the two by step, per phase, into the same packed rows (`PhaseBlock.from_packed`: loss,
 ‖ΔW‖², ‖W‖², ‖g‖²), so the record, the leak alarm and every reader see what a Freezeframe run writes.
 
-Cost: `add` appends a tuple (~1 µs); the host reads the device only in `batch()`: one `tf.stack` of the
+Cost: `add_step` appends a tuple a phase (~1 µs warm; right after the user's step, with the CPU's caches full
+of TensorFlow's work, each Python call costs several times its warm time, so the per-step path makes few); the
+host reads the device only in `batch()`: one `tf.stack` of the
 losses that were tensors and one of the measured norms, every `fetch_every` steps or `fetch_seconds`, as the
 trainer does. Gradient norms are not measured (the user's code owns its gradients): the column reads 0.
 """
