@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from training_core.monitor.update_meter import UpdateMeter, measured
+from training_core.monitor.update_meter import UpdateMeter, measured, next_measured
 
 
 @pytest.mark.parametrize("every", [2, 10, 25])
@@ -26,6 +26,14 @@ def test_one_step_in_each_block_and_no_cycle_of_phases_left_out(every):
 
 def test_every_step_is_measured_when_every_is_one():
     assert all(measured(s, 1) for s in range(1, 50))
+
+
+@pytest.mark.parametrize("every", [1, 3, 25])
+def test_the_next_measured_step_is_the_first_one_measured_from_there(every):
+    # the monitor's per-step test is one comparison with next_measured: it must pick exactly measured's steps
+    for step in range(1, 60 * every):
+        first = next(s for s in range(step, step + 3 * every) if measured(s, every))
+        assert next_measured(step, every) == first
 
 
 def test_one_steps_update_and_the_weights_are_measured_on_the_device():

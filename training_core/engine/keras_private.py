@@ -165,8 +165,9 @@ def weights_made_trainable(model: Any) -> list[Any]:
 
 # -- a branch that costs nothing when not taken (monitor/exact_update.py) --------------------------------------
 def run_if(pred: Any, fn: Any) -> None:
-    """In a traced graph: `fn()` (stateful, returning nothing) when the boolean tensor `pred` is true, as a
-    conditional whose branches stay functions of their own instead of being lowered into the graph.
+    """In a traced graph: `fn()` (stateful, returning nothing) when the tensor `pred` (a bool, or an int32 0 or 1,
+    the branch index as it is: no cast in the step) is true, as a conditional whose branches stay functions of
+    their own instead of being lowered into the graph.
 
     Relies on `tensorflow.python.ops.cond_v2.indexed_case(branch_index, branch_fns,
     lower_using_switch_merge=False)` (the private builder behind `tf.switch_case`, whose public form always

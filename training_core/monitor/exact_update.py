@@ -17,7 +17,10 @@ stays frozen each step puts it back to them, so the copy stays its value. Puttin
 call, taken only when something of the phase is frozen, whose branch stays a function of its own
 (`keras_private.run_if`) and takes the copies as one byte buffer; when nothing is frozen, a call is `apply`'s own
 pieces plus that untaken branch: +1.8-2.1% of the ring's CPU time per step (D and G, 40 rounds against a plain
-loop, 2026-12-02). Designs measured slower (bench/PERFORMANCE.md): the masked update always, its reads of every
+loop, 2026-12-02 02:40). The branch reads the freeze mask itself, and its index is an int32 variable, so a step
+with nothing frozen runs one variable read and the conditional's call, no gather, unstack or cast (16 ops
+added to the step's graph where there were 30; 3,000 interleaved calls, 2026-12-02 03:51: +0.6-1.0% of the
+ring's step at its 10th-25th percentiles, within the spread of two bare loops). Designs measured slower (bench/PERFORMANCE.md): the masked update always, its reads of every
 variable and slot before the update making TensorFlow copy each buffer (+40%); one lowered `tf.cond` between
 the whole masked update and `apply`'s pieces, whose untaken branch of ~150 ops is still walked each step
 (+9-11%); copies made each step, in their own conditional, and one shadow variable per tensor (+5-7%). The
@@ -63,7 +66,8 @@ class ExactUpdate:
         self._index = {id(v): i for i, v in enumerate(self.vars)}
         with tf.init_scope():
             self.frozen = tf.Variable([False] * len(self.vars), trainable=False, name=f"monitor_frozen_{name}")
-            self.any_frozen = tf.Variable(False, trainable=False, name=f"monitor_any_frozen_{name}")
+            # 0 or 1, an int32 already: the conditional's branch index, with no cast in the step
+            self.any_frozen = tf.Variable(0, dtype=tf.int32, trainable=False, name=f"monitor_any_frozen_{name}")
             # the bits of each frozen variable and of its slots, copied when it was frozen, in one byte buffer:
             # the branch that puts them back then takes one shadow, not one per tensor (see the module docstring)
             self._layout, size = [], 0
@@ -104,15 +108,19 @@ class ExactUpdate:
             return
         idx = [i for i, _ in live]
         vs, gs = [self.vars[i] for i in idx], [g for _, g in live]
-        frozen = tf.gather(self.frozen.read_value(), idx)
         # a frozen variable's gradient needs no zeroing: the norm of global_clipnorm is taken over the live ones,
-        # and whatever the update does to a frozen variable and its slots is undone below
-        clipped = clip_live(self.opt, gs, tf.logical_not(frozen), tf.constant(False))
+        # and whatever the update does to a frozen variable and its slots is undone below. The mask is read here
+        # only for that norm; the branch that puts frozen variables back reads it itself, so a step with nothing
+        # frozen runs no gather of it (see Cost in the module docstring)
+        live = tf.logical_not(tf.gather(self.frozen.read_value(), idx)) if _clips_globally(self.opt) else None
+        clipped = clip_live(self.opt, gs, live, tf.constant(False))
         apply_update(self.opt, clipped, vs, lambda g, v: keras_private.update_variables(self.opt, g, v))
-        keras_private.run_if(self.any_frozen.read_value(), lambda: self._restore(idx, tf.unstack(frozen)))
+        keras_private.run_if(self.any_frozen.value(), lambda: self._restore(idx))
 
-    def _restore(self, idx: list[int], restore: list[Any]) -> None:
+    def _restore(self, idx: list[int]) -> None:
         """The frozen ones and their slots back to their copies (a selection is exact in any graph)."""
+        import tensorflow as tf
+        restore = tf.unstack(tf.gather(self.frozen.read_value(), idx))
         bits = self._shadow.read_value()
         items = []
         for i, r in zip(idx, restore):
@@ -132,7 +140,13 @@ class ExactUpdate:
                     self._shadow[offset:offset + n].assign(tf.reshape(tf.bitcast(tf.convert_to_tensor(_value(t)),
                                                                                  tf.uint8), [-1]))
         self.frozen.assign(mask)
-        self.any_frozen.assign(any(mask))
+        self.any_frozen.assign(int(any(mask)))
+
+
+def _clips_globally(opt: Any) -> bool:
+    """Whether `clip_live` takes the norm over the live gradients (Keras' `global_clipnorm`, without `clipnorm`)."""
+    clip = getattr(opt, "global_clipnorm", None)
+    return bool(clip and clip > 0 and not (getattr(opt, "clipnorm", None) or 0) > 0)
 
 
 def _from_bytes(bits: Any, offset: int, n: int, shape: tuple, dtype: Any) -> Any:

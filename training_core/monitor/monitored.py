@@ -36,8 +36,8 @@ from training_core.loop import command_table
 from training_core.loop.dispatch import EventDispatch
 from training_core.loop.handle import TrainerHandle
 from training_core.loop.state import Flow, LoopState
-from training_core.monitor.step_log import StepLog, check_scalar
-from training_core.monitor.update_meter import UpdateMeter, measured
+from training_core.monitor.step_log import _EAGER, StepLog, check_scalar
+from training_core.monitor.update_meter import UpdateMeter, next_measured
 from training_core.monitor.described import Described, frozen_flags
 from training_core.observers.base import Observer, overrides
 from training_core.rundir import lock as runlock
@@ -77,7 +77,7 @@ class MonitoredRun:
         self.config: RunConfig = described.config
         self.resuming = resume
         self.state = LoopState(method=self.config.freeze_method, phase_counts=[0] * len(described.phase_names))
-        self._logged_phases: set[str] = set()  # the phases logged at the last step
+        self._logged_at = [0] * len(described.phase_names)  # the step each phase was last logged at
         self._phase_index = {name: i for i, name in enumerate(described.phase_names)}
         self.flow = Flow()
         self.commands = C.CommandQueue()
@@ -101,6 +101,8 @@ class MonitoredRun:
         self.log = StepLog(described.phase_names, described.phase_paths, columns)
         self._next_fetch = 0.0
         self._measured_at = -1
+        self._snapshot_at = 0  # the next step whose weights are copied before it runs (before_step)
+        self._fetch_every = self.config.fetch_every
         self._t0 = time.perf_counter()
 
     # -- what the reused pieces call ------------------------------------------------------------------------
@@ -210,41 +212,54 @@ class MonitoredRun:
 
     def record(self, step: Any, losses: Mapping[str, Any], metrics: Mapping[str, Any] | None, where: str) -> None:
         """One step's losses by phase and its metrics (`metric/<name>`), checked: one line for bad use. (Called
-        every step: a few microseconds, so its checks are dictionary lookups.)"""
+        every step, right after the user's step, when the CPU's caches hold TensorFlow's work and not this: the
+        usual case, floats and scalar tensors, is a few type tests, and no message is built unless one is said.)"""
         if type(step) is not int and (isinstance(step, bool) or not isinstance(step, (int, np.integer))) or step < 1:
             raise UserError(f"{where}: step must be a whole number >= 1, got {step!r}")
         step, last = int(step), self.state.step
-        if not isinstance(losses, dict) and not isinstance(losses, Mapping):
+        if type(losses) is not dict and not isinstance(losses, Mapping):
             raise UserError(f"{where}: losses must be a dict of phase name -> loss, got {type(losses).__name__}")
-        if step < last or (step == last and not self._logged_phases.isdisjoint(losses)):
-            raise UserError(f"{where}: step {step} is logged after step {last} was; log each phase once a step, "
-                            f"steps in order (a resumed loop continues from run.step + 1)")
-        index = self._phase_index
+        if step < last:
+            raise self._out_of_order(where, step, last)
+        index, eager, logged = self._phase_index, _EAGER, self._logged_at
         rows = []
         for name, value in losses.items():
-            i = index.get(name) if isinstance(name, str) else None
+            i = index.get(name)  # (None for a name of another type too)
             if i is None:
                 raise UserError(f"{where}: there is no phase {name!r}; phases are {', '.join(index)}")
-            rows.append((i, check_scalar(value, f"{where}: the loss of phase {name!r} at step {step}")))
+            if logged[i] == step:
+                raise self._out_of_order(where, step, last)
+            kind = type(value)
+            if kind is not float and not (kind is eager and value._shape_tuple() == ()):
+                value = check_scalar(value, f"{where}: the loss of phase {name!r} at step {step}")
+            rows.append((i, value))
         extra = [(f"metric/{k}", check_scalar(v, f"{where}: metric {k!r} at step {step}"))
                  for k, v in metrics.items()] if metrics else ()
-        if step != last:
-            self._logged_phases = set(losses)
-        else:
-            self._logged_phases.update(losses)
-        wall, log, counts = time.time(), self.log, self.state.phase_counts
-        for i, value in rows:
-            log.add(i, step, value, wall)
-            counts[i] += 1
+        for i, _ in rows:
+            logged[i] = step
+        wall = time.time()
+        self.log.add_step(step, wall, rows, self.state.phase_counts)
         for tag, value in extra:
-            log.scalar(tag, step, value, wall)
+            self.log.scalar(tag, step, value, wall)
         self.state.step = step
 
+    @staticmethod
+    def _out_of_order(where: str, step: int, last: int) -> UserError:
+        return UserError(f"{where}: step {step} is logged after step {last} was; log each phase once a step, "
+                         f"steps in order (a resumed loop continues from run.step + 1)")
+
     def before_step(self, step: int) -> None:
-        """`step` is about to run: if it is one to measure, the weights are copied now (on the device)."""
-        if measured(step, self.config.var_every) and not self.meter.armed:
-            self.meter.snapshot()
-            self._measured_at = step
+        """`step` is about to run: if it is one to measure, the weights are copied now (on the device). Which
+        step that is, is worked out once a block (`_next_snapshot`), so a step's test is one comparison."""
+        if step >= self._snapshot_at:
+            every = self.config.var_every
+            if step > self._snapshot_at:  # (the first step, or steps not announced: the next one from here)
+                self._snapshot_at = next_measured(step, every)
+            if step == self._snapshot_at:
+                if not self.meter.armed:
+                    self.meter.snapshot()
+                    self._measured_at = step
+                self._snapshot_at = next_measured(step + 1, every)
 
     def after_step(self, step: int) -> None:
         """`step` ran and was logged: its update is measured if a snapshot waits for it; a Step command counts it."""
@@ -259,10 +274,14 @@ class MonitoredRun:
                 self.pause("step")
         for o in self._step_observers:
             o.on_step_end(self.handle)
-        now = time.perf_counter()
-        if len(self.log) >= self.config.fetch_every or now >= self._next_fetch:
+        if len(self.log) >= self._fetch_every:
             self.flush()
-            self._next_fetch = now + self.config.fetch_seconds
+            self._next_fetch = time.perf_counter() + self.config.fetch_seconds
+        else:
+            now = time.perf_counter()
+            if now >= self._next_fetch:
+                self.flush()
+                self._next_fetch = now + self.config.fetch_seconds
 
     def boundary(self) -> bool:
         """Apply the commands that came, and block while paused; False once the run is to stop."""

@@ -97,9 +97,8 @@ class Run:
         (`metric/<name>`). Call it after the step's updates: the step's ‖ΔW‖ is measured then, when sampled."""
         core = self._core
         core.record(step, losses, metrics, "run.log")
-        policy = core.prepared.policy
-        if self._asks_phase and policy.needs_loss:
-            names = core.prepared.phase_names
+        if self._asks_phase and core.prepared.policy.needs_loss:
+            policy, names = core.prepared.policy, core.prepared.phase_names
             for name, loss in losses.items():
                 policy.observe(names.index(name), float(loss))
         core.after_step(core.state.step)
@@ -108,11 +107,13 @@ class Run:
         """Between two steps: apply the commands that came (pause, step, continue, stop, learning rates, freeze,
         ratio, samples, checkpoints) and wait while paused. Returns `running`."""
         core = self._core
-        core.boundary()
-        running = self.running
-        if running:
-            core.before_step(core.state.step + 1)
-        return running
+        if not core.boundary() or core.closed:  # (`running`, written out: this runs every step)
+            return False
+        step, target = core.state.step, core.config.steps
+        if target is not None and step >= target:
+            return False
+        core.before_step(step + 1)
+        return True
 
     def steps(self) -> Iterator[int]:
         """The step numbers still to run, from `run.step + 1`: each after a `boundary()`; ends at the step

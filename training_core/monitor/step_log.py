@@ -6,7 +6,9 @@ or scalar tensors) and, at the sampled steps (monitor/update_meter.py), the mete
 This module joins the two by step, per phase, into the same packed rows (`PhaseBlock.from_packed`: loss,
 ‖ΔW‖², ‖W‖², ‖g‖²), so the record, the leak alarm and every reader see what a Freezeframe run writes.
 
-Cost: `add` appends a tuple (~1 µs); the host reads the device only in `batch()`: one `tf.stack` of the
+Cost: `add_step` appends a tuple a phase (~1 µs warm; right after the user's step, with the CPU's caches full
+of TensorFlow's work, each Python call costs several times its warm time, so the per-step path makes few); the
+host reads the device only in `batch()`: one `tf.stack` of the
 losses that were tensors and one of the measured norms, every `fetch_every` steps or `fetch_seconds`, as the
 trainer does. Gradient norms are not measured (the user's code owns its gradients): the column reads 0.
 """
@@ -23,6 +25,9 @@ from training_core.base.metrics import MetricsBatch, PhaseBlock, Status, scalar_
 
 
 def _eager_type() -> type | None:
+    """The class of an eager tensor, whose `_shape_tuple()` (TensorFlow's C-side shape, a private method the
+    monitor's per-step check uses: `.shape` builds a `TensorShape` in Python, ~20 us the first time after a
+    step; checked with tensorflow 2.21.0) says a scalar in one call."""
     try:
         from tensorflow.python.framework.ops import EagerTensor  # (the class of tf.constant's result)
     except ImportError:
@@ -39,7 +44,7 @@ def check_scalar(value: Any, what: str) -> Any:
     kind = type(value)
     if kind is float:  # fit()'s logs, and most loops' (the checks below cost microseconds a step)
         return value
-    if kind is _EAGER and value.shape.rank == 0:
+    if kind is _EAGER and value._shape_tuple() == ():
         return value
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
         return float(value)
@@ -69,6 +74,14 @@ class StepLog:
 
     def add(self, phase: int, step: int, loss: Any, wall: float | None = None) -> None:
         self._rows.append((phase, step, time.time() if wall is None else wall, loss))
+
+    def add_step(self, step: int, wall: float, rows: Sequence[tuple[int, Any]], counts: list[int]) -> None:
+        """One step's (phase, loss) rows, each phase's count in `counts` raised by one: `add`'s work for a whole
+        step in one call (the monitor's per-step path)."""
+        append = self._rows.append
+        for phase, loss in rows:
+            append((phase, step, wall, loss))
+            counts[phase] += 1
 
     def measure(self, step: int, norms: Any) -> None:
         self._measured[step] = norms

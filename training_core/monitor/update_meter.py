@@ -33,6 +33,18 @@ def measured(step: int, every: int) -> bool:
     return place == int((block * _PHI) % 1.0 * every)
 
 
+def next_measured(step: int, every: int) -> int:
+    """The first step at or after `step` that `measured` picks (the loop tests one number a step, not this)."""
+    if every <= 1:
+        return step
+    block = (step - 1) // every
+    while True:
+        first = block * every + 1 + int((block * _PHI) % 1.0 * every)
+        if first >= step:
+            return first
+        block += 1
+
+
 class UpdateMeter:
     """Shadow copies of `variables` on their devices, and the two compiled calls that use them."""
 
