@@ -50,6 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     from bench.paint_bench import measure_gil_free_painting
     from bench.steering import measure_command_file
     from bench.tfdata_bench import measure as measure_tfdata
+    from bench.tfdata_window import measure as measure_tfdata_window
     from bench.throughput import in_child
     from bench.wide_startup import measure as measure_wide_startup
     from bench.wide_window import measure as measure_wide_window
@@ -109,6 +110,17 @@ def main(argv: list[str] | None = None) -> int:
                  f"{r_['headless']:.1f} steps/s = {tf_['headless_over_bare']:.3f} x bare" + (
                      f" (without its metrics: {tf_['headless_nomet_over_bare']:.3f} x)" if "headless_nomet" in r_
                      else ""), ">= 0.97 x bare"))
+    # the same DCGAN trained from the real window against the bare loop with the window's TensorFlow settings, in
+    # turn (chunks of 300 steps, 6 rounds; --quick: 20 steps, 2 rounds, without the loop with the batch passed in)
+    tw = measure_tfdata_window(20 if q else 300, 2 if q else 6, ["window", "bare", "bare_again"] if q else None)
+    r_, ref_ = tw["steps_per_s"], tw["reference"]
+    rows.append(("throughput bare, shapes DCGAN on tf.data, window process (bench/tfdata_window.py; the faster of "
+                 "the batch read inside the step and passed in)", f"{r_[ref_]:.1f} steps/s ({ref_}; the same loop "
+                 f"again = {tw['aa']:.3f} x, the A/A spread)", "reference"))
+    rows.append(("throughput window, shapes DCGAN on tf.data (the real window: plots, FID/KID curves, sample grid)",
+                 f"{r_['window']:.1f} steps/s = {tw['window_over_bare']:.3f} x bare" + (
+                     f" (by the training's own step clock {tw['window_clock_over_bare']:.3f} x)"
+                     if "window_clock" in r_ else ""), ">= 0.93 x bare (against the A/A spread)"))
     # the monitor (issue 25): the same training with and without it, chunks alternating in one process
     mon = measure_monitor(q)
     px = mon["dcgan_size"]["pixels"]

@@ -101,31 +101,49 @@ class Bare:
     def close(self) -> None: ...
 
 
-def interleaved(chunk: int, rounds: int, names: list[str] | None = None) -> dict:
+def _make(name: str, folder: Path, module):
+    return Driven(name, folder) if name.startswith("headless") else Bare(name, module)
+
+
+def stepped_in_turn(runs: dict, chunk: int, rounds: int) -> dict[str, float]:
+    """Seconds each of `runs` (name -> a variant with `run(n)`) spent on its `rounds` chunks of `chunk` steps,
+    stepped in turn, the order turned by one each round; a variant with a `clock_rate` (the window) also gets
+    "<name>_clock_s": its chunks' time by the training process's own step clock."""
+    names = list(runs)
+    spent = {n: 0.0 for n in names}
+    for r in range(rounds):
+        for n in names[r % len(names):] + names[:r % len(names)]:  # turned: none always follows the same one
+            t = time.perf_counter()
+            runs[n].run(chunk)
+            spent[n] += time.perf_counter() - t
+            clock = getattr(runs[n], "clock_rate", None)
+            if clock:
+                spent[n + "_clock_s"] = spent.get(n + "_clock_s", 0.0) + chunk / clock
+    return spent
+
+
+def interleaved(chunk: int, rounds: int, names: list[str] | None = None, make=_make) -> dict:
     """The variants `names` (all of NAMES by default; every one has `headless`, `bare`, `bare_again`) stepped
-    in turn, `chunk` steps each, `rounds` times."""
+    in turn, `chunk` steps each, `rounds` times; `make(name, folder, module)` builds one (bench/tfdata_window.py
+    adds the window)."""
     from training_core.experiment.loading import example_path, load_module
     folder = Path(tempfile.mkdtemp(prefix="ff-bench-tfdata-"))
     module = load_module(example_path("shapes"))
     names = names or NAMES
-    runs = {n: (Driven(n, folder) if n.startswith("headless") else Bare(n, module)) for n in names}
-    spent = {n: 0.0 for n in names}
+    runs = {n: make(n, folder, module) for n in names}
     t0 = time.perf_counter()
     try:
-        for r in range(rounds):
-            for n in names[r % len(names):] + names[:r % len(names)]:  # turned: none always follows the same one
-                t = time.perf_counter()
-                runs[n].run(chunk)
-                spent[n] += time.perf_counter() - t
+        spent = stepped_in_turn(runs, chunk, rounds)
     finally:
         for r in runs.values():
             r.close()
-    rate = {n: chunk * rounds / s for n, s in spent.items()}
+    rate = {n.removesuffix("_s"): chunk * rounds / s for n, s in spent.items()}
     ref = max((n for n in ("bare", "bare_fed") if n in rate), key=rate.get)
     out = {"chunk": chunk, "rounds": rounds, "seconds": time.perf_counter() - t0, "steps_per_s": rate,
-           "reference": ref, "headless_over_bare": rate["headless"] / rate[ref], "aa": rate["bare_again"] / rate["bare"]}
-    if "headless_nomet" in rate:
-        out["headless_nomet_over_bare"] = rate["headless_nomet"] / rate[ref]
+           "reference": ref, "aa": rate["bare_again"] / rate["bare"]}
+    for n in rate:
+        if not n.startswith("bare"):
+            out[f"{n}_over_bare"] = rate[n] / rate[ref]
     if "bare_fed" in rate:
         out["bare_fed_over_bare"] = rate["bare_fed"] / rate["bare"]
     return out

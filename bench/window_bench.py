@@ -66,16 +66,16 @@ def wait_for(cond, timeout: float = 120.0, signals: tuple = (), poll_ms: int = 5
         raise TimeoutError("window benchmark: condition not reached")
 
 
-def open_window(step_offset: int = 0):
-    """A real MainWindow on the ring example, trained to a paused start; metrics can be shifted right by
-    `step_offset` steps so that live data lands after a pre-filled store."""
+def open_window(step_offset: int = 0, source: tuple = ("example", "ring"), timeout: float = 120.0):
+    """A real MainWindow on `source` (the ring example by default), trained to a paused start; metrics can be
+    shifted right by `step_offset` steps so that live data lands after a pre-filled store."""
     from app.main_window import MainWindow
     from training_core import Pause
     from training_core.base import protocol as P
 
     qapp()
     run_dir = str(Path(tempfile.mkdtemp(prefix="ff-bench-window-")) / "run")
-    w = MainWindow(("example", "ring"), run_dir=run_dir)
+    w = MainWindow(source, run_dir=run_dir)
     if step_offset:  # every report goes through the window's Session: shift the steps of metrics batches there
         handle = w.session.handle
 
@@ -87,21 +87,22 @@ def open_window(step_offset: int = 0):
         w.session.handle = shifted
     w.resize(1440, 900)
     w.show()
-    wait_for(lambda: w.prepared is not None and not w.busy)
+    wait_for(lambda: w.prepared is not None and not w.busy, timeout)
     w.start()
     w.core.send(Pause())
-    wait_for(lambda: w.running and w.paused)
+    wait_for(lambda: w.running and w.paused, timeout)
     return w
 
 
 class Window:
-    """Throughput inside the window: Step(n) commands, the window drawing live while they run."""
+    """Throughput inside the window: Step(n) commands, the window drawing live while they run (the ring, or
+    `source`: bench/tfdata_window.py's shapes)."""
 
-    name = "window"
     clock_rate: float | None = None  # the last chunk's steps/s by the training process's clock
 
-    def __init__(self) -> None:
-        self.w = open_window()
+    def __init__(self, source: tuple = ("example", "ring"), name: str = "window", timeout: float = 120.0) -> None:
+        self.name = name
+        self.w = open_window(source=source, timeout=timeout)
         self.run(20)
 
     def run(self, n: int) -> None:
