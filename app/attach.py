@@ -151,9 +151,9 @@ class AttachController(QObject):
         others_changed = False
         for e in run.new_events:
             s.track(e)
-            if isinstance(e, E.Resumed) or isinstance(e, (E.Freeze, E.Ratio, E.LearningRate, E.Method)) \
-                    and e.id not in mine:  # (a resume: the settings of its checkpoint, its new step target)
-                others_changed = True
+            if isinstance(e, (E.Resumed, E.Rejected)) or isinstance(e, (E.Freeze, E.Ratio, E.LearningRate, E.Method)) \
+                    and e.id not in mine:  # (a resume: the settings of its checkpoint, its new step target; a
+                others_changed = True      # rejected command: the panels showed the edit the run refused)
         if not self._announced and run.start is not None:
             self._announced = True
             s.attached_prepared(run.prepared_info())  # the window shows it as a prepared experiment

@@ -38,11 +38,12 @@ class TrainingController(QObject):
         return service
 
     # -- requests ------------------------------------------------------------------------------------------
-    def load(self, config: RunConfig) -> None:
-        """Import TensorFlow in the service, then prepare `config`'s experiment."""
+    def load(self, config: RunConfig | None) -> None:
+        """Import TensorFlow in the service, then prepare `config`'s experiment (None: prepare nothing)."""
         self.session.loading()
         self.service.load()
-        self.service.prepare(config)
+        if config is not None:
+            self.service.prepare(config)
 
     def prepare(self, config: RunConfig) -> None:
         self.service.prepare(config)

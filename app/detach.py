@@ -40,7 +40,7 @@ class PrepareAfterDetach:
         if not self.due or not s.tf_ready or s.busy or s.running:
             return
         self.due = False
-        if s.prepared is not None:
+        if s.prepared is not None or s.monitored:  # a monitored run's script is never imported: its tree stays
             return
         self.experiment.select_source(s.source, add=True)
         same = self.tree_source == s.source

@@ -180,9 +180,9 @@ class MainWindow(QMainWindow):
         self._loading_started = True
         if self.session.tf_ready or self.session.busy:
             return
-        if not self.session.attached:  # attached at launch (--attach): its tree stays on screen
+        if not self.session.attached and not self.session.monitored:  # attached at launch: its tree stays
             self._show_preparing()
-        self.controller.load(self._prepare_config())
+        self.controller.load(None if self.session.monitored else self._prepare_config())  # (never a monitored script)
 
     def choose_source(self, source: Source) -> None:
         """Switch experiment (not mid-run): prepare it, so the scope tree shows its variables."""
@@ -190,11 +190,16 @@ class MainWindow(QMainWindow):
             self.experiment_panel.select_source(self.session.source)
             return
         self.experiment_panel.select_source(source)
+        if self.session.monitored:  # a monitored run's script, never imported here: the panels say why
+            self.scope_tree.set_placeholder(self.session.start_blocked)
+            return self.experiment_panel.set_description(self.session.start_blocked)
         self._show_preparing()
         self.controller.prepare(self._prepare_config())
 
     def _prepare_config(self) -> RunConfig:
-        return run_config(self.session.source, self.experiment_panel, self.schedule_panel)
+        cfg = run_config(self.session.source, self.experiment_panel, self.schedule_panel)
+        cfg.monitor = self.session.monitored_kind(self.session.source) or None  # the service refuses such a script
+        return cfg
 
     def _show_preparing(self) -> None:
         text = f"Preparing {Path(self.session.source[1]).name}…" if self.session.tf_ready else "Loading TensorFlow…"
@@ -255,7 +260,7 @@ class MainWindow(QMainWindow):
 
     def resume_run(self, run_dir: str | Path) -> bool:
         """File → Resume Run…: continue a run in its own directory from its last checkpoint."""
-        return self.session.can_start and self._other_run(lambda: self._resume(str(run_dir)))
+        return self.session.tf_ready and not self.session.running and self._other_run(lambda: self._resume(str(run_dir)))
 
     def _resume(self, run_dir: str) -> None:
         cfg, source = resume_run_config(run_dir, self.experiment_panel)
@@ -303,13 +308,15 @@ class MainWindow(QMainWindow):
     # -- what the session says -----------------------------------------------------------------------------
     def _on_loaded(self, devices: list) -> None:
         self.experiment_panel.set_devices(devices)
-        if self.session.prepared is None and not self.session.busy:
+        if self.session.prepared is None and not self.session.busy and not self.session.monitored:
             self.scope_tree.set_placeholder(f"Preparing {Path(self.session.source[1]).name}…")
 
     def _on_prepared(self, info: PreparedInfo, rebuild: bool) -> None:
         gc.freeze()  # Qt, pyqtgraph and the window live as long as the process: full collections stay short
         c = info.config
         self.experiment_panel.show_prepared(info, self.session.source, attached=bool(self.session.attached))
+        if self.session.monitored:  # the record of a run the user's script trains: the panel says who trains it
+            self.experiment_panel.set_description(self.session.start_blocked)
         self.status_panel.set_device(info.device_name)
         if rebuild:
             self.follower.forget()
@@ -320,7 +327,7 @@ class MainWindow(QMainWindow):
         self.ready.emit()
 
     def _on_problem(self, summary: str, detail: str) -> None:
-        if self.session.prepared is None:
+        if self.session.prepared is None and not self.session.monitored:  # (a monitored run's tree stays)
             self.scope_tree.set_placeholder("Could not prepare the experiment: fix it, then press Start")
         self._error(summary, detail)
 
@@ -359,22 +366,16 @@ class MainWindow(QMainWindow):
             self._start_when_ready = False
             self.start()  # changes the state again: this method runs anew from there
             return
-        show_run_state(self._actions, s.can_start, s.tf_ready, s.running, s.paused)
+        show_run_state(self._actions, s.can_start, s.tf_ready, s.running, s.paused, s.start_blocked)
         self.experiment_panel.set_running(s.running)
         reviewing = self._defer_loading and not s.tf_ready and not s.busy
         self.status_panel.set_state(f"Reviewing {len(self.review.runs.entries)} run(s): the Train tab loads "
                                     "TensorFlow" if reviewing else s.state_text, keep=s.state_fix)
 
-    @property
-    def store(self) -> RunData:
-        """The run's metrics, events and samples (the session's `RunData`)."""
-        return self.session.data
-
-    @property
-    def core(self) -> TrainingService:
-        """The training service now in use (a new one after the old one died)."""
-        return self.controller.service
-
+    store: RunData = property(lambda self: self.session.data,  # type: ignore[assignment]
+                              doc="The run's metrics, events and samples (the session's `RunData`).")
+    core: TrainingService = property(lambda self: self.controller.service,  # type: ignore[assignment]
+                                     doc="The training service now in use (a new one after the old one died).")
     # the session's state, read where tests and scripts used to read the window's
     busy = property(lambda self: self.session.busy, doc="What the service is doing ('' when idle).")
     running = property(lambda self: self.session.running)

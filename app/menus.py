@@ -46,11 +46,15 @@ def run_actions(window: QWidget, slots: dict[str, Any]) -> dict[str, QAction]:
     return out
 
 
-def show_run_state(actions: dict[str, QAction], can_start: bool, tf_ready: bool, running: bool, paused: bool) -> None:
-    """Enable the run controls the state allows; Pause reads Continue (with its icon) while paused."""
+def show_run_state(actions: dict[str, QAction], can_start: bool, tf_ready: bool, running: bool, paused: bool,
+                   blocked: str = "") -> None:
+    """Enable the run controls the state allows; Pause reads Continue (with its icon) while paused. `blocked`:
+    why Start cannot train what the window shows (a monitored run's script): Start's tooltip says so."""
     go_on = running and paused
-    actions["start"].setEnabled(can_start)
-    actions["step"].setEnabled(tf_ready)
+    start = actions["start"]
+    start.setEnabled(can_start)
+    start.setToolTip(f"Start is off: {blocked}" if blocked else f"{RUN_ACTIONS['start'][1]} ({shortcut_text(start)})")
+    actions["step"].setEnabled(tf_ready and (running or not blocked))
     actions["pause"].setEnabled(running)
     actions["stop"].setEnabled(running)
     pause = actions["pause"]

@@ -100,10 +100,17 @@ class Service:
         self._lock = threading.Lock()
         self._fresh: Trainer | None = None  # prepared, never run: Start can reuse it
         self._active: Trainer | None = None  # running
+        self.in_job = False  # the main thread is in a job (load, prepare, run)
         self._accepting = False  # a run was requested: commands wait in _pending until it starts
         self._pending: list[Envelope] = []
 
     # -- any thread ---------------------------------------------------------------------------------------
+    @property
+    def active(self) -> Trainer | None:
+        """The trainer running a run now (None while loading, preparing, or between jobs)."""
+        with self._lock:
+            return self._active
+
     def begin_run(self) -> None:
         with self._lock:
             self._pending.clear()
@@ -188,6 +195,7 @@ class Service:
             self.send(P.RunFinished(status))
 
     def _new_trainer(self, config: RunConfig, resume: bool = False) -> Trainer:
+        config.refuse_monitored_script()  # (engine/prepare.py checks again, before importing anything)
         name = Path(config.experiment_file).name if config.experiment_file else config.example
         self.send(P.Busy(f"Preparing {name}…"))
         trainer = Trainer(copy.deepcopy(config), self._observer, resume=resume)
@@ -217,8 +225,34 @@ def lower_priority(nice: int) -> None:
             pass
 
 
-def serve(conn: Any, nice: int = 0) -> None:
-    """The service process's main: read requests, run jobs in order, until `Exit` or the window is gone."""
+#: how long a run that was told to stop (the window closed, or is gone) may take to end before the process exits
+#: without it: a step stuck in user code must not keep training after the window (the window waits as long)
+EXIT_GRACE_S = 60.0
+
+
+def _exit_now(why: str) -> None:
+    sys.stderr.write(f"freezeframe: the training process exits: {why}\n")
+    sys.stderr.flush()
+    sys.stdout.flush()
+    os._exit(0)
+
+
+def exit_soon(service: Service) -> threading.Timer:
+    """`Exit` (or the window gone): the training process never outlives its window. A run going on is stopped
+    and ends at its next step, flushing its record, within `EXIT_GRACE_S`; a job with no run (importing
+    TensorFlow, preparing: importing an experiment file runs its code, which may never return) has nothing
+    to keep, so the process exits at once instead of waiting for it."""
+    if service.in_job and service.active is None:
+        _exit_now("the window closed while it was loading or preparing (nothing was recorded)")
+    timer = threading.Timer(EXIT_GRACE_S, _exit_now, (f"the run did not stop within {EXIT_GRACE_S:g} s",))
+    timer.daemon = True
+    timer.start()
+    return timer
+
+
+def serve(conn: Any, nice: int = 0, own_process: bool = False) -> None:
+    """The service process's main: read requests, run jobs in order, until `Exit` or the window is gone.
+    `own_process`: this is the whole process (`main`), which then exits rather than outlive the window."""
     lower_priority(nice)
     send_lock = threading.Lock()
 
@@ -230,6 +264,7 @@ def serve(conn: Any, nice: int = 0) -> None:
                 pass  # the window is gone; the run still ends and flushes its record
 
     service = Service(send)
+    timers: list[threading.Timer] = []
     jobs: queue.Queue = queue.Queue()
     job_methods = {P.Load: lambda r: service.load(r.intra_op_threads), P.Prepare: lambda r: service.prepare(r.config),
                    P.Run: lambda r: service.run(r.config, r.resume)}
@@ -251,6 +286,8 @@ def serve(conn: Any, nice: int = 0) -> None:
                 while not jobs.empty():  # jobs not started yet are dropped; the one running ends
                     jobs.get_nowait()
                 jobs.put(msg)
+                if own_process:
+                    timers.append(exit_soon(service))
                 return
 
     threading.Thread(target=read, name="freezeframe-service-reader", daemon=True).start()
@@ -258,7 +295,13 @@ def serve(conn: Any, nice: int = 0) -> None:
         job = jobs.get()
         if isinstance(job, P.Exit):
             break
-        job_methods[type(job)](job)
+        service.in_job = True
+        try:
+            job_methods[type(job)](job)
+        finally:
+            service.in_job = False
+    for timer in timers:  # the run ended in time
+        timer.cancel()
     with send_lock:
         conn.close()
     sys.stdout.flush()
@@ -273,7 +316,7 @@ def main(argv: list[str]) -> int:
     key = bytes.fromhex(os.environ.pop(P.KEY_ENV, ""))
     address, nice = argv[0], int(argv[1]) if len(argv) > 1 else 0
     conn = Client(address, authkey=key)
-    serve(conn, nice)
+    serve(conn, nice, own_process=True)
     return 0
 
 

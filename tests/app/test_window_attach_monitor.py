@@ -57,3 +57,129 @@ def test_the_window_attaches_to_a_monitored_fit_and_pauses_sets_a_rate_and_stops
         if proc.poll() is None:
             proc.kill()
         proc.communicate()
+
+
+#: a user's hand-written loop with start_run (it trains until stopped, or to argv[2] steps); imported instead of
+#: run (`__name__` is not "__main__"), as the window's training process once did, it leaves a marker file
+LOOP = '''
+import sys
+sys.path.insert(0, {repo!r})
+if __name__ != "__main__":
+    open({marker!r}, "a").write(__name__ + "\\n")
+import keras
+import tensorflow as tf
+from training_core.monitor import start_run
+
+g = keras.Sequential([keras.Input((2,)), keras.layers.Dense(8, name="h"), keras.layers.Dense(2, name="out")],
+                     name="generator")
+opt = keras.optimizers.Adam(1e-3)
+run = start_run(sys.argv[1], models={{"generator": g}}, phases={{"G": (opt, g)}}, resume=True, quiet=True,
+                steps=int(sys.argv[2]) if len(sys.argv) > 2 else None, checkpoint_every=50)
+
+
+@tf.function
+def step():
+    x = run.rng.normal((16, 2))
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.square(g(x) - x))
+    run.apply_gradients("G", opt, tape.gradient(loss, g.trainable_variables), g.trainable_variables)
+    return loss
+
+
+with run:
+    for s in run.steps():
+        run.log(s, {{"G": step()}})
+'''
+
+
+def _loop_script(tmp_path):
+    marker = tmp_path / "imported.txt"
+    script = tmp_path / "my_loop.py"
+    script.write_text(LOOP.format(repo=str(REPO), marker=str(marker)))
+    return script, marker
+
+
+def _flush_service(ui, w) -> None:
+    """Every request the window made of its training process is done: a prepare asked now reports after them
+    (jobs run in order), so a script imported by an earlier one has left its marker by then."""
+    from training_core import RunConfig
+    got: list = []
+    w.core.reports.prepared.connect(got.append)
+    w.controller.prepare(RunConfig(example="ring", intra_op_threads=1))
+    ui.qtbot.waitUntil(lambda: any(i.config.example == "ring" for i in got) and not w.session.busy, timeout=TIMEOUT)
+
+
+def _attached_at_launch(ui, qtbot, run_dir):
+    """As `python main.py --attach RUN_DIR`: the real window attaches before its training process loads
+    TensorFlow, then that process loads."""
+    from training_core import read_events
+    qtbot.waitUntil(lambda: any(e.kind == "start" for e in read_events(run_dir)), timeout=TIMEOUT)
+    w = ui.make(wait=False)
+    assert w.attach_run(run_dir)
+    qtbot.waitUntil(lambda: w.session.tf_ready and not w.session.busy, timeout=TIMEOUT)
+    return w
+
+
+def _says_its_script_trains_it(w, script) -> None:
+    why = f"{script.name} trains this run itself (training_core.monitor): run your script again with " \
+          "start_run(..., resume=True) to continue"
+    assert w.session.start_blocked == why
+    assert not w.start_action.isEnabled() and w.start_action.toolTip() == f"Start is off: {why}"
+    assert why in w.experiment_panel.description.text()
+    assert w.scope_tree.item("generator/h") is not None  # the record's variables, not "Preparing my_loop.py…"
+
+
+def test_attached_to_a_monitored_loop_that_stops_the_window_never_imports_its_script(ui, qtbot, tmp_path):
+    """The tester's D1: attached to a start_run loop and stopping it, the window's training process imported
+    the script, whose start_run(resume=True) then resumed the run and trained it on, unseen. The window
+    shows the run from its record, Start says the script trains it, and after the stop nothing runs it. D6:
+    a freeze method the run rejects goes back to the run's in the method box."""
+    from training_core import read_events
+    script, marker = _loop_script(tmp_path)
+    run_dir = tmp_path / "loop-run"
+    proc = start([sys.executable, str(script), str(run_dir)])
+    try:
+        w = _attached_at_launch(ui, qtbot, run_dir)
+        qtbot.waitUntil(lambda: w.store.last_step > 20 and w.scope_tree.item("generator/h") is not None,
+                        timeout=TIMEOUT)
+        _says_its_script_trains_it(w, script)
+
+        combo = w.schedule_panel.method_combo
+        combo.setCurrentIndex(combo.findData("gate"))  # a user's choice: sent to the run, which refuses it
+        rejected = ui.wait_event(w, "rejected", timeout=TIMEOUT)
+        assert rejected.id in w.attachment.run.sent and "apply_gradients freezes exactly" in rejected.message
+        qtbot.waitUntil(lambda: w.schedule_panel.method() == "exact", timeout=TIMEOUT)
+        assert combo.currentText() == "exact"
+
+        w.stop()
+        qtbot.waitUntil(lambda: not w.session.attached, timeout=TIMEOUT)  # the run's `stop`: the window lets go
+        assert proc.wait(120) == 0
+        _flush_service(ui, w)
+        assert not marker.exists()  # the script was never imported by the window's training process
+        kinds = [e.kind for e in read_events(run_dir)]
+        assert kinds[-1] == "stop" and "resumed" not in kinds  # nothing trained it after the stop
+        assert not w.session.running
+        _says_its_script_trains_it(w, script)
+        assert w.session.state_text == f"Stopped at step {w.store.last_step:,} · {w.session.start_blocked}"
+        assert w.status_panel.state_label.text().endswith("run your script again with start_run(..., resume=True) "
+                                                          "to continue")  # the fix is kept whole
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
+
+
+def test_attached_to_a_finished_monitored_loop_the_window_never_imports_its_script(ui, qtbot, tmp_path):
+    """A loop that reached its step target: the window ran the script twice (a 'pass --steps N' dialog and
+    'Could not prepare the experiment'). It shows the finished run; Start says the script trains it."""
+    script, marker = _loop_script(tmp_path)
+    run_dir = tmp_path / "done-run"
+    proc = start([sys.executable, str(script), str(run_dir), "30"])
+    assert proc.wait(300) == 0, proc.communicate()[1]
+    proc.communicate()
+    w = _attached_at_launch(ui, qtbot, run_dir)
+    qtbot.waitUntil(lambda: not w.session.attached and w.store.last_step == 30, timeout=TIMEOUT)
+    _flush_service(ui, w)
+    assert not marker.exists() and w.last_error is None
+    _says_its_script_trains_it(w, script)
+    assert w.session.state_text == f"Finished at step 30 · {w.session.start_blocked}"

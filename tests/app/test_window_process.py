@@ -78,3 +78,25 @@ def test_help_names_the_other_modes_and_review():
     assert r.returncode == 0
     for needle in ("--headless", "--export RUN_DIR [RUN_DIR ...]", "--open RUN_DIR", "--screenshot"):
         assert needle in r.stdout, needle
+
+
+def _stuck_in_preparing(qtbot, tmp_path):
+    """A training process importing a file that never returns (as a user's training script does)."""
+    from app.training_process import TrainingProcess
+    from training_core import RunConfig
+    marker = tmp_path / "importing.txt"
+    stuck = tmp_path / "stuck.py"
+    stuck.write_text(f"import time\nopen({str(marker)!r}, 'w').write('in')\nwhile True:\n    time.sleep(0.05)\n")
+    training = TrainingProcess()
+    training.prepare(RunConfig(experiment_file=str(stuck)))
+    qtbot.waitUntil(marker.exists, timeout=120_000)
+    return training
+
+
+def test_closing_the_window_while_a_file_is_being_prepared_ends_the_training_process(qtbot, tmp_path):
+    """A job with no run (loading, preparing) has nothing to flush: on the window's exit the process ends at
+    once. It used to finish the job first, up to a minute, and a script's import may never finish."""
+    training = _stuck_in_preparing(qtbot, tmp_path)
+    assert training.shutdown(60)  # ended in time, not killed after the minute
+    assert training.process.returncode == 0
+

@@ -194,3 +194,17 @@ def test_the_command_line_will_not_resume_or_replay_a_monitored_run(tmp_path):
         with pytest.raises(UserError, match=rf"was recorded by training_core.monitor from .*, whose own code trains "
                                             rf"it, so {what} cannot run it; {how}$"):
             refuse(tmp_path / "run")
+
+
+def test_a_start_run_script_imported_as_an_experiment_file_is_refused_before_it_opens_a_run(tmp_path):
+    """File → Open of a start_run script (or a record naming one) made the window's training process import
+    it, and its start_run trained the user's run there. start_run inside an experiment import is one line."""
+    from training_core.experiment.loading import load_module
+    script = tmp_path / "my_gan.py"
+    script.write_text(f"from training_core.monitor import start_run\nrun = start_run({str(tmp_path / 'run')!r}, "
+                      "models={}, phases={})\n")
+    with pytest.raises(UserError) as e:
+        load_module(script)
+    assert str(e.value) == ("my_gan.py calls start_run(...): it is a script that trains with training_core.monitor, "
+                            "not an experiment file; run it with python my_gan.py (the window can attach to its run)")
+    assert not (tmp_path / "run").exists()

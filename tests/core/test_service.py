@@ -80,3 +80,21 @@ def test_window_gone_ends_the_run_cleanly(run_dir):
     assert not w.thread.is_alive()
     record = read_events(run_dir)
     assert record[-1].kind == "stop" and record[-1].reason == "stopped"
+
+
+def test_a_monitored_runs_script_is_refused_in_one_line_and_never_imported(tmp_path):
+    """The window's training process once imported a start_run script named by a monitored run's record, and
+    the script's start_run(resume=True) trained the run on, unseen. A config with `monitor` set is refused
+    before anything is imported (the window never asks; this is the defence behind it)."""
+    marker = tmp_path / "imported.txt"
+    script = tmp_path / "my_loop.py"
+    script.write_text(f"open({str(marker)!r}, 'w').write('imported')\n")
+    w = Window()
+    w.send(P.Prepare(RunConfig(experiment_file=str(script), monitor="loop")))
+    failed = w.wait(P.Failed)
+    assert failed.summary == ("my_loop.py is the script of a run training_core.monitor records (monitor = 'loop'): "
+                              "its own code trains the run, so Freezeframe does not import it; run your script "
+                              "again with start_run(..., resume=True) to continue")
+    w.send(P.Exit())
+    w.thread.join(30)
+    assert not w.thread.is_alive() and not marker.exists()

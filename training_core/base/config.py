@@ -135,6 +135,16 @@ class RunConfig:
             raise UserError(f"{run_dir} was recorded by training_core.monitor from {self.experiment_file or 'a script'}, "
                             f"whose own code trains it, so {what} cannot run it; {how}")
 
+    def refuse_monitored_script(self) -> None:
+        """A monitored run's script is never imported as an experiment: importing it runs the user's training
+        (the window's training process once resumed and trained such a run on its own). Said in one line."""
+        if self.monitor:
+            name = Path(self.experiment_file).name if self.experiment_file else "the script"
+            how = ("run your script again with start_run(..., resume=True) to continue" if self.monitor == "loop"
+                   else "run your script again for a new run")
+            raise UserError(f"{name} is the script of a run training_core.monitor records (monitor = "
+                            f"{self.monitor!r}): its own code trains the run, so Freezeframe does not import it; {how}")
+
     def validate(self) -> "RunConfig":
         _check_types(self)
         if not 0 <= self.seed <= MAX_SEED:

@@ -194,6 +194,7 @@ def _load(config: RunConfig, source: Path, placement: Any, clock: _Stages) -> An
     A GAN-shortcut file may make its models at import ("a function returning a model, or a model"): seed
     before importing too, or their initial weights differ from run to run whatever --seed says. Imported in
     the placement's scope, so a module-level optimizer is placed on every replica."""
+    config.refuse_monitored_script()  # before importing: the import would run the user's training
     import keras
     keras_private.reset_layer_name_counters()
     keras.utils.set_random_seed(config.seed)

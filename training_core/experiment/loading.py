@@ -25,7 +25,7 @@ from training_core.experiment.gan import GAN_NAMES, gan_experiment
 from training_core.experiment.usercode import user_code
 
 __all__ = ["EXAMPLES_DIR", "builtin_examples", "example_path", "require_file", "file_sha256", "load_module",
-           "build_experiment"]
+           "build_experiment", "refuse_inside_experiment"]
 
 # `resources` (a package: pyproject.toml installs its files) lies beside the `training_core` package, in the
 # repository as installed; found from the package, not this module (which may move), and not by importing
@@ -57,6 +57,19 @@ def require_file(path: str | Path) -> Path:
     return path
 
 
+_IMPORTING: list[Path] = []  # the experiment files being imported now (innermost last)
+
+
+def refuse_inside_experiment(call: str) -> None:
+    """`start_run(...)`/`Monitor(...)` in a file Freezeframe imports as an experiment: that file is a script
+    training with training_core.monitor, and importing it ran its training inside Freezeframe's training
+    process (which then trained the user's run on its own). One line, before the call opens any run."""
+    if _IMPORTING:
+        name = _IMPORTING[-1].name
+        raise UserError(f"{name} calls {call}: it is a script that trains with training_core.monitor, not an "
+                        f"experiment file; run it with python {name} (the window can attach to its run)")
+
+
 def load_module(path: str | Path) -> ModuleType:
     """Import an experiment file; a file that is missing or raises becomes a one-line `UserError`.
 
@@ -72,12 +85,15 @@ def load_module(path: str | Path) -> ModuleType:
         raise UserError(f"experiment file {path} is not a Python file; give a .py file")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
+    _IMPORTING.append(path)
     try:
         with user_code(f"experiment file {path.name}", path):
             spec.loader.exec_module(module)
     except BaseException:
         sys.modules.pop(name, None)
         raise
+    finally:
+        _IMPORTING.pop()
     return module
 
 

@@ -36,6 +36,7 @@ import keras
 
 from training_core.base import commands as C
 from training_core.base.errors import UserError
+from training_core.experiment.loading import refuse_inside_experiment
 from training_core.monitor.control_replay import ControlReplayer, plan_control_replay
 from training_core.monitor.monitored import MonitoredRun
 from training_core.monitor.described import describe
@@ -86,6 +87,7 @@ class Monitor(keras.callbacks.Callback):
                  var_every: int = 25, sample_every: float = 10.0, seed: int = 0, tensorboard: bool = True,
                  quiet: bool = False, keep_open: bool = False, replay: str | Path | None = None) -> None:
         super().__init__()
+        refuse_inside_experiment("Monitor(...)")
         self.run_dir = Path(run_dir)
         if self.run_dir.is_dir() and any(self.run_dir.iterdir()):
             raise UserError(f"run directory {self.run_dir} already holds a run; give the Monitor a new run_dir")

@@ -31,6 +31,7 @@ from training_core.base import commands as C
 from training_core.base.config import RunConfig, check_learning_rate, file_sha256
 from training_core.base.errors import UserError
 from training_core.experiment.api import Models
+from training_core.experiment.loading import refuse_inside_experiment
 from training_core.monitor.control_replay import ControlReplayer, plan_control_replay
 from training_core.monitor.monitored import MonitoredRun
 from training_core.monitor.exact_update import ExactUpdate
@@ -187,6 +188,7 @@ def start_run(run_dir: str | Path, models: Mapping[str, Any], phases: Mapping[st
     `sample(models) -> {"fake": array, "real": array}`: drawings for the samples view and the record.
     `replay=OLD_DIR`: apply the number-changing controls OLD_DIR recorded (freeze, learning rates, ratio) at the
     steps they took effect there, and stop where it stopped (monitor/control_replay.py)."""
+    refuse_inside_experiment("start_run(...)")
     d = Path(run_dir)
     resuming = bool(resume) and d.is_dir() and (d / "config.toml").is_file()
     if not resume and d.is_dir() and any(d.iterdir()):

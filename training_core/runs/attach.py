@@ -133,6 +133,7 @@ class AttachedRun:
         self._tree: ScopeNode | None = None
         self.gone: Holder | None = None  # the writer, found dead on this host while the record has no `stop`
         self._next_writer_check = 0.0
+        self._monitor: str | None = None  # the record's `monitor`, once config.toml is read
 
     # -- reading --------------------------------------------------------------------------------------------
     def poll(self) -> bool:
@@ -291,6 +292,21 @@ class AttachedRun:
         return " · ".join(parts)
 
     @property
+    def monitor(self) -> str:
+        """"loop" or "fit" when training_core.monitor records the run (the user's script trains it), else ""."""
+        if self._monitor is None:
+            try:
+                self._monitor = RunConfig.read_toml(self.dir / CONFIG_FILE).monitor or ""
+            except UserError:
+                return ""  # not written yet (or damaged): asked again at the next call
+        return self._monitor
+
+    @property
     def resume_fix(self) -> str:
-        """How to go on with a run whose writer is gone (the end of `status_text` then)."""
+        """How to go on with a run whose writer is gone (the end of `status_text` then): a monitored run only by
+        its own script (Freezeframe cannot run the user's code)."""
+        if self.monitor == "loop":
+            return "run your script again with start_run(..., resume=True) to continue"
+        if self.monitor == "fit":
+            return "run your script again for a new run (the Monitor cannot resume fit())"
         return f"resume it with python main.py --headless --resume {self.dir}"

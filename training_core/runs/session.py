@@ -93,6 +93,10 @@ class Session:
         self.detached_text = ""  # "Detached at step 298; the run goes on (pid 9760)": the state after a detach
         self.fix = ""  # how to fix what the state text reports (an attached run's resume command), if it does
         self._own_source: Source = source  # the window's choice before it attached (a detach may go back to it)
+        #: "loop" or "fit": `source` is the script of a run training_core.monitor records. Its own code trains the
+        #: run, so the window shows the record and never prepares or starts it (importing it would run the script)
+        self.monitored = ""
+        self._monitored_files: dict[str, str] = {}  # every such script seen in a record, and its monitor kind
         self.controls = Controls()  # the own run's control state as its events say (attach.py has its own)
         self._own_ids: set[str] = set()  # ids of the commands this window sent
         self._in_flight: set[str] = set()  # of those, the ones not acknowledged yet
@@ -117,6 +121,7 @@ class Session:
         if self.running:
             return False
         self.source, self.prepared, self.status = source, None, None
+        self.monitored = self.monitored_kind(source)
         self.detached_text = ""
         self._clear_data()
         self.state_changed.emit()
@@ -152,6 +157,7 @@ class Session:
         if not self.attached:
             self._own_source = self.source
         self.attached, self.attached_text, self.detached_text = str(run_dir), "attached", ""
+        self.monitored = ""  # until its record is read (attached_prepared)
         self.running, self.paused, self.pause_reason, self.stop_reason = True, False, "", ""
         self.status, self.last_run, self.prepared = None, None, None
         self._clear_data()
@@ -164,6 +170,9 @@ class Session:
         name keeps the window's)."""
         if source_of(info.config)[1]:
             self.source = source_of(info.config)
+        self.monitored = info.config.monitor or ""
+        if self.monitored and self.source[0] == "file":
+            self._monitored_files[self.source[1]] = self.monitored
         self._on_prepared(P.Prepared(info), from_record=True)
 
     def detach(self, keep_source: bool = True, text: str = "") -> None:
@@ -177,6 +186,7 @@ class Session:
         self.running, self.paused, self.prepared = False, False, None
         if not keep_source:
             self.source = self._own_source
+            self.monitored = self.monitored_kind(self.source)
         self.last_run = self.status
         self.state_changed.emit()
         self.run_finished.emit(self.status)
@@ -186,9 +196,27 @@ class Session:
         self.tf_ready, self.prepared, self.busy = False, None, ""
         self.state_changed.emit()
 
+    def monitored_kind(self, source: Source) -> str:
+        """"loop"/"fit" if `source` is a script a monitored run's record named ("" otherwise)."""
+        return self._monitored_files.get(source[1], "") if source[0] == "file" else ""
+
     @property
     def can_start(self) -> bool:
-        return self.tf_ready and not self.running
+        """Start trains `source` here: not while a run goes, nor when `source` is a monitored run's script."""
+        return self.tf_ready and not self.running and not self.monitored
+
+    @property
+    def start_blocked(self) -> str:
+        """Why Start is off for good (a monitored run's script trains its run itself), "" when it is not."""
+        if not self.monitored:
+            return ""
+        name = Path(self.source[1]).name if self.source[0] == "file" else "your script"
+        return f"{name} trains this run itself (training_core.monitor): {self._monitored_fix}"
+
+    @property
+    def _monitored_fix(self) -> str:
+        return ("run your script again with start_run(..., resume=True) to continue" if self.monitored == "loop"
+                else "run your script again for a new run (the Monitor cannot resume fit())")
 
     # -- reports ------------------------------------------------------------------------------------------
     def handle(self, report: object) -> None:
@@ -291,7 +319,8 @@ class Session:
             self.controls.apply(e)
         if isinstance(e, E.Rollback):  # `data` was cut back to the checkpoint: its settings are those events'
             self.controls = Controls.of(self.data.events)
-        self._stale |= isinstance(e, E.Rollback) or (isinstance(e, CONTROL_EVENTS) and not own)
+        # a rejected command of this window's: the panels go back to what the run has (they showed the edit)
+        self._stale |= isinstance(e, (E.Rollback, E.Rejected)) or (isinstance(e, CONTROL_EVENTS) and not own)
         if self._stale and not self._in_flight:
             self._stale = False
             self.controls_changed.emit(self.controls)
@@ -329,19 +358,23 @@ class Session:
             return f"{text} · {self.attached_text}" if self.attached else text
         if not self.tf_ready:
             return LOADING
+        blocked = f" · {self.start_blocked}" if self.start_blocked else ""
         if self.last_run is not None and self.detached_text and not self.stop_reason:
-            return self.detached_text
+            return self.detached_text + blocked
         if self.last_run is not None:
             verb = {"done": "Finished", "stopped": "Stopped", "halted": "Halted",
                     "error": "Failed"}.get(self.stop_reason, "Ended")
-            return f"{verb} at step {self.last_run.step:,}"
+            return f"{verb} at step {self.last_run.step:,}{blocked}"
+        if blocked:
+            return self.start_blocked
         return "Ready" if self.prepared is not None else "Not prepared"
 
     @property
     def state_fix(self) -> str:
         """The end of `state_text` that says how to fix what it reports ('' if none): the status bar cuts what
         comes before it, never it."""
-        return self.fix if self.fix and self.state_text.endswith(self.fix) else ""
+        text = self.state_text
+        return next((f for f in (self.fix, self.monitored and self._monitored_fix) if f and text.endswith(f)), "")
 
     def variable_states(self) -> Mapping[str, VarState] | None:
         """Each variable's and scope's state, or None if nothing changed since the last call."""
