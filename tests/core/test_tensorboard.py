@@ -37,6 +37,7 @@ from training_core import (
 from training_core import events as E
 from training_core.rundir.resume_point import resume_config
 from training_core.rundir.samples import list_samples, load_samples
+from training_core.rundir.tensorboard import HPARAMS_FILE
 from training_core.rundir.tb_views import control_line, sample_picture
 
 from .helpers import Script
@@ -311,7 +312,9 @@ def test_losses_and_measures_are_scalars_beside_the_session_and_the_norms_apart(
 # -- resumed ----------------------------------------------------------------------------------------------
 def test_a_resumed_run_is_one_timeline_in_tensorboard(resumed_run):
     d = resumed_run
-    assert len(list((d / "tb" / "training").iterdir())) == 2 and len(list((d / "tb" / "variables").iterdir())) == 2
+    training = sorted(f.name for f in (d / "tb" / "training").iterdir())
+    assert len(training) == 3 and training[0] == HPARAMS_FILE  # a file per process, and the one session's
+    assert len(list((d / "tb" / "variables").iterdir())) == 2
     train = served(d)
     steps = [e.step for e in train.Tensors("loss/D")] + [e.step for e in train.Tensors("loss/G")]
     assert sorted(steps) == list(range(1, 71))  # each step once: the first process's 41..60 forgotten
@@ -327,7 +330,8 @@ def test_a_resumed_run_is_one_timeline_in_tensorboard(resumed_run):
         assert s == sorted(set(s)), tag
     _, groups = hparams_table(d / "tb")
     assert [g.name for g in groups] == ["training"] and len(groups[0].sessions) == 1
-    assert {k: _value(v) for k, v in groups[0].hparams.items()}["freeze"] == "none"  # the first process's start
+    hp = {k: _value(v) for k, v in groups[0].hparams.items()}
+    assert (hp["freeze"], hp["steps"]) == ("generator/dense_1", 70)  # the resumed process's start
 
 
 def test_tensorboard_off_writes_no_tb(tmp_path):
