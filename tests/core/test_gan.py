@@ -12,7 +12,7 @@ from training_core.base.errors import UserError
 from training_core.engine.prepare import prepare
 from training_core.rundir.samples import list_samples, load_samples
 
-from .helpers import config, run, write_file
+from .helpers import config, error_lines, main_cmd, run, run_all, write_file
 
 _CGAN = '''
 """A conditional GAN on 8x8 images of 3 classes."""
@@ -152,3 +152,40 @@ def test_conditional_models_whose_label_input_does_not_fit_are_one_line_naming_t
     assert "\n" not in line and line.startswith("the models in labels.py do not fit together: "), line
     assert line.endswith("; check noise_dim, the data shape and that both models take [input, label] (the generator "
                          "[z, y], the discriminator [x, y])"), line
+
+
+def _refused(tmp_path, name: str, source: str) -> str:
+    """The command line on the file: exit 2, one line, no run directory; the line."""
+    run_dir = tmp_path / "run"
+    done = run_all({"bad": main_cmd("--headless", "--experiment", str(write_file(tmp_path, name, source)),
+                                    "--run-dir", str(run_dir), "--steps", "3")})
+    assert done["bad"].returncode == 2, done["bad"].stderr
+    lines = error_lines(done["bad"].stderr)
+    assert len(lines) == 1 and not run_dir.exists(), done["bad"].stderr
+    return lines[0]
+
+
+def test_one_hot_labels_for_models_with_an_embedding_are_one_line_naming_label_mode(tmp_path):
+    _images(tmp_path)
+    source = _CGAN.format(conditional=True, real_data=DIRECTORY.replace('verbose=False', 'verbose=False, '
+                                                                        'label_mode="categorical"'))
+    line = _refused(tmp_path, "onehot.py", source)
+    assert line.startswith("error: the models in onehot.py do not fit together: "), line
+    assert line.endswith('; the labels are one-hot (rank 2, shape (2, 3) for 2 rows): give class numbers '
+                         '(image_dataset_from_directory(..., label_mode="int")) to models with an Embedding, or give '
+                         'models without an Embedding that take one-hot labels of shape (3,)'), line
+
+
+@pytest.mark.parametrize("data", ["arrays", "directory"])
+def test_labels_beyond_an_embedding_are_one_line_before_anything_is_written(tmp_path, data):
+    if data == "directory":
+        _images(tmp_path)  # 3 classes: labels 0..2
+        source = _CGAN.format(conditional=True, real_data=DIRECTORY).replace("Embedding(3, 2", "Embedding(2, 2")
+        largest, dim = 2, 2
+    else:
+        source = _CGAN.format(conditional=True, real_data=ARRAYS.replace("% 3", "% 8"))
+        largest, dim = 7, 3
+    line = _refused(tmp_path, "classes.py", source)
+    assert line == (f"error: the labels of real_data() in classes.py go up to {largest}, but the generator's Embedding "
+                    f"'classes' takes input_dim={dim} (labels 0 to {dim - 1}); give it input_dim={largest + 1}, the "
+                    f"number of classes")

@@ -10,6 +10,7 @@ BatchNormalization statistics).
 """
 from __future__ import annotations
 
+import keras
 import numpy as np
 import pytest
 
@@ -67,6 +68,44 @@ def test_a_discriminator_frozen_after_compile_is_reported_as_a_leak(tmp_path, ca
     assert states.states["discriminator"].state == "LEAK" and states.states["generator/bn/moving_mean"].state == ""
     drawn = load_samples(list_samples(tmp_path / "run")[-1][1])  # sample(model), at the end
     assert drawn["kind"] == "points2d" and drawn["step"] == 48 and drawn["fake"].shape == (256, 2)
+
+
+class _FreezeAt(keras.callbacks.Callback):
+    """Sets `discriminator.trainable = False` before global batch `at` (as a user's on_epoch_begin would), and
+    turns the Monitor's clock-driven hand-off off, so that one batch of the record holds measured steps from
+    before and after the flag (what a busy machine's timing did in the tester's runs), every run."""
+
+    def __init__(self, monitor: Monitor, at: int) -> None:
+        super().__init__()
+        self.monitor, self.at, self.step = monitor, at, 0
+
+    def on_train_begin(self, logs=None):
+        self.monitor.core._next_fetch = float("inf")  # only fetch_every (200 > this run's 48) or the end flushes
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self.step += 1
+        if self.step == self.at:
+            self.model.discriminator.trainable = False
+
+
+def test_a_flag_set_mid_fit_freezes_only_the_rows_measured_after_it(tmp_path):
+    """D2: the frozen column and the leak are those at the step measured, not at the batch's hand-off."""
+    at = 27
+    gan = make_gan()
+    gan.fit(dataset(), epochs=1, verbose=0)
+    monitor = Monitor(tmp_path / "run", var_every=4, quiet=True)
+    gan.fit(dataset(), epochs=3, verbose=0, callbacks=[monitor, _FreezeAt(monitor, at)])
+    d = {r.phase: r for r in read_variables(tmp_path / "run")}["discriminator"]
+    cols = [d.paths.index(p) for p in D_WEIGHTS]
+    steps = d.steps.tolist()
+    assert min(steps) < at < max(steps)  # rows on both sides of the flag
+    frozen = d.frozen[:, cols].all(axis=1)
+    assert not d.frozen[:, cols][[s < at for s in steps]].any()
+    assert frozen[[s >= at for s in steps]].all()
+    leaks = [e for e in read_events(tmp_path / "run") if e.kind == "leak"]
+    first_after = min(s for s in steps if s >= at)
+    assert leaks and {e.variable for e in leaks} == D_WEIGHTS
+    assert min(e.at_step for e in leaks) == first_after  # the first measured step after the flag
 
 
 def test_a_gan_trained_as_written_shows_no_leak(tmp_path):

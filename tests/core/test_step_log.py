@@ -30,7 +30,7 @@ def test_anything_else_is_one_line(value, said):
 
 def test_losses_and_measured_updates_are_joined_by_step_and_phase():
     log = StepLog(["D", "G"], [("d/k", "d/b"), ("g/k",)], [[0, 1], [2]])
-    log.set_frozen(0, np.array([False, True]))
+    log.set_frozen(0, np.array([False, True]), 1)
     for step in (1, 2, 3):
         log.add(0, step, tf.constant(float(step)) if step % 2 else float(step), wall=100.0 + step)
     log.add(1, 2, 0.25, wall=102.0)
@@ -46,3 +46,20 @@ def test_losses_and_measured_updates_are_joined_by_step_and_phase():
     assert g.grad_norm.tolist() == [[0.0]]  # not measured: the user's code owns its gradients
     assert batch.scalars["metric/r1"][2].tolist() == [0.125]
     assert log.batch(Status()) is None  # nothing since
+
+
+def test_a_row_is_frozen_as_the_flags_read_at_its_step_not_when_the_batch_is_read():
+    """D2: one batch spans measured steps 240, 255 and 295; the flag turned at 257. Rows 240 and 255 stay
+    unfrozen (no leak there); from 295 on the column reads frozen; the next batch starts from that."""
+    log = StepLog(["D"], [("d/k",)], [[0]])
+    log.set_frozen(0, np.array([False]), 1)
+    for step in range(230, 300):
+        log.add(0, step, 0.5)
+        if step in (240, 255, 295):
+            log.set_frozen(0, np.array([step == 295]), step)
+            log.measure(step, tf.constant([1.0, 4.0]))
+    d, = log.batch(Status(step=299)).blocks
+    frozen = dict(zip(d.steps.tolist(), d.frozen[:, 0].tolist()))
+    assert not any(f for s, f in frozen.items() if s < 295) and all(f for s, f in frozen.items() if s >= 295)
+    log.add(0, 300, 0.5)
+    assert log.batch(Status(step=300)).blocks[0].frozen.tolist() == [[True]]

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tensorflow as tf
+from tensorboard.plugins.hparams import metadata
 from tensorboard.backend.event_processing.plugin_event_accumulator import (
     EventAccumulator,
 )
@@ -36,6 +37,7 @@ from training_core import (
 from training_core import events as E
 from training_core.rundir.resume_point import resume_config
 from training_core.rundir.samples import list_samples, load_samples
+from training_core.rundir.tensorboard import HPARAMS_FILE
 from training_core.rundir.tb_views import control_line, sample_picture
 
 from .helpers import Script
@@ -252,12 +254,28 @@ def test_runs_of_one_logdir_are_rows_of_the_hparams_table(logdir, digits_run, ri
 def test_the_hparams_are_the_settings_at_the_start_not_after_the_live_changes(ring_run):
     d, _ = ring_run
     acc = served(d)
-    from tensorboard.plugins.hparams import metadata
     info = metadata.parse_session_start_info_plugin_data(
         acc.PluginTagToContent("hparams")[metadata.SESSION_START_INFO_TAG])
     hp = {k: _value(v) for k, v in info.hparams.items()}
     assert (hp["freeze"], hp["ratio"], hp["freeze_method"]) == ("none", "1:1", "exact")  # changed later, live
     assert hp["lr/D"] == pytest.approx(1e-4) and info.group_name == ""  # one row per run
+
+
+def test_a_resumed_run_shows_its_own_target_and_count_in_the_hparams(tmp_path):
+    """D8: TensorBoard keeps the first session of a run it reads; the resumed process's settings (its --steps,
+    its --count) must be the row's, one row for the run."""
+    d = tmp_path / "logdir" / "count"
+    Trainer(RunConfig(example="ring", steps=4, count="G", seed=1, run_dir=str(d), checkpoint_every=4)).run()
+    cfg = resume_config(d)
+    cfg.steps = 6
+    Trainer(cfg, resume=True).run()
+    exp, groups = hparams_table(tmp_path / "logdir")
+    assert [g.name for g in groups] == ["count/tb/training"]
+    hp = {k: _value(v) for k, v in groups[0].hparams.items()}
+    assert (hp["steps"], hp["count"]) == (6, "G")
+    info = metadata.parse_session_start_info_plugin_data(
+        served(d).PluginTagToContent("hparams")[metadata.SESSION_START_INFO_TAG])
+    assert (info.hparams["steps"].number_value, info.hparams["count"].string_value) == (6, "G")
 
 
 # -- control changes --------------------------------------------------------------------------------------
@@ -294,7 +312,9 @@ def test_losses_and_measures_are_scalars_beside_the_session_and_the_norms_apart(
 # -- resumed ----------------------------------------------------------------------------------------------
 def test_a_resumed_run_is_one_timeline_in_tensorboard(resumed_run):
     d = resumed_run
-    assert len(list((d / "tb" / "training").iterdir())) == 2 and len(list((d / "tb" / "variables").iterdir())) == 2
+    training = sorted(f.name for f in (d / "tb" / "training").iterdir())
+    assert len(training) == 3 and training[0] == HPARAMS_FILE  # a file per process, and the one session's
+    assert len(list((d / "tb" / "variables").iterdir())) == 2
     train = served(d)
     steps = [e.step for e in train.Tensors("loss/D")] + [e.step for e in train.Tensors("loss/G")]
     assert sorted(steps) == list(range(1, 71))  # each step once: the first process's 41..60 forgotten
@@ -310,7 +330,8 @@ def test_a_resumed_run_is_one_timeline_in_tensorboard(resumed_run):
         assert s == sorted(set(s)), tag
     _, groups = hparams_table(d / "tb")
     assert [g.name for g in groups] == ["training"] and len(groups[0].sessions) == 1
-    assert {k: _value(v) for k, v in groups[0].hparams.items()}["freeze"] == "none"  # the first process's start
+    hp = {k: _value(v) for k, v in groups[0].hparams.items()}
+    assert (hp["freeze"], hp["steps"]) == ("generator/dense_1", 70)  # the resumed process's start
 
 
 def test_tensorboard_off_writes_no_tb(tmp_path):

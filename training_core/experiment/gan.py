@@ -150,13 +150,72 @@ def dry_run(g: Any, d: Any, spec: DataSpec, split: Split, noise_dim: int, path: 
             if n != 2:  # Keras would pass the first of [z, y] and drop the labels, with a warning only
                 raise UserError(f"conditional = True in {path.name}, but its {name} takes {n} input"
                                 f"{'s' if n != 1 else ''}; give it two, {two} (a functional keras.Model({two}, ...))")
+        check_label_range(spec, split, {"generator": g, "discriminator": d}, path)
     fix = ("check noise_dim, the data shape and that both models take [input, label] (the generator [z, y], the "
            "discriminator [x, y])" if split.conditional else "check noise_dim and the data shape")
+    label = None if split.y is None or not split.conditional else spec.rows[split.y]
+    if label is not None and len(label.shape) == 1 and label.shape[0] > 1:  # a batch of them: rank 2
+        fix = (f"the labels are one-hot (rank 2, shape (2, {label.shape[0]}) for 2 rows): give class numbers "
+               f"(image_dataset_from_directory(..., label_mode=\"int\")) to models with an Embedding, or give "
+               f"models without an Embedding that take one-hot labels of shape ({label.shape[0]},)")
     with user_code(f"the models in {path.name}", path, verb="do not fit together:", fix=fix):
         y = None if y is None else keras.ops.convert_to_tensor(y)
         fake = g(Split.inputs(keras.ops.zeros((2, noise_dim)), y), training=False)
         d(Split.inputs(keras.ops.convert_to_tensor(x), y), training=False)
         d(Split.inputs(fake, y), training=False)
+
+
+def check_label_range(spec: DataSpec, split: Split, models: dict[str, Any], path: Path) -> None:
+    """Class numbers beyond a model's Embedding are refused now, in one line, not at step 1 after the run directory
+    is written (an Embedding's gather fails there, `indices[0] = 7 is not in [0, 3)`). The largest label: in memory,
+    the labels' maximum; a Dataset is not read (a second iterator moves the seeds of the training's, see
+    `zeros_like_rows`), so its classes come from `class_names`, which image_dataset_from_directory sets, on it or
+    on a Dataset it was made from by `.map` and the like; without one nothing is checked."""
+    label = spec.rows[split.y]
+    if len(label.shape) != 0 or "int" not in label.dtype:
+        return
+    if spec.kind == "dataset":
+        names = _class_names(spec.dataset)
+        largest = None if names is None else len(names) - 1
+    else:
+        y = np.asarray(spec.arrays[split.y])
+        largest = int(y.max()) if y.size else None
+    if largest is None:
+        return
+    for name, model in models.items():
+        for layer in _embeddings(model):
+            dim = int(layer.input_dim)
+            if largest >= dim:
+                raise UserError(f"the labels of real_data() in {path.name} go up to {largest}, but the {name}'s "
+                                f"Embedding {layer.name!r} takes input_dim={dim} (labels 0 to {dim - 1}); give it "
+                                f"input_dim={largest + 1}, the number of classes")
+
+
+def _class_names(ds: Any) -> Any:
+    """The `class_names` of a Dataset or of one it was made from (`Dataset._inputs()`, as `dataset_is_batched`)."""
+    todo, seen = [ds], set()
+    while todo:
+        d = todo.pop(0)
+        if id(d) in seen:
+            continue
+        seen.add(id(d))
+        names = getattr(d, "class_names", None)
+        if names is not None:
+            return names
+        todo.extend(d._inputs())
+    return None
+
+
+def _embeddings(model: Any) -> list[Any]:
+    """Every Embedding layer in a model, nested models included."""
+    import keras
+    out, todo = [], list(getattr(model, "layers", []))
+    while todo:
+        layer = todo.pop(0)
+        if isinstance(layer, keras.layers.Embedding):
+            out.append(layer)
+        todo.extend(getattr(layer, "layers", []))
+    return out
 
 
 def gan_experiment(module: ModuleType, path: Path) -> Experiment:

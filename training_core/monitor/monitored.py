@@ -138,7 +138,7 @@ class MonitoredRun:
         masks = [np.array(frozen_mask(paths, scopes), dtype=bool) for paths in p.phase_paths]
         if self.on_freeze is not None:
             self.on_freeze(masks)
-        self._mark_frozen()
+        self._mark_frozen(self.state.step + 1)
         return [E.Warning(message=f"phase {name} has all its variables frozen; its updates change nothing", phase=name)
                 for name, m in zip(p.phase_names, masks) if len(m) and m.all()]
 
@@ -264,7 +264,7 @@ class MonitoredRun:
     def after_step(self, step: int) -> None:
         """`step` ran and was logged: its update is measured if a snapshot waits for it; a Step command counts it."""
         if self.meter.armed and step >= self._measured_at:
-            self._mark_frozen()
+            self._mark_frozen(step)  # the flags as they read at the step measured, not when the batch is read
             self.log.measure(step, self.meter.norms())
         flow = self.flow
         if flow.steps_left is not None:
@@ -315,10 +315,11 @@ class MonitoredRun:
             for o in self.observers:
                 o.on_metrics(batch)
 
-    def _mark_frozen(self) -> None:
+    def _mark_frozen(self, step: int) -> None:
+        """The frozen column from `step` on, as the freeze set and the trainable flags say it now."""
         p = self.prepared
         for i in range(len(p.phase_names)):
-            self.log.set_frozen(i, frozen_flags(p, i, self.state.freeze, ()))
+            self.log.set_frozen(i, frozen_flags(p, i, self.state.freeze, ()), step)
 
     def close(self, reason: str = "done", error: BaseException | None = None) -> None:
         """End the run: the last steps, the observers' end (a final checkpoint), the `stop` event, the lock."""

@@ -67,7 +67,8 @@ class StepLog:
         self._rows: list[tuple[int, int, float, Any]] = []  # (phase, step, wall, loss)
         self._measured: dict[int, Any] = {}  # step -> device tensor [dW^2..., W^2...]
         self._scalars: list[tuple[str, int, float, float]] = []
-        self._frozen_now = [np.zeros(len(p), dtype=bool) for p in self.paths]
+        self._frozen_now = [np.zeros(len(p), dtype=bool) for p in self.paths]  # before this batch's changes
+        self._frozen_changes: list[tuple[int, int, np.ndarray]] = []  # (from step, phase, mask), in order
 
     def __len__(self) -> int:
         return len(self._rows)
@@ -86,9 +87,11 @@ class StepLog:
     def measure(self, step: int, norms: Any) -> None:
         self._measured[step] = norms
 
-    def set_frozen(self, phase: int, mask: np.ndarray) -> None:
-        """The phase's frozen column from now on (the record keeps it at every measured step)."""
-        self._frozen_now[phase] = np.asarray(mask, dtype=bool)
+    def set_frozen(self, phase: int, mask: np.ndarray, step: int) -> None:
+        """The phase's frozen column from `step` on (the record keeps it at every measured step). Kept by step,
+        not as one value for the batch: a batch spans many measured steps, and a flag set between two of them
+        (`layer.trainable = False` in `on_epoch_begin`) must not mark the earlier ones frozen (nor a leak)."""
+        self._frozen_changes.append((int(step), phase, np.asarray(mask, dtype=bool)))
 
     def scalar(self, tag: str, step: int, value: Any, wall: float | None = None) -> None:
         self._scalars.append((tag, step, time.time() if wall is None else wall, value))
@@ -114,12 +117,36 @@ class StepLog:
                     half = len(got) // 2
                     packed[k, 1:1 + n], packed[k, 1 + n:1 + 2 * n] = got[cols], got[half + cols]
                     record[k] = True
-            frozen = np.tile(self._frozen_now[i], (len(mine), 1))
+            frozen = self._frozen_rows(i, [r[1] for r, _ in mine])
             blocks.append(PhaseBlock.from_packed(self.names[i], self.paths[i], [r[1] for r, _ in mine],
                                                  [r[2] for r, _ in mine], packed, frozen, record))
+        self._fold_frozen(max(r[1] for r in rows) if rows else None)
         scalars, self._scalars = self._scalars, []
         values = _host([r[3] for r in scalars])
         return MetricsBatch(blocks, status, scalar_columns([(t, s, w, v) for (t, s, w, _), v in zip(scalars, values)]))
+
+
+    def _frozen_rows(self, phase: int, steps: list[int]) -> np.ndarray:
+        """Each row's frozen column: the last change made at or before its step (rows come in step order)."""
+        changes = [(s, m) for s, p, m in self._frozen_changes if p == phase]
+        changes.sort(key=lambda c: c[0])  # stable: two changes at one step keep their order
+        out = np.empty((len(steps), len(self.paths[phase])), dtype=bool)
+        now, k = self._frozen_now[phase], 0
+        for row, step in enumerate(steps):
+            while k < len(changes) and changes[k][0] <= step:
+                now, k = changes[k][1], k + 1
+            out[row] = now
+        return out
+
+    def _fold_frozen(self, last_step: int | None) -> None:
+        """The changes up to the batch's last step become the state the next batch starts from."""
+        keep = []
+        for change in sorted(self._frozen_changes, key=lambda c: c[0]):
+            if last_step is not None and change[0] <= last_step:
+                self._frozen_now[change[1]] = change[2]
+            else:
+                keep.append(change)
+        self._frozen_changes = keep
 
 
 def _host(values: list[Any]) -> list[float]:

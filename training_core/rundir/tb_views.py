@@ -288,7 +288,8 @@ def run_hparams(event: E.Start | E.Resumed, config: Any | None = None) -> dict[s
         if config.batch_size is not None:
             out["batch_size"] = int(config.batch_size)
         if config.steps is not None:
-            out["steps"] = int(config.steps)
+            out["steps"] = int(config.steps)  # this process's target (a resume's `--steps`)
+        out["count"] = str(config.count or "all")  # which phase's steps `steps` counts (`--count G`)
         out["on_nan"] = str(config.on_nan)
     schedule = event.schedule or (config.schedule if config is not None else {})
     if schedule:

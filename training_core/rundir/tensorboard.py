@@ -16,6 +16,7 @@ run, the record writer's thread.
 """
 from __future__ import annotations
 
+import os
 import socket
 import time
 from pathlib import Path
@@ -93,28 +94,47 @@ class EventWriter:
         self._w.write(self._event(wall_time=wall_time, step=step, summary=self._summary(value=[value]))
                       .SerializeToString())
 
-    def add_session(self, hparams: dict[str, Any], start_time: float) -> None:
-        """The hparams plugin's session start info of this run, at step 0 (a SessionLog START later never
-        discards it). Its group name is left empty, so TensorBoard names the row after the run's directory:
-        one row per run, even for two runs with the same settings."""
-        from tensorboard.plugins.hparams import metadata, plugin_data_pb2
-        info = plugin_data_pb2.SessionStartInfo(group_name="", start_time_secs=start_time)
-        for name in sorted(hparams):
-            v = hparams[name]
-            if isinstance(v, bool):
-                info.hparams[name].bool_value = v
-            elif isinstance(v, (int, float)):
-                info.hparams[name].number_value = v
-            else:
-                info.hparams[name].string_value = str(v)
-        data = plugin_data_pb2.HParamsPluginData(session_start_info=info)
-        value = self._summary.Value(tag=metadata.SESSION_START_INFO_TAG, tensor=metadata.NULL_TENSOR,
-                                    metadata=metadata.create_summary_metadata(data))
-        self._w.write(self._event(wall_time=start_time, step=0, summary=self._summary(value=[value]))
-                      .SerializeToString())
-
     def flush(self) -> None:
         self._w.flush()
 
     def close(self) -> None:
         self._w.close()
+
+
+#: the file of a TensorBoard run's HParams session: it sorts before every event file a process writes
+#: (their names hold the time), so TensorBoard reads this session before any other one an old file may hold
+HPARAMS_FILE = "events.out.tfevents.0.hparams"
+
+
+def write_session(logdir: str | Path, hparams: dict[str, Any], start_time: float) -> Path:
+    """The hparams plugin's session start info of a TensorBoard run, at step 0 (a SessionLog START later never
+    discards it), in a file of its own that each process replaces whole (os.replace: a reader never sees
+    half of it). Why its own file: TensorBoard keeps the first metadata of a tag it reads in a run and ignores
+    every later one, so a resumed process's session appended to an event file would never show; here the
+    plugin shows the latest process's settings (its `steps` target, its `count`). Its group name is left
+    empty, so TensorBoard names the row after the run's directory: one row per run, even for two runs with
+    the same settings."""
+    import tensorflow as tf
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+    from tensorboard.plugins.hparams import metadata, plugin_data_pb2
+    info = plugin_data_pb2.SessionStartInfo(group_name="", start_time_secs=start_time)
+    for name in sorted(hparams):
+        v = hparams[name]
+        if isinstance(v, bool):
+            info.hparams[name].bool_value = v
+        elif isinstance(v, (int, float)):
+            info.hparams[name].number_value = v
+        else:
+            info.hparams[name].string_value = str(v)
+    data = plugin_data_pb2.HParamsPluginData(session_start_info=info)
+    value = summary_pb2.Summary.Value(tag=metadata.SESSION_START_INFO_TAG, tensor=metadata.NULL_TENSOR,
+                                      metadata=metadata.create_summary_metadata(data))
+    path = Path(logdir) / HPARAMS_FILE
+    part = path.with_name(".hparams.part")  # no "tfevents" in its name: TensorBoard never reads it
+    w = tf.io.TFRecordWriter(str(part))
+    w.write(event_pb2.Event(wall_time=start_time, file_version="brain.Event:2").SerializeToString())
+    w.write(event_pb2.Event(wall_time=start_time, step=0, summary=summary_pb2.Summary(value=[value]))
+            .SerializeToString())
+    w.close()
+    os.replace(part, path)
+    return path

@@ -108,6 +108,11 @@ class _TensorBoard:
         self.variables = EventWriter(run_dir / TB_DIR / TB_VARIABLES, session_start)
         self.per_variable = sum(len(p) for p in phase_paths.values()) <= TB_PER_VARIABLE_MAX
 
+    def hparams(self, values: dict, start_time: float) -> None:
+        """This process's HParams session for `training/`, replacing an earlier process's (a resume)."""
+        from training_core.rundir.tensorboard import write_session
+        write_session(self.training.path.parent, values, start_time)
+
     def session_start(self, step: int) -> None:
         for w in (self.training, self.variables):
             w.add_session_start(step)
@@ -272,7 +277,7 @@ class RecordWriter:
                             self._tensorboard(self._tb.training.add_text, payload.step, payload.time, CONTROLS_TAG,
                                               line, CONTROLS_DESCRIPTION)
                     elif kind == _HPARAMS:
-                        self._tensorboard(self._tb.training.add_session, *payload)
+                        self._tensorboard(self._tb.hparams, *payload)
             except BaseException as e:  # noqa: BLE001 - surfaced to the trainer on its next batch
                 self._error = e
             finally:
