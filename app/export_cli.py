@@ -243,6 +243,10 @@ def _main(argv: list[str]) -> int:
     if auto_height:
         spec.height_in = recommended_height(spec, fig.data)
         fig = Figure(runs, spec, groups, names)
+        from app.export.figure import MAX_HEIGHT_IN
+        if spec.height_in >= MAX_HEIGHT_IN and fig.check():  # a 40-inch page was written, its plots unreadable still
+            raise UserError(f"no height up to {MAX_HEIGHT_IN:g} in makes every plot readable {spec.width_in:g} in wide "
+                            f"with --layout {spec.layout}; use --layout column (or auto), or a wider --size")
     if a.out:
         for problem in [fig.check()] + [pd.problem for pd in fig.data.plots]:
             if problem:

@@ -86,7 +86,10 @@ def test_x_counts_generator_steps_with_x_g(run_dir, tmp_path):
     (["{run}", "--out", "{tmp}/dir.pdf"], "is a folder"),
     (["{run}", "--out", "{tmp}/nofolder/fig.pdf"], "does not exist"),
     (["{run}", "--headless", "--out", "{out}"], "trains nothing; drop --headless"),
-    (["{run}", "--x", "Q", "--out", "{out}"], "x axis 'Q' is not a phase of run (its phases: D, G)"),  # named --export as unknown
+    (["{run}", "--x", "Q", "--out", "{out}"], "x axis 'Q' is not a phase of run (its phases: D, G)"),
+    # no height makes two plots side by side readable in 1.5 in: refused, not a 40-inch page of unreadable plots
+    (["{run}", "--plots", "losses,updates", "--layout", "row", "--size", "1.5", "--out", "{out}"],
+     "no height up to 40 in makes every plot readable 1.5 in wide with --layout row"),  # named --export as unknown
 ])
 def test_bad_input_is_one_line_and_exit_2(run_dir, tmp_path, args, needle):
     out = tmp_path / "fig.pdf"
