@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtWidgets import QWidget
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from training_core.runs.sweep_table import GroupBand
 
 from .plots import palette
+from .plots.update_plot import fit_columns
 
 MAX_POINTS = 2000  # per band edge and mean line, after thinning
 BAND_ALPHA = 60  # 0..255: the band is context, the mean the signal
@@ -33,19 +35,33 @@ def thin(steps: np.ndarray, mean: np.ndarray, low: np.ndarray, high: np.ndarray,
             np.maximum.reduceat(high, edges))
 
 
-class BandPlot(pg.PlotWidget):
-    """`show(bands, ylabel)` draws them; `drawn` holds (label, mean item, fill item) per setting, in order."""
+class BandPlot(pg.GraphicsLayoutWidget):
+    """`show(bands, ylabel)` draws them; `drawn` holds (label, mean item, fill item) per setting, in order. The
+    legend is a row above the plot, as the window's plots have theirs: inside it, it was drawn over the bands
+    with no background."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent, background=palette.BACKGROUND)
+        super().__init__(parent)
+        self.setBackground(palette.BACKGROUND)
+        self.legend = pg.LegendItem(colCount=2, labelTextColor=palette.FOREGROUND, labelTextSize="8pt",
+                                    verSpacing=-8, horSpacing=4, frame=False)
+        self.addItem(self.legend, row=0, col=0)
+        self.legend.setSizePolicy(QSizePolicy.Policy.Maximum, QSizePolicy.Policy.Maximum)
+        self.ci.layout.setAlignment(self.legend, Qt.AlignmentFlag.AlignLeft)
+        self.plotItem: pg.PlotItem = self.addPlot(row=1, col=0)
+        self.ci.layout.setRowStretchFactor(1, 1)
         self.plotItem.showGrid(x=True, y=True, alpha=palette.GRID_ALPHA)
         for side in ("left", "bottom"):
             axis = self.plotItem.getAxis(side)
             axis.setPen(palette.FOREGROUND)
             axis.setTextPen(palette.FOREGROUND)
         self.plotItem.setLabel("bottom", "step")
-        self.legend = self.plotItem.addLegend(offset=(10, 10), labelTextColor=palette.FOREGROUND)
         self.drawn: list[tuple[str, pg.PlotDataItem, pg.FillBetweenItem]] = []
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt name)
+        super().resizeEvent(event)
+        if hasattr(self, "legend"):  # (GraphicsLayoutWidget's constructor resizes before it exists)
+            fit_columns(self.legend, self.width(), 4)
 
     def show_bands(self, bands: list[GroupBand], ylabel: str) -> None:
         self.plotItem.clear()
@@ -69,4 +85,5 @@ class BandPlot(pg.PlotWidget):
             label = f"{g.label} ({seeds})"
             self.legend.addItem(line, label)
             self.drawn.append((label, line, fill))
+        fit_columns(self.legend, self.width(), 4)
         self.plotItem.enableAutoRange()

@@ -29,7 +29,8 @@ ADOPT_MS = 2000  # how often a sweep still being run is looked at for points tha
 REDRAW_MS = 250  # a run that grew is redrawn at most this often
 SPREADS = {"min–max over seeds": "minmax", "mean ± sd over seeds": "sd"}
 DEFAULT_SMOOTHING = 0.6  # as the window's plots
-DOCK_SHARE = 0.42  # of the window's height, when the first sweep is opened
+DOCK_MIN_PX = 170  # the band plot still shows a few lines
+DOCK_SHARE = 0.27  # of the window's height, when the first sweep is opened (0.42 left the plots nothing)
 
 
 class SweepView(QWidget):
@@ -168,8 +169,15 @@ class SweepDock(QDockWidget):
         self.tabs.tabCloseRequested.connect(self._close)
         self.setWidget(self.tabs)
         window.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self)
-        # the plots above keep more than half of the height
-        window.resizeDocks([self], [int(window.height() * DOCK_SHARE)], Qt.Orientation.Vertical)
+        self._window = window
+        QTimer.singleShot(0, self.fit_height)  # once the window has its size (before it is shown it has none)
+
+    def fit_height(self) -> None:
+        """The dock's share of the window's height (`DOCK_SHARE`, at least `DOCK_MIN_PX`): the plots above keep
+        the rest. Set before the window was laid out, the share was ignored and the dock took its size hint,
+        which at 1250x780 left the loss and update plots a line of ticks each."""
+        h = self._window.height()
+        self._window.resizeDocks([self], [max(DOCK_MIN_PX, int(h * DOCK_SHARE))], Qt.Orientation.Vertical)
 
     def show_sweep(self, sweep: Sweep) -> SweepView:
         """The sweep's tab (made the first time), brought to the front."""

@@ -78,6 +78,10 @@ class MarkerLine:
         return self._vb
 
 
+def _same_change(a: MarkerLine, b: MarkerLine) -> bool:
+    return a.marker.kind == b.marker.kind and a.marker.label == b.marker.label
+
+
 class _PlotMarkers:
     def __init__(self, plot: pg.PlotItem) -> None:
         self.plot = plot
@@ -128,16 +132,16 @@ class _PlotMarkers:
         used = 0
         shown: list[tuple[float, MarkerLine]] = []
         unplaced: list[tuple[float, MarkerLine]] = []
-        for line, repeats, x in self._visible_runs(x0, px, width):
+        for line, repeats, x, full, tips in self._visible_runs(x0, px, width):
             line.repeats = repeats
             count = f" ×{repeats}" if repeats > 1 else ""  # part of the text before it is placed: never clipped
             placed = None
-            for text in (line.text + count, SHORT.get(line.marker.kind, line.marker.kind) + count, "+"):
+            for text in (full + count, SHORT.get(line.marker.kind, line.marker.kind) + count, "+"):
                 line.set_text(text)
                 placed = self._free_spot(taken, x, line.label.boundingRect().width(), width)
                 if placed is not None:
                     break
-            line.label.setToolTip(line.tip)
+            line.label.setToolTip("\n".join([line.tip, *tips]))
             if placed is None:  # no room even for "+": a label over its neighbour's would hide both
                 line.label.hide()
                 unplaced.append((x, line))
@@ -154,9 +158,10 @@ class _PlotMarkers:
                 host[1].label.setToolTip(host[1].label.toolTip() + "\n" + line.tip)
         self._set_rows(used)
 
-    def _visible_runs(self, x0: float, px: float, width: float) -> list[tuple[MarkerLine, int, float]]:
-        """(line, how many times its label comes in a row, x in pixels) of the lines in view; the repeats
-        after the first are hidden (their count goes on the first's label)."""
+    def _visible_runs(self, x0: float, px: float, width: float) -> list[tuple[MarkerLine, int, float, str, list]]:
+        """(line, how many times its label comes in a row, x in pixels, its text, the tooltips of the others it
+        stands for) of the lines in view; the repeats after the first are hidden (their count goes on the
+        first's label)."""
         out: list[list] = []
         for line in sorted(self.lines, key=lambda ln: ln.value()):
             x = (line.value() - x0) / px
@@ -166,9 +171,16 @@ class _PlotMarkers:
             elif out and out[-1][0].text == line.text and out[-1][0].marker.kind == line.marker.kind:
                 out[-1][1] += 1
                 line.label.hide()
+            elif out and abs(out[-1][2] - x) < 1 and _same_change(out[-1][0], line):
+                # several runs' same change at one step (a sweep's planned freeze): one label, not a stack of
+                # them filling the band above the plot; each is in its tooltip
+                out[-1][1] += 1
+                out[-1][3] = line.marker.label
+                out[-1][4].append(line.tip)
+                line.label.hide()
             else:
-                out.append([line, 1, x])
-        return [(ln, n, x) for ln, n, x in out]
+                out.append([line, 1, x, line.text, []])
+        return [(ln, n, x, text, tips) for ln, n, x, text, tips in out]
 
     def _set_rows(self, rows: int) -> None:
         """Grow or shrink the band (a change re-lays out the plot, which places the labels again)."""

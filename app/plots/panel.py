@@ -122,12 +122,11 @@ class PlotsPanel(QtWidgets.QWidget):
         return False
 
     def resizeEvent(self, event: QtGui.QResizeEvent) -> None:  # noqa: N802 (Qt name)
-        """Fit the update legend's columns to the width (`_fit_legend_columns`)."""
-        super().resizeEvent(event)
+        super().resizeEvent(event)  # the legends' columns fit the width
         self._fit_legend_columns()
 
-    def _fit_legend_columns(self) -> None:
-        self.update_views.fit_legend(self.graphics.width())
+    def _fit_legend_columns(self) -> None:  # the loss legend's 8 columns of a sweep's long names ran off the right
+        self.update_views.fit_legend(self.graphics.width(), also=self.loss_legend)
 
     # -- layout and controls ---------------------------------------------------------------------------
     def _build_layout(self) -> None:
@@ -218,6 +217,7 @@ class PlotsPanel(QtWidgets.QWidget):
                 self._fit_x(view)
         self._others_due = True
         self.losses.update(view)
+        self._fit_legend_columns()  # their entries may have changed
         self.markers.update(view)
         self._prepare_paint()
         return True

@@ -280,8 +280,8 @@ class UpdateCurves:
         self._legend_key = None  # its sample and "(frozen)" follow
 
     def _update_legend(self, view: PlotView) -> None:
-        """One run: an entry per variable (up to MAX_LEGEND), "(frozen)" while frozen. Several runs: the runs
-        and the variables apart (one by colour, the other by line style)."""
+        """One run: an entry per variable (up to MAX_LEGEND), "(frozen)" while frozen. Several runs: the variables
+        by line style (or colour); the runs, by colour (or line style), are in the loss legend."""
         key = (view.signature, tuple((n, vc.frozen) for n, vc in self.vars.items()))
         if key == self._legend_key:
             return
@@ -309,13 +309,12 @@ class UpdateCurves:
             for vc in self.vars.values():
                 self.legend.addItem(vc.curve, f"{vc.path} (frozen)" if vc.frozen else vc.path)
             return
+        # the runs are named in the loss legend above, in the same colours (or line styles): listed here again,
+        # a sweep's 8 long names made this legend taller than the plot
         by_run = view.colour_by == "run"
-        for layer in view.layers:
-            self._sample(palette.run_color(layer.colour) if by_run else palette.FOREGROUND,
-                         0 if by_run else layer.index, layer.label)
         looks = len(palette.VARIABLE_DASHES) if by_run else len(palette.VARIABLE_CYCLE)
         if len(paths) > looks:  # too many to tell apart by line style (or colour)
-            self._sample(None, 0, f"{len(paths)} variables per run: narrow them with “Updates of” (Runs tab)")
+            self._sample(None, 0, f"{len(paths)} variables a run: narrow with “Updates of”")
             return
         first = {vc.path: vc for vc in reversed(list(self.vars.values()))}
         for path in paths:

@@ -32,9 +32,30 @@ TOP_K = 8
 MOVERS_EVERY = 10  # the top movers are chosen again after this many new records (of each phase, on average),
 # or at once when the freeze set changed: a new choice swaps curves and rebuilds the legend, a third of a
 # wide refresh when it came every tick
-LEGEND_SAMPLE_PX = 34  # a legend entry's line sample and spacing beside its label
+LEGEND_SAMPLE_PX = 35  # a legend entry's line sample and the spacing beside it (measured: 2 columns of 274 px texts, 618 px)
 MAX_LEGEND_COLUMNS = 6
 CLICK_PX = 6  # how near (pixels) a click must be to an update curve to select its variable
+
+
+def fit_columns(legend: pg.LegendItem, width: float, most: int = MAX_LEGEND_COLUMNS) -> int:
+    """Give `legend` the most columns (up to `most`) whose entries, laid out row by row as pyqtgraph does, fit in
+    `width` pixels, each column as wide as its widest entry (measured: the legend laid out so). Sizing every
+    column by the widest entry of all made one long entry ("10 variables per run: ...") a legend of one column,
+    taller than the plot above it; a fixed count (the loss legend's 8) ran off the plot's right edge with a
+    sweep's long run names. Done again only when the entries or the width changed."""
+    key = (tuple(label.text for _, label in legend.items), int(width), most)
+    if getattr(legend, "_fitted", None) == key:
+        return legend.columnCount
+    widths = [label.item.boundingRect().width() + LEGEND_SAMPLE_PX for _, label in legend.items]  # the text's
+    cols = 1
+    for n in range(min(most, max(len(widths), 1)), 0, -1):
+        if sum(max(widths[c::n]) for c in range(n) if widths[c::n]) <= width - 8:
+            cols = n
+            break
+    if legend.columnCount != cols:
+        legend.setColumnCount(cols)
+    legend._fitted = key
+    return cols
 
 
 class UpdateViews:
@@ -207,14 +228,14 @@ class UpdateViews:
                     button.setChecked(on)
         self.movers_box.setEnabled(heat)
 
-    def fit_legend(self, width: float) -> None:
-        """As many legend columns as the widest entry allows in `width` pixels. A fixed 4 needed ~790 px and,
+    def fit_legend(self, width: float, also: pg.LegendItem | None = None) -> None:
+        """As many legend columns as its entries fit in `width` pixels (`fit_columns`). A fixed 4 needed ~790 px and,
         in a narrower window, pushed the plots' right edge out of view; 2 below 860 px made 24 variables a
-        legend as tall as the update plot on a 1366x768 screen (3 columns fit there)."""
-        entry = max((label.boundingRect().width() for _, label in self.legend.items), default=150) + LEGEND_SAMPLE_PX
-        cols = int(max(1, min(MAX_LEGEND_COLUMNS, (width - 20) // entry)))
-        if self.legend.columnCount != cols:
-            self.legend.setColumnCount(cols)
+        legend as tall as the update plot on a 1366x768 screen (3 columns fit there). `also`: the loss legend,
+        up to 8 columns."""
+        fit_columns(self.legend, width)
+        if also is not None:
+            fit_columns(also, width, 8)
 
     def clicked(self, scene_pos: QtCore.QPointF) -> str | None:
         """The variable under a click: its heat-map row, or the update curve nearest the cursor at that step

@@ -4,7 +4,10 @@ A user found the update plot ~150 px tall with a legend as tall, and the discrim
 freezes, below the fold of the tree."""
 from __future__ import annotations
 
+import pytest
 from PySide6.QtWidgets import QApplication
+
+from app.sweep_view import DOCK_MIN_PX, DOCK_SHARE
 
 from tests.app.fake_service import FakeTrainingService
 from tests.core.synthetic import SimulatedTrainer
@@ -50,3 +53,54 @@ def test_on_a_1366x768_screen_the_update_plot_and_the_tree_keep_a_usable_height(
         item = w.scope_tree.item(model)
         assert in_view(item), model
         assert all(in_view(item.child(i)) for i in range(item.childCount())), model
+
+
+STEPS = 60
+
+
+@pytest.fixture(scope="module")
+def ablation(tmp_path_factory):
+    """A real 2 ratios × 2 freeze settings × 2 seeds sweep of the ring (8 runs, a planned freeze at step 30 in
+    half of them), made by the headless CLI, as the tester's was."""
+    from tests.core.helpers import main_cmd, run_all
+    d = tmp_path_factory.mktemp("sweep_layout") / "ablation"
+    r = run_all({"sweep": main_cmd("--headless", "--sweep", "--example", "ring", "--steps", str(STEPS),
+                                   "--no-tensorboard", "--grid", "ratio=1:1,2:1",
+                                   "--grid", "freeze=none,discriminator/dense_1@30", "--grid", "seed=0,1",
+                                   "--sweep-dir", str(d), "--quiet")}, timeout=900)["sweep"]
+    assert r.returncode == 0, r.stderr
+    return d
+
+
+SHORT = pytest.mark.xfail(strict=True, reason="not fixed: at 1250x780 and 1366x728 the 8 run names (one legend column of 10 rows) "
+                          "and the ring's two metric plots take the plots' whole height above a 170 px dock")
+
+
+@pytest.mark.parametrize("width, height, usable", [pytest.param(1250, 780, 30, marks=SHORT),
+                                                   pytest.param(1366, 768 - 40, 30, marks=SHORT),
+                                                   (1440, 900, 30)])
+def test_a_sweep_opened_leaves_the_plots_usable_and_no_legend_over_data(ui, qtbot, ablation, width, height, usable):
+    """The tester's window: the Sweeps dock took 42% of the height, the loss and update plots were a line of ticks
+    each (0 px of data), the loss legend's 8 columns ran off the right edge and the dock's legend lay over the
+    bands without a background. (The 8 long run names and the ring's metric plots still take most of the height: the
+    minimum asserted is what fits now, not a comfortable one: see SHORT.)"""
+    w = ui.make(fake=True, wait=False, open_runs=[str(ablation)])
+    w.resize(width, height)
+    dock = w.review.sweeps
+    qtbot.waitUntil(lambda: abs(dock.height() - max(DOCK_MIN_PX, int(w.height() * DOCK_SHARE))) <= 30, timeout=10_000)
+    for _ in range(3):
+        w.refresh()
+        QApplication.processEvents()
+    p = w.plots
+    loss, update = p.loss_plot.vb.height(), p.update_plot.vb.height()
+    assert loss >= usable and update >= usable, (loss, update)
+    assert dock.height() <= (DOCK_SHARE + 0.03) * w.height()
+    (x0, x1), _ = p.loss_plot.vb.viewRange()
+    assert x0 <= 1 and x1 >= STEPS  # the runs' whole length (their first record is at step 1)
+    for legend in (p.loss_legend, p.update_legend):  # within the plots' width: nothing cut on the right
+        assert legend.sceneBoundingRect().right() <= p.graphics.viewport().width() + 1, legend
+    view = dock.views()[0]
+    assert len(view.plot.drawn) == 4
+    band_legend, data = view.plot.legend.sceneBoundingRect(), view.plot.plotItem.vb.sceneBoundingRect()
+    assert band_legend.height() > 0 and not band_legend.intersects(data)  # above the data, not over it
+    assert band_legend.right() <= view.plot.viewport().width() + 1
