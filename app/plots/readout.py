@@ -71,7 +71,7 @@ class HoverReadout(QtCore.QObject):
         for line in self.cursors:
             line.setValue(x)
             line.show()
-        parts = [f"step {x:,.0f}" if self.loss_plot.getAxis("bottom").labelText == "step" else f"{x:,.1f} s"]
+        parts = [f"step {x:,.0f}" if self.loss_plot.getAxis("bottom").labelText.startswith("step") else f"{x:,.1f} s"]
         for name, color, s, raw, smooth in self.losses.values_at(x):
             shown = html.escape(name.replace("loss/", "loss "))
             parts.append(f"<span style='color:{color}'>{shown} {raw:.4g} (smoothed {smooth:.4g})</span>")

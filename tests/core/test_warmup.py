@@ -9,6 +9,7 @@ import pytest
 
 from training_core import SetFreeze, Trainer, UserError, read_events, read_scalars
 
+from . import plain_loop
 from . import test_exactness as ex
 from .helpers import Script, config, snapshot, tiny_gan, write_file
 
@@ -85,8 +86,8 @@ def test_a_freeze_sent_after_the_first_step_is_exact_bit_for_bit(tmp_path, run_d
     plain Keras loop of test_exactness, which leaves the frozen variables out of `apply`. Phase A trains
     with Adam and a global clip norm, phase B with SGD and momentum."""
     freezes = {0: [], 1: ["net/a1", "net/a3/bias", "net/b0", "net/b5/bias"], 9: []}
-    monkeypatch.setattr(ex, "FREEZES", freezes)
-    monkeypatch.setattr(ex, "STEPS", 14)
+    monkeypatch.setattr(plain_loop, "FREEZES", freezes)  # the plain loop's schedule, which the reference reads
+    monkeypatch.setattr(plain_loop, "STEPS", 14)
     path = write_file(tmp_path, "deep_adam_global_sgdm.py",
                       ex.deep_source(ex.OPTIMIZERS["adam_global"], ex.OPTIMIZERS["sgdm"]))
     initial = {}
@@ -96,7 +97,7 @@ def test_a_freeze_sent_after_the_first_step_is_exact_bit_for_bit(tmp_path, run_d
     seen = _traced_at(trainer)
     trainer.run()
 
-    ex.assert_equals_reference(trainer, run_dir, path, initial, "exact")
+    plain_loop.assert_equals_reference(trainer, run_dir, path, initial, "exact")
 
     sc = read_scalars(run_dir)
     events = read_events(run_dir)
