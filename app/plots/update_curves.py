@@ -3,8 +3,8 @@
 Curves hold log10 of the value (computed here, incrementally, instead of by pyqtgraph's log mode,
 which would take the log of every point again on each refresh). Exact zeros have no logarithm: they
 are drawn on a floor a decade below the smallest real value, along a dashed line labelled by what
-sits on it. A zero is not always a freeze: a variable the core reports frozen reads "0 (frozen)" and
-is drawn grey and dotted; a variable that is not frozen but whose update was exactly 0 (converged
+sits on it. A zero is not always a freeze: a record the core reports frozen reads "0 (frozen)" and
+is drawn grey and dotted, stretch by stretch (update_stretches.py); a variable that is not frozen but whose update was exactly 0 (converged
 below float32 resolution, or a zero gradient) keeps its colour and reads "0 (no update)".
 
 Each variable has a colour per layer and a line style per kind of leaf (`PlotView.variable_looks`),
