@@ -341,8 +341,8 @@ class PlotsPanel(QtWidgets.QWidget):
         self.update_views.set_mode(mode)
 
     def curves(self) -> dict[str, pg.PlotDataItem]:
-        """{"loss/D": raw, "loss/D/smoothed": smoothed, "update/<path>": update curve (log10 values),
-        "metric/<name>": a metric}; with several runs shown each name starts with "<run label>: "."""
+        """{"loss/D": raw, "loss/D/smoothed": smoothed, "update/<path>": update curve (log10 values;
+        "update/<path> (frozen)": its frozen stretches), "metric/<name>": a metric}; with several runs shown each name starts with "<run label>: "."""
         return {**self.losses.curves(), **self.updates.curves(), **self.metrics.all_curves()}
 
     def marker_lines(self, plot: str = "loss") -> list[MarkerLine]:

@@ -3,8 +3,8 @@
 Curves hold log10 of the value (computed here, incrementally, instead of by pyqtgraph's log mode,
 which would take the log of every point again on each refresh). Exact zeros have no logarithm: they
 are drawn on a floor a decade below the smallest real value, along a dashed line labelled by what
-sits on it. A zero is not always a freeze: a variable the core reports frozen reads "0 (frozen)" and
-is drawn grey and dotted; a variable that is not frozen but whose update was exactly 0 (converged
+sits on it. A zero is not always a freeze: a record the core reports frozen reads "0 (frozen)" and
+is drawn grey and dotted, stretch by stretch (update_stretches.py); a variable that is not frozen but whose update was exactly 0 (converged
 below float32 resolution, or a zero gradient) keeps its colour and reads "0 (no update)".
 
 Each variable has a colour per layer and a line style per kind of leaf (`PlotView.variable_looks`),
@@ -20,12 +20,11 @@ import pyqtgraph as pg
 from PySide6 import QtCore
 
 from training_core.figures import REFERENCE_RATIO
-from training_core.runs import GrowArray
-
 from . import palette
 from .axes import FloorLogAxis
-from .curves import LiveCurve, dashed_pen, legend_pen, nearest_index
+from .curves import LiveCurve, dashed_pen, legend_pen
 from .plot_view import Layer, PlotView
+from .update_stretches import VarCurve
 
 KIND = {"relative": "update_ratio", "absolute": "update_norm"}
 AXIS_LABEL = {"relative": "‖ΔW‖ / ‖W‖", "absolute": "‖ΔW‖"}
@@ -40,69 +39,9 @@ def zero_reading(frozen: bool) -> str:
     return "0 (frozen)" if frozen else "0 (no update)"
 
 
-class _VarCurve:
-    """One variable's curve: its points (x, log10 value) and, for each point, the record it stands for. A
-    change of frozen state between two records adds two points at the step of the change (`freeze_steps`),
-    so a freeze is drawn as a step there: joined straight, the records before and after it sloped down from
-    the last record before the freeze, up to ~35 steps early, and read as a decay that began earlier."""
-
-    def __init__(self, name: str, layer: Layer, path: str, curve: LiveCurve) -> None:
-        self.name, self.layer, self.path, self.curve = name, layer, path, curve
-        self.variable = layer.data.var_path(path)  # `path` is a series' name: path@phase for a shared variable
-        self.color, self.dash = palette.FOREGROUND, 0
-        self.frozen = False
-        self.style: tuple | None = None
-        self.reset()
-
-    def reset(self) -> None:
-        self.log = GrowArray(np.float64)
-        self.x = GrowArray(np.float64)
-        self.record = GrowArray(np.int64)  # the record each point stands for
-        self.n = 0  # records taken in
-
-    def extend(self, view: PlotView, steps: np.ndarray, wall: np.ndarray, log: np.ndarray,
-               frozen: np.ndarray) -> None:
-        """Take in records `self.n:` (`log`: their log10 values, already floored), with a step at each change
-        of frozen state."""
-        n0, n1 = self.n, min(len(log) + self.n, len(frozen))
-        if n1 <= n0:
-            return
-        f = np.asarray(frozen[max(n0 - 1, 0):n1], dtype=bool)
-        changes = (np.flatnonzero(f[1:] != f[:-1]) + max(n0 - 1, 0) + 1).tolist()  # records after a change
-        cuts = sorted({n0, n1, *changes})
-        xs = view.x(self.layer, steps[n0:n1], wall[n0:n1])
-        for a, b in zip(cuts[:-1], cuts[1:]):
-            if a in changes:  # the step: the level before at the change, then the level after
-                at, t = freeze_at(self.layer.data, int(steps[a - 1]), int(steps[a]), float(wall[a]))
-                x = float(view.x(self.layer, np.array([at]), np.array([t]))[0])
-                before = float(self.log.view()[-1]) if len(self.log) else float(log[a - n0])
-                self.x.extend(np.array([x, x]))
-                self.log.extend(np.array([before, log[a - n0]]))
-                self.record.extend(np.array([a - 1, a]))
-            self.x.extend(np.asarray(xs[a - n0:b - n0], dtype=np.float64))
-            self.log.extend(log[a - n0:b - n0])
-            self.record.extend(np.arange(a, b))
-        self.n = n1
-
-    def point_near(self, x: float) -> tuple[int, float] | None:
-        """(record index, plotted log10 value) of the point nearest `x`; None if there is none or a gap."""
-        xs = self.curve.xData
-        if xs is None or not len(xs):
-            return None
-        i = nearest_index(xs, x)
-        y = float(self.log.view()[i])
-        return (int(self.record.view()[i]), y) if np.isfinite(y) else None
-
-
-def freeze_at(data, after: int, upto: int, wall: float) -> tuple[int, float]:
-    """(step, time) of the freeze change between records at steps `after` and `upto`: the last `freeze` event
-    in (after, upto], else the later record itself."""
-    for e in reversed(data.markers):
-        if e.kind == "freeze" and after < e.step <= upto:
-            return e.step, e.time or wall
-        if e.step <= after:
-            break
-    return upto, wall
+def _sample_of(vc: VarCurve) -> pg.PlotDataItem:
+    """The curve whose line a variable's legend entry shows: the frozen style while it is frozen."""
+    return vc.frozen_curve if vc.frozen and vc.frozen_curve is not None else vc.curve
 
 
 class UpdateCurves:
@@ -111,7 +50,7 @@ class UpdateCurves:
         self.axis = axis
         self.legend = legend
         self.mode = "relative"
-        self.vars: dict[str, _VarCurve] = {}  # by curve name (PlotView.name of the variable's path)
+        self.vars: dict[str, VarCurve] = {}  # by curve name (PlotView.name of the variable's path)
         self.highlighted: str | None = None  # a variable path
         self.only: set[str] | None = None  # draw only these variables (the heat map's curves); None: all
         self._min_pos = math.inf
@@ -158,10 +97,12 @@ class UpdateCurves:
         shown = self._shown
         keep = {view.name(ly, p) for ly in view.layers for p in shown[ly.key]}
         for name in [n for n in self.vars if n not in keep]:  # left the subset (heat-map mode's curves)
-            curve = self.vars.pop(name).curve
-            curve.hide()  # kept for the next variable to come in: a new curve item a mover's swap was churn
-            curve.setData([], [])
-            self._spare.append(curve)
+            gone = self.vars.pop(name)
+            for curve in (gone.curve, gone.frozen_curve):
+                if curve is not None:  # kept for the next to come in: a new curve item a mover's swap was churn
+                    curve.hide()
+                    curve.setData([], [])
+                    self._spare.append(curve)
         looks = view.variable_looks(shown)
         order = []
         for layer in view.layers:
@@ -192,8 +133,10 @@ class UpdateCurves:
             steps, wall, values, frozen = fresh[name]
             vc.extend(view, steps, wall, self._to_log(values[vc.n:]), frozen)
             vc.frozen = vc.layer.data.frozen_now(vc.path)
+            if vc.has_frozen and vc.frozen_curve is None:  # its first frozen record: the frozen stretches' curve
+                vc.frozen_curve = self._new_curve(f"{name} (frozen)")
             self._style(vc)
-            vc.curve.setData(vc.x.view(), vc.log.view(), grown=name not in redo)
+            vc.draw(grown=name not in redo)
         self.axis.set_floor(self.floor if self.has_zero else None)
         self.floor_line.setValue(self.floor)
         self.floor_line.setVisible(self.has_zero)
@@ -248,6 +191,9 @@ class UpdateCurves:
 
     # -- look ------------------------------------------------------------------------------------------
     def _add(self, name: str, layer: Layer, path: str) -> None:
+        self.vars[name] = VarCurve(name, layer, path, self._new_curve(name))
+
+    def _new_curve(self, name: str) -> LiveCurve:
         if self._spare:
             curve = self._spare.pop()
             curve.opts["name"] = name
@@ -255,28 +201,33 @@ class UpdateCurves:
         else:
             curve = LiveCurve(name=name)
             self.plot.addItem(curve)
-        self.vars[name] = _VarCurve(name, layer, path, curve)
+        return curve
 
-    def _style(self, vc: _VarCurve) -> None:
+    def _style(self, vc: VarCurve) -> None:
         hi = self.highlighted
         lit = hi is not None and hi in (vc.path, vc.variable)  # a shared variable's path lights each phase's curve
-        style = (vc.frozen, hi is None, lit, vc.color, vc.dash)
+        """The trained stretches in the variable's own look, the frozen ones (`frozen_curve`) grey and dotted, as
+        the legend's "(frozen)" and the paper export (app/export/curves.py) draw them."""
+        hi = self.highlighted
+        lit = hi is not None and hi in (vc.path, vc.variable)  # a shared variable's path lights each phase's curve
+        style = (vc.frozen_curve is not None, hi is None, lit, vc.color, vc.dash)
         if style == vc.style:
             return
         vc.style = style
         width = palette.HIGHLIGHT_WIDTH if lit else palette.UPDATE_WIDTH
-        if vc.frozen:
-            pen = pg.mkPen(palette.mix(vc.color, palette.FROZEN_GREY, 0.6), width=width)
+        pens = [(vc.curve, dashed_pen(vc.color, width, vc.dash))]
+        if vc.frozen_curve is not None:
+            pen = pg.mkPen(palette.FROZEN_GREY, width=width)
             pen.setDashPattern(list(palette.FROZEN_DOTS))
             pen.setStyle(QtCore.Qt.PenStyle.DotLine)
-        else:
-            pen = dashed_pen(vc.color, width, vc.dash)
-        if hi is not None and not lit:
-            c = pen.color()
-            c.setAlpha(palette.DIM_ALPHA)
-            pen.setColor(c)
-        vc.curve.setPen(pen)
-        vc.curve.setZValue(10 if lit else 1)
+            pens.append((vc.frozen_curve, pen))
+        for curve, pen in pens:
+            if hi is not None and not lit:
+                c = pen.color()
+                c.setAlpha(palette.DIM_ALPHA)
+                pen.setColor(c)
+            curve.setPen(pen)
+            curve.setZValue(10 if lit else 1)
         self._legend_key = None  # its sample and "(frozen)" follow
 
     def _update_legend(self, view: PlotView) -> None:
@@ -286,7 +237,7 @@ class UpdateCurves:
         if key == self._legend_key:
             return
         self._legend_key = key
-        entries = [(vc.curve, f"{vc.path} (frozen)" if vc.frozen else vc.path) for vc in self.vars.values()]
+        entries = [(_sample_of(vc), f"{vc.path} (frozen)" if vc.frozen else vc.path) for vc in self.vars.values()]
         if not view.multi and not self._samples and len(self.legend.items) == len(entries) and self.legend.isVisible():
             # the same number of entries (the top movers changed, a freeze): relabel them in place, as
             # building a legend entry anew (a text item, a layout) took ~1.5 ms each
@@ -307,7 +258,7 @@ class UpdateCurves:
             return
         if not view.multi:
             for vc in self.vars.values():
-                self.legend.addItem(vc.curve, f"{vc.path} (frozen)" if vc.frozen else vc.path)
+                self.legend.addItem(_sample_of(vc), f"{vc.path} (frozen)" if vc.frozen else vc.path)
             return
         # the runs are named in the loss legend above, in the same colours (or line styles): listed here again,
         # a sweep's 8 long names made this legend taller than the plot
@@ -334,7 +285,14 @@ class UpdateCurves:
 
     # -- reading ---------------------------------------------------------------------------------------
     def curves(self) -> dict[str, pg.PlotDataItem]:
-        return {f"update/{n}": vc.curve for n, vc in self.vars.items()}
+        """{"update/<name>": the trained stretches' curve, "update/<name> (frozen)": the frozen ones', if any}."""
+        out = {f"update/{n}": vc.curve for n, vc in self.vars.items()}
+        out.update({f"update/{n} (frozen)": vc.frozen_curve for n, vc in self.vars.items() if vc.frozen_curve})
+        return out
+
+    def stretches(self, name: str) -> list[tuple[float, float, str]]:
+        """Variable `name`'s drawn stretches in step order: (first x, last x, "trained" or "frozen")."""
+        return self.vars[name].stretches()
 
     def nearest(self, x: float, log_y: float) -> tuple[str, str, int, float, str] | None:
         """The visible variable whose value at `x` is closest to the cursor: (curve name, colour, step,
@@ -359,7 +317,7 @@ class UpdateCurves:
 
     def clear(self) -> None:
         self._shown_key = None
-        for curve in [vc.curve for vc in self.vars.values()] + self._spare:
+        for curve in [c for vc in self.vars.values() for c in (vc.curve, vc.frozen_curve) if c] + self._spare:
             self.plot.removeItem(curve)
         self._spare = []
         self.legend.clear()

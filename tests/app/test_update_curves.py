@@ -31,11 +31,15 @@ def test_frozen_variable_sits_on_the_zero_floor_dotted(ring, panel_of):
     for path in FROZEN:
         _, _, ratio = ring.var_series(path)
         assert (ratio == 0).all() and ring.frozen_now(path)
-        c = curves[f"update/{path}"]
+        c = curves[f"update/{path} (frozen)"]  # frozen throughout: all on the frozen curve, the trained one empty
         np.testing.assert_array_equal(c.yData, np.full(len(ratio), ups.floor))
+        assert np.isnan(curves[f"update/{path}"].yData).all()
         assert c.opts["pen"].style() == QtCore.Qt.PenStyle.DotLine
+        assert c.opts["pen"].color().name() == palette.FROZEN_GREY
         assert panel.update_legend.getLabel(c).text == f"{path} (frozen)"
+        assert ups.stretches(path) == [(float(c.xData[0]), float(c.xData[-1]), "frozen")]
     for path in others:  # kernels solid, biases dashed: a line style per kind of leaf
+        assert f"update/{path} (frozen)" not in curves
         c = curves[f"update/{path}"]
         style = QtCore.Qt.PenStyle.SolidLine if path.endswith("kernel") else QtCore.Qt.PenStyle.CustomDashLine
         assert c.opts["pen"].style() == style and (c.yData > ups.floor).all()
@@ -57,13 +61,22 @@ def test_freeze_in_mid_run_drops_the_curve_to_zero_and_unfreeze_lifts_it(panel_o
     store.add_batch(MetricsBatch([block("G", np.arange(101, 201), paths, frozen=[[True, False]] * 100)]))
     panel.refresh()
     floor = panel.updates.floor
-    assert (c.yData[:101] > floor + 0.5).all() and (c.yData[101:] == floor).all()  # a step at 100: two points
-    assert c.opts["pen"].style() == QtCore.Qt.PenStyle.DotLine
+    fz = panel.curves()["update/g/d1/kernel (frozen)"]
+    assert (c.yData[:101] > floor + 0.5).all() and np.isnan(c.yData[101:]).all()  # a step at 100: two points
+    assert np.isnan(fz.yData[:100]).all() and (fz.yData[101:] == floor).all() and fz.yData[100] == c.yData[100]
+    assert c.opts["pen"].style() == QtCore.Qt.PenStyle.SolidLine  # the trained stretch keeps its look
+    assert fz.opts["pen"].style() == QtCore.Qt.PenStyle.DotLine
+    assert panel.updates.stretches("g/d1/kernel") == [(1.0, 101.0, "trained"), (101.0, 200.0, "frozen")]
+    assert panel.update_legend.getLabel(fz).text == "g/d1/kernel (frozen)"
     assert panel.update_axis.floor == floor and panel.marker_lines("update")[0].value() == 100
     assert panel.readout.show_at(panel.update_plot, 150, floor).count("0 (frozen)") == 1
     store.add_batch(MetricsBatch([block("G", np.arange(201, 251), paths)]))
     panel.refresh()
     assert c.opts["pen"].style() == QtCore.Qt.PenStyle.SolidLine and (c.yData[-50:] > floor).all()
+    assert np.isnan(fz.yData[-50:]).all()
+    assert panel.update_legend.getLabel(c).text == "g/d1/kernel"
+    assert panel.updates.stretches("g/d1/kernel") == [(1.0, 101.0, "trained"), (101.0, 201.0, "frozen"),
+                                                      (201.0, 250.0, "trained")]
 
 
 def test_absolute_mode_shows_update_norm_without_the_ratio_reference(ring, panel_of):
@@ -193,11 +206,18 @@ def test_a_freeze_is_a_step_at_its_step_not_a_slope_from_the_record_before(panel
     store.add_batch(MetricsBatch([block("G", steps, paths, ratio=np.full((len(steps), 2), 1e-3), frozen=frozen)]))
     panel.refresh()
     c = panel.curves()["update/g/d1/kernel"]
+    fz = panel.curves()["update/g/d1/kernel (frozen)"]
     floor = panel.updates.floor
     level = pytest.approx(-3.0, abs=1e-6)  # log10 of float32 1e-3
-    assert _drawn_at(c, 230) == level and _drawn_at(c, 240) == floor  # level until the freeze, the floor after
-    assert _drawn_at(c, 380) == floor and _drawn_at(c, 390) == level  # and back up at the unfreeze
+    assert _drawn_at(c, 230) == level and _drawn_at(fz, 240) == floor  # level until the freeze, the floor after
+    assert _drawn_at(fz, 380) == floor and _drawn_at(c, 390) == level  # and back up at the unfreeze
     assert list(c.xData).count(235) == 2 and list(c.xData).count(385) == 2  # vertical: two points at the step
+    at = np.flatnonzero(fz.xData == 235)  # the drop and the lift are the frozen curve's, vertical at their step
+    assert fz.yData[at[0]] == level and fz.yData[at[1]] == floor
+    at = np.flatnonzero(fz.xData == 385)
+    assert fz.yData[at[0]] == floor and fz.yData[at[1]] == level
+    assert panel.updates.stretches("g/d1/kernel") == [(50.0, 235.0, "trained"), (235.0, 385.0, "frozen"),
+                                                      (385.0, 500.0, "trained")]
     other = panel.curves()["update/g/d1/bias"]  # not frozen: its records alone
     np.testing.assert_array_equal(other.xData, np.arange(50, 501, 50))
     # the readout names the records, not the points the step added
@@ -220,12 +240,104 @@ def test_a_freeze_drawn_decimated_stays_a_step_at_its_step(panel_of, qtbot):
     qtbot.waitExposed(panel)
     panel.refresh()
     QtGui.QGuiApplication.processEvents()
-    c = panel.curves()["update/g/d1/kernel"]
+    c = panel.curves()["update/g/d1/kernel (frozen)"]  # it draws the drop, joined to the level before it
     xs, ys = c.shown()
     assert 0 < len(xs) < 10_000  # decimated
     vb = panel.update_plot.vb
     px = (vb.viewRange()[0][1] - vb.viewRange()[0][0]) / vb.width()
-    floor, level = panel.updates.floor, float(c.yData[0])
+    floor, level = panel.updates.floor, float(panel.curves()["update/g/d1/kernel"].yData[0])
+    tx, ty = panel.curves()["update/g/d1/kernel"].shown()
+    assert (ty[np.isfinite(ty)] == level).all() and tx[np.isfinite(ty)].max() <= freeze + 2 * px
+    keep = np.isfinite(ys)
+    xs, ys = np.r_[tx[tx < freeze - 2 * px], xs[keep]], np.r_[ty[tx < freeze - 2 * px], ys[keep]]
     assert (ys[xs < freeze - 2 * px] == level).all() and (ys[xs > freeze + 2 * px] == floor).all()
     drop = [i for i in range(len(xs) - 1) if ys[i] == level and ys[i + 1] == floor]
     assert len(drop) == 1 and xs[drop[0]] == xs[drop[0] + 1] and abs(xs[drop[0]] - freeze) <= 2 * px
+
+
+def _pens_by_stretch(panel, name: str) -> list[tuple[float, float, str, QtCore.Qt.PenStyle, str]]:
+    """Each drawn stretch of `name` with the pen of the curve that draws it (style, colour)."""
+    curves = panel.curves()
+    out = []
+    for x0, x1, kind in panel.updates.stretches(name):
+        pen = curves[f"update/{name}" + (" (frozen)" if kind == "frozen" else "")].opts["pen"]
+        out.append((x0, x1, kind, pen.style(), pen.color().name()))
+    return out
+
+
+def test_a_variable_frozen_mid_run_is_drawn_in_its_own_look_until_its_freeze_and_grey_dots_after(panel_of):
+    """The tester's loop5: critic/h2 frozen at step 424 was drawn dotted '(frozen)' from step 0, in its colour mixed
+    towards grey. Its trained stretch keeps its look; the frozen stretch alone is grey dots on the floor."""
+    paths = ("critic/h2/kernel", "critic/h1/kernel")
+    store = RunData()
+    store.add_event(events.Freeze(step=420, scopes=["critic/h2/kernel"]))
+    steps = np.arange(8, 801, 8)  # a record every 8 steps, the freeze between two
+    frozen = np.zeros((len(steps), 2), bool)
+    frozen[steps > 420, 0] = True
+    ratio = np.where(frozen, 0.0, 2e-3)
+    store.add_batch(MetricsBatch([block("D", steps, paths, ratio=ratio, frozen=frozen)]))
+    panel = panel_of(store)
+    panel.refresh()
+    own = panel.curves()["update/critic/h1/kernel"].opts["pen"].color().name()  # not frozen, for comparison
+    trained, drop = _pens_by_stretch(panel, "critic/h2/kernel")
+    assert trained[:3] == (8.0, 420.0, "trained") and trained[3] == QtCore.Qt.PenStyle.SolidLine
+    assert trained[4] not in (palette.FROZEN_GREY, own)  # its own colour, not grey (h1 has another)
+    assert drop == (420.0, 800.0, "frozen", QtCore.Qt.PenStyle.DotLine, palette.FROZEN_GREY)
+    fz = panel.curves()["update/critic/h2/kernel (frozen)"]
+    assert (fz.yData[np.isfinite(fz.yData)][1:] == panel.updates.floor).all()  # after the drop: on the floor
+    assert panel.update_legend.getLabel(fz).text == "critic/h2/kernel (frozen)"
+    assert _pens_by_stretch(panel, "critic/h1/kernel") == [(8.0, 800.0, "trained", QtCore.Qt.PenStyle.SolidLine, own)]
+
+
+def test_a_variable_unfrozen_mid_run_leaves_the_frozen_floor_in_its_own_look(panel_of):
+    """The tester's loop2: critic/h1 frozen for steps 1–681 then unfrozen was drawn solid on the '0 (frozen)'
+    floor; the frozen stretch is grey dots there, the lift at 681 vertical, the rest in its own look."""
+    paths = ("critic/h1/kernel",)
+    store = RunData()
+    store.add_event(events.Freeze(step=0, scopes=["critic/h1/kernel"]))
+    store.add_event(events.Freeze(step=681, scopes=[]))
+    steps = np.arange(1, 1001)
+    frozen = (steps < 681)[:, None]  # the records from 681 on trained
+    store.add_batch(MetricsBatch([block("D", steps, paths, ratio=np.where(frozen, 0.0, 5e-3), frozen=frozen)]))
+    panel = panel_of(store)
+    panel.refresh()
+    floor = panel.updates.floor
+    stretches = _pens_by_stretch(panel, "critic/h1/kernel")
+    assert [s[:3] for s in stretches] == [(1.0, 681.0, "frozen"), (681.0, 1000.0, "trained")]
+    assert stretches[0][3:] == (QtCore.Qt.PenStyle.DotLine, palette.FROZEN_GREY)
+    assert stretches[1][3] == QtCore.Qt.PenStyle.SolidLine and stretches[1][4] != palette.FROZEN_GREY
+    c, fz = panel.curves()["update/critic/h1/kernel"], panel.curves()["update/critic/h1/kernel (frozen)"]
+    assert (fz.yData[fz.xData < 681] == floor).all() and np.isnan(c.yData[c.xData < 681]).all()
+    at = np.flatnonzero(fz.xData == 681)  # the lift: two points at its step, floor then level (then the record)
+    assert len(at) == 3 and np.isnan(fz.yData[at[2]]) and fz.yData[at[0]] == floor and fz.yData[at[1]] > floor + 1
+    assert (c.yData[c.xData > 681] > floor + 1).all()
+    assert panel.update_legend.getLabel(c).text == "critic/h1/kernel"  # not frozen now: its own entry
+    assert "0 (frozen)" in panel.readout.show_at(panel.update_plot, 300, floor)  # hover reads every record
+    assert "step 300" in panel.readout.show_at(panel.update_plot, 300, floor)
+
+
+def test_a_freeze_arriving_live_restyles_from_its_step_only(panel_of):
+    """Curves append what the run gained each refresh: a freeze that arrives live leaves every point drawn before
+    it as it was (the trained curve only grew), and draws grey dots from its step."""
+    paths = ("g/d1/kernel", "g/d1/bias")
+    store = RunData()
+    panel = panel_of(store)
+    store.add_batch(MetricsBatch([block("G", np.arange(10, 301, 10), paths)]))
+    panel.refresh()
+    c = panel.curves()["update/g/d1/kernel"]
+    before_x, before_y = c.xData.copy(), c.yData.copy()
+    assert "update/g/d1/kernel (frozen)" not in panel.curves()
+    store.add_event(events.Freeze(step=305, scopes=["g/d1/kernel"]))
+    for lo in (310, 410):  # two refreshes with frozen records
+        steps = np.arange(lo, lo + 100, 10)
+        frozen = np.zeros((len(steps), 2), bool)
+        frozen[:, 0] = True
+        store.add_batch(MetricsBatch([block("G", steps, paths, ratio=np.where(frozen, 0.0, 1e-3), frozen=frozen)]))
+        panel.refresh()
+    np.testing.assert_array_equal(c.xData[:len(before_x)], before_x)
+    np.testing.assert_array_equal(c.yData[:len(before_y)], before_y)  # drawn before the freeze: unchanged
+    assert np.isnan(c.yData[len(before_y) + 1:]).all()
+    assert [s[:3] for s in _pens_by_stretch(panel, "g/d1/kernel")] == [(10.0, 305.0, "trained"),
+                                                                       (305.0, 500.0, "frozen")]
+    assert c.opts["pen"].style() == QtCore.Qt.PenStyle.SolidLine
+    assert panel.curves()["update/g/d1/kernel (frozen)"].opts["pen"].style() == QtCore.Qt.PenStyle.DotLine
