@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from bench.child import run_child
 
 ROOT = Path(__file__).resolve().parent.parent
 KEPT_CHECKPOINTS = 3
@@ -82,12 +83,8 @@ def measure_disk(steps: int = 20000) -> dict:
 
 def measure_wide_disk(layers: int = 125, steps: int = 3000) -> dict:
     """bench/wide_gan.py with `layers` layers per model (125: 500 variables), in a fresh process."""
-    out = subprocess.run([sys.executable, "-m", "bench.disk", "wide", str(layers), str(steps)], cwd=ROOT,
-                         capture_output=True, text=True, timeout=3000, env={**os.environ, "FF_WIDE_LAYERS": str(layers)})
-    lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
-    if out.returncode != 0 or not lines:
-        raise RuntimeError(f"wide disk child failed: {out.stderr[-3000:]}")
-    return json.loads(lines[-1])
+    return run_child("bench.disk", ["wide", str(layers), str(steps)],
+                     "wide disk child", timeout=3000, env={"FF_WIDE_LAYERS": str(layers)})
 
 
 def _child(layers: int, steps: int) -> None:

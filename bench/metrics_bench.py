@@ -25,11 +25,12 @@ a measure is in flight is compared with the steps/s while none is, in the same r
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from bench.child import run_child
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -171,12 +172,8 @@ def alone(name: str, seconds: float, folder: Path, costs: _Costs) -> dict:
 
 def measure(chunk: int, rounds: int, cpu_seconds: float) -> dict:
     """In a child process: the interleaved comparison and the CPU-bound run."""
-    out = subprocess.run([sys.executable, "-m", "bench.metrics_bench", str(chunk), str(rounds), str(cpu_seconds)],
-                         cwd=ROOT, capture_output=True, text=True, timeout=3000)
-    lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
-    if out.returncode != 0 or not lines:
-        raise RuntimeError(f"metrics bench child failed: {out.stderr[-3000:]}")
-    return json.loads(lines[-1])
+    return run_child("bench.metrics_bench", [str(chunk), str(rounds), str(cpu_seconds)],
+                     "metrics bench child", timeout=3000)
 
 
 def _child(argv: list[str]) -> None:

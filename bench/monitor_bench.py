@@ -21,6 +21,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Callable
 
+from bench.child import run_child
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -205,13 +207,7 @@ def measure(quick: bool) -> dict[str, dict[str, float]]:
 
 
 def in_child(quick: bool) -> dict[str, dict[str, float]]:
-    import subprocess
-    out = subprocess.run([sys.executable, "-m", "bench.monitor_bench", *(["--quick"] if quick else [])], cwd=ROOT,
-                         capture_output=True, text=True, timeout=5400)
-    lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
-    if out.returncode != 0 or not lines:
-        raise RuntimeError(f"monitor bench failed: {out.stderr[-3000:]}")
-    return json.loads(lines[-1])
+    return run_child("bench.monitor_bench", ["--quick"] if quick else [], "monitor bench", timeout=5400)
 
 
 if __name__ == "__main__":

@@ -21,11 +21,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from bench.child import run_child
 
 ROOT = Path(__file__).resolve().parent.parent
 REPEATS = 5
@@ -140,12 +141,8 @@ def _child(argv: list[str]) -> None:
 
 
 def _in_child(what: str, seconds: float = 0.0, grid: Path | None = None) -> dict:
-    r = subprocess.run([sys.executable, "-m", "bench.quality_bench", "--child", what, str(seconds),
-                        str(grid or "")], cwd=ROOT, capture_output=True, text=True, timeout=3600)
-    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
-    if r.returncode != 0 or not lines:
-        raise RuntimeError(f"quality bench child failed: {r.stderr[-3000:]}")
-    return json.loads(lines[-1])
+    return run_child("bench.quality_bench", ["--child", what, str(seconds), str(grid or "")],
+                     "quality bench child", timeout=3600)
 
 
 def main(argv: list[str] | None = None) -> int:

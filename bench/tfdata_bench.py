@@ -26,11 +26,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from bench.child import run_child
 
 ROOT = Path(__file__).resolve().parent.parent
 NAMES = ["headless", "bare", "headless_nomet", "bare_fed", "bare_again"]
@@ -151,13 +152,8 @@ def interleaved(chunk: int, rounds: int, names: list[str] | None = None, make=_m
 
 def measure(chunk: int, rounds: int, names: list[str] | None = None) -> dict:
     """In a child process with the CLI's TensorFlow settings (bench/run.py's own process is the window's)."""
-    out = subprocess.run([sys.executable, "-m", "bench.tfdata_bench", str(chunk), str(rounds),
-                          ",".join(names or NAMES)], cwd=ROOT,
-                         capture_output=True, text=True, timeout=3000)
-    lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
-    if out.returncode != 0 or not lines:
-        raise RuntimeError(f"tf.data bench child failed: {out.stderr[-3000:]}")
-    return json.loads(lines[-1])
+    return run_child("bench.tfdata_bench", [str(chunk), str(rounds),
+                     ",".join(names or NAMES)], "tf.data bench child", timeout=3000)
 
 
 if __name__ == "__main__":

@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
+
+from bench.child import run_child
 
 ROOT = Path(__file__).resolve().parent.parent
 NAMES = ["window", "bare", "bare_fed", "bare_again"]
@@ -50,12 +51,8 @@ def _make(name: str, folder: Path, module):
 
 def measure(chunk: int, rounds: int, names: list[str] | None = None) -> dict:
     """In a child process with the window's TensorFlow settings (as bench/throughput.py's `gui` kind)."""
-    out = subprocess.run([sys.executable, "-m", "bench.tfdata_window", str(chunk), str(rounds),
-                          ",".join(names or NAMES)], cwd=ROOT, capture_output=True, text=True, timeout=3000)
-    lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
-    if out.returncode != 0 or not lines:
-        raise RuntimeError(f"tf.data window bench child failed: {out.stderr[-3000:]}")
-    return json.loads(lines[-1])
+    return run_child("bench.tfdata_window", [str(chunk), str(rounds),
+                     ",".join(names or NAMES)], "tf.data window bench child", timeout=3000)
 
 
 if __name__ == "__main__":

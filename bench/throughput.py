@@ -13,10 +13,11 @@ from __future__ import annotations
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
+
+from bench.child import run_child
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -36,12 +37,8 @@ def measure_throughput(variants: list, chunk: int, rounds: int) -> dict[str, flo
 def in_child(names: list[str], chunk: int, rounds: int, gui_process: bool, kind: str = "") -> dict[str, float]:
     """`kind`: cli (TensorFlow's defaults), gui (the window's training process) or mirrored (2 devices)."""
     kind = kind or ("gui" if gui_process else "cli")
-    out = subprocess.run([sys.executable, "-m", "bench.throughput", ",".join(names), str(chunk), str(rounds),
-                          kind], cwd=ROOT, capture_output=True, text=True, timeout=3000)
-    lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
-    if out.returncode != 0 or not lines:
-        raise RuntimeError(f"throughput child failed: {out.stderr[-3000:]}")
-    return json.loads(lines[-1])
+    return run_child("bench.throughput", [",".join(names), str(chunk), str(rounds), kind],
+                     "throughput child", timeout=3000)
 
 
 def _child(argv: list[str]) -> None:

@@ -15,17 +15,14 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.child import run_child
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def measure(layers: int) -> dict:
-    import subprocess
-    out = subprocess.run([sys.executable, "-m", "bench.wide_startup", str(layers)], cwd=ROOT, capture_output=True,
-                         text=True, timeout=3000, env={**os.environ, "FF_WIDE_LAYERS": str(layers)})
-    lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
-    if out.returncode != 0 or not lines:
-        raise RuntimeError(f"wide start-up child failed: {out.stderr[-3000:]}")
-    return json.loads(lines[-1])
+    return run_child("bench.wide_startup", [str(layers)],
+                     "wide start-up child", timeout=3000, env={"FF_WIDE_LAYERS": str(layers)})
 
 
 def _child() -> None:
