@@ -17,10 +17,17 @@ import os
 
 NICE_ENV = "FREEZEFRAME_TRAINING_NICE"
 DEFAULT_TRAINING_NICE = 10
+THREADS_ENV = "FREEZEFRAME_TRAINING_THREADS"
+POLICY_ENV = "FREEZEFRAME_TRAINING_POLICY"
+DEFAULT_TRAINING_POLICY = "other"
 
 
 def gui_intra_op_threads() -> int:
-    """TensorFlow's intra-op threads for training started from the window: all cores but one (at least one)."""
+    """TensorFlow's intra-op threads for training started from the window: FREEZEFRAME_TRAINING_THREADS (at
+    least 1), else all cores but one (at least one)."""
+    raw = os.environ.get(THREADS_ENV, "").strip()
+    if raw.isdigit() and int(raw) > 0:
+        return int(raw)
     return max(1, (os.cpu_count() or 2) - 1)
 
 
@@ -33,3 +40,10 @@ def training_nice() -> int:
         return max(0, min(19, int(raw)))
     except ValueError:
         return DEFAULT_TRAINING_NICE
+
+
+def training_policy() -> str:
+    """The training process's scheduling policy: FREEZEFRAME_TRAINING_POLICY `batch` (Linux's SCHED_BATCH) or
+    `other` (the default policy), else the default."""
+    raw = os.environ.get(POLICY_ENV, "").strip().lower()
+    return raw if raw in ("batch", "other") else DEFAULT_TRAINING_POLICY

@@ -32,7 +32,7 @@ from PySide6.QtCore import QObject, Signal
 from training_core import Command, RunConfig
 from training_core.base import protocol as P
 
-from .scheduling import gui_intra_op_threads, training_nice
+from .scheduling import gui_intra_op_threads, training_nice, training_policy
 
 __all__ = ["Reports", "TrainingProcess", "TrainingService", "still_running"]
 
@@ -117,7 +117,7 @@ class TrainingProcess(QObject):
         env = dict(os.environ, **{P.KEY_ENV: key.hex()})
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH", "")]))
         self.process = popen([sys.executable, "-m", "training_core.service", str(self._listener.address),
-                              str(training_nice())], env=env)
+                              str(training_nice()), training_policy()], env=env)
         self._conn = None
         self._queued: list[object] = []  # requests made before the service connected
         self._send_lock = threading.Lock()

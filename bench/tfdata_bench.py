@@ -141,7 +141,7 @@ def interleaved(chunk: int, rounds: int, names: list[str] | None = None, make=_m
     rate = {n.removesuffix("_s"): chunk * rounds / s for n, s in spent.items()}
     ref = max((n for n in ("bare", "bare_fed") if n in rate), key=rate.get)
     out = {"chunk": chunk, "rounds": rounds, "seconds": time.perf_counter() - t0, "steps_per_s": rate,
-           "reference": ref, "aa": rate["bare_again"] / rate["bare"]}
+           "reference": ref, "aa": rate["bare_again"] / rate["bare"] if "bare_again" in rate else None}
     for n in rate:
         if not n.startswith("bare"):
             out[f"{n}_over_bare"] = rate[n] / rate[ref]

@@ -9,10 +9,13 @@ row "throughput window, shapes DCGAN on tf.data").
   bare        tfdata_bench.Bare: the file's models, optimizers and pipeline, the batch read inside the step
   bare_fed    the same with the batch passed in from Python (the reference is the faster of the two)
   bare_again  the bare loop again: the A/A spread of this run
-  window_nice0  (not a default) the window with its training process at nice 0 (FREEZEFRAME_TRAINING_NICE=0):
+  window_niceN, window_batchN  (not defaults) the window with its training process at nice N
+              (FREEZEFRAME_TRAINING_NICE=N), under SCHED_BATCH for `batch` (FREEZEFRAME_TRAINING_POLICY=batch):
               what the training process's lower priority costs on a machine other jobs share
   headless    (not a default) tfdata_bench's headless Trainer on a thread of this process, with the window's
               TensorFlow settings: the window's cost apart from the Trainer's own
+  window_nomet, headless_nomet  (not defaults) the same without the file's FID/KID metric (`metrics = None`):
+              what measuring beside training costs the training
 
 Stepped in turn, the order turned each round, steps/s = steps over the chunks' whole time, as in
 bench/tfdata_bench.py (whose docstring says why). The window's steps/s by the training process's own step clock
@@ -23,8 +26,10 @@ python -m bench.tfdata_window [chunk] [rounds] [variants,...]    (one JSON line;
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -36,17 +41,29 @@ NAMES = ["window", "bare", "bare_fed", "bare_again"]
 
 def _make(name: str, folder: Path, module):
     from bench.tfdata_bench import Bare, Driven
-    from app.scheduling import NICE_ENV
     from bench.window_bench import Window
     if name.startswith("window"):
-        nice = os.environ.get(NICE_ENV)
-        if name == "window_nice0":
-            os.environ[NICE_ENV] = "0"  # read when the window starts its training process
-        try:
-            return Window(("example", "shapes"), name, timeout=600)
-        finally:
-            os.environ.pop(NICE_ENV, None) if nice is None else os.environ.__setitem__(NICE_ENV, nice)
-    return Driven(name, folder) if name == "headless" else Bare(name, module)
+        from bench.tfdata_bench import _experiment
+        source = ("file", str(_experiment("headless_nomet", folder))) if name == "window_nomet" else ("example", "shapes")
+        with _scheduling(name):  # read when the window starts its training process
+            return Window(source, name, timeout=600)
+    return Driven(name, folder) if name.startswith("headless") else Bare(name, module)
+
+
+@contextlib.contextmanager
+def _scheduling(name: str):
+    """`window_niceN` / `window_batchN`: the training process at nice N, under SCHED_BATCH for `batch`."""
+    from app.scheduling import NICE_ENV, POLICY_ENV
+    got = re.fullmatch(r"window_(nice|batch)(\d+)", name)
+    saved = {k: os.environ.get(k) for k in (NICE_ENV, POLICY_ENV)}
+    if got:
+        os.environ[NICE_ENV] = got[2]
+        os.environ[POLICY_ENV] = "batch" if got[1] == "batch" else "other"
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
 
 
 def measure(chunk: int, rounds: int, names: list[str] | None = None) -> dict:

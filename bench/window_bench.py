@@ -154,12 +154,12 @@ def synthetic_batches(n_steps: int, start: int = 1, per_batch: int = 200, var_ev
         yield MetricsBatch(blocks)
 
 
-def measure_responsiveness(points: int, seconds: float) -> dict:
+def measure_responsiveness(points: int, seconds: float, source: tuple = ("example", "ring")) -> dict:
     """Lateness of a 10 ms QTimer while training runs at full speed in the window, with `points` points
-    already in each loss curve."""
+    already in each loss curve (ring-shaped: give 0 for another `source`)."""
     from PySide6.QtCore import Qt, QTimer
     from training_core import Continue, Stop
-    w = open_window(step_offset=2 * points + 10)
+    w = open_window(step_offset=2 * points + 10, source=source, timeout=600)
     for batch in synthetic_batches(2 * points, per_batch=100_000):
         w.store.add_batch(batch)
     qapp().processEvents()

@@ -210,17 +210,21 @@ class Service:
             self.send(P.Failed(f"{type(e).__name__}: {e}", traceback.format_exc()))
 
 
-def lower_priority(nice: int) -> None:
-    """Run this process's threads at `nice` (0: leave it). On Linux the value is per thread, and a new
-    thread inherits it from the thread that starts it: so every thread that exists now (numpy's BLAS
-    pool started at import) is lowered, and everything started later (TensorFlow's pools) follows."""
-    if nice <= 0 or not hasattr(os, "setpriority"):
+def lower_priority(nice: int, batch: bool = False) -> None:
+    """Run this process's threads at `nice` (0: leave it), and with `batch` under Linux's SCHED_BATCH policy (the
+    same share of the CPU as any process at its nice value, but a thread that wakes up, such as the window's GUI
+    thread for a paint, preempts it at once). On Linux both are per thread, and a new thread inherits them from
+    the thread that starts it: so every thread that exists now (numpy's BLAS pool started at import) is changed,
+    and everything started later (TensorFlow's pools) follows."""
+    if not hasattr(os, "setpriority") or not (nice > 0 or batch):
         return
     tasks = [int(t) for t in os.listdir("/proc/self/task")] if os.path.isdir("/proc/self/task") else [0]
     for tid in tasks:
         try:
-            if os.getpriority(os.PRIO_PROCESS, tid) < nice:
+            if nice > 0 and os.getpriority(os.PRIO_PROCESS, tid) < nice:
                 os.setpriority(os.PRIO_PROCESS, tid, nice)
+            if batch and hasattr(os, "SCHED_BATCH"):
+                os.sched_setscheduler(tid, os.SCHED_BATCH, os.sched_param(0))
         except OSError:
             pass
 
@@ -250,10 +254,10 @@ def exit_soon(service: Service) -> threading.Timer:
     return timer
 
 
-def serve(conn: Any, nice: int = 0, own_process: bool = False) -> None:
+def serve(conn: Any, nice: int = 0, own_process: bool = False, batch: bool = False) -> None:
     """The service process's main: read requests, run jobs in order, until `Exit` or the window is gone.
     `own_process`: this is the whole process (`main`), which then exits rather than outlive the window."""
-    lower_priority(nice)
+    lower_priority(nice, batch)
     send_lock = threading.Lock()
 
     def send(report: Any) -> None:
@@ -310,14 +314,22 @@ def serve(conn: Any, nice: int = 0, own_process: bool = False) -> None:
 
 
 def main(argv: list[str]) -> int:
-    """`python -m training_core.service ADDRESS NICE` (the window starts it; the key comes in the
+    """`python -m training_core.service ADDRESS NICE [batch]` (the window starts it; the key comes in the
     environment): connect back to the window and serve it until it says exit or goes away."""
     from multiprocessing.connection import Client
     key = bytes.fromhex(os.environ.pop(P.KEY_ENV, ""))
     address, nice = argv[0], int(argv[1]) if len(argv) > 1 else 0
+    batch = len(argv) > 2 and argv[2] == "batch"
     conn = Client(address, authkey=key)
-    serve(conn, nice, own_process=True)
-    return 0
+    serve(conn, nice, own_process=True, batch=batch)
+    # The run has ended and its record is closed (its `stop` event written, the recorder's thread joined) before
+    # `serve` returns. What is left is the interpreter's teardown of TensorFlow and the models, which took 10-16 s
+    # on a loaded 2-core machine (py-spy: the main thread, no Python frames left) while the window's close waited
+    # for this process: so leave at once, after the one exit hook that holds output (the stderr filter's pipe).
+    from training_core.engine import tf_quiet
+    tf_quiet.restore_stderr()
+    sys.stdout.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":

@@ -94,10 +94,10 @@ def filter_native_stderr() -> None:
     thread = threading.Thread(target=pump, name="freezeframe-stderr-filter", daemon=True)
     thread.start()
     _filter = (real, thread)
-    atexit.register(_restore_stderr)
+    atexit.register(restore_stderr)
 
 
-def _restore_stderr() -> None:
+def restore_stderr() -> None:
     """Put the real stderr back and forward what is still in the pipe (runs at exit)."""
     global _filter
     if _filter is None:
