@@ -82,14 +82,15 @@ class TrainingController(QObject):
         self.session.handle(report)
 
     @Slot(int)
-    def _on_died(self, _code: int) -> None:
+    def _on_died(self, code: int) -> None:
         """The training process died (out of memory, killed): start a new one, so the next Start works
-        without restarting the window. The old run's directory keeps what it flushed."""
+        without restarting the window. The old run's directory keeps what it flushed; the session says how
+        the process ended and puts the run's applied settings back on the panels (`Session.service_lost`)."""
         if self.closing:
             return
         old = self.service
         self.service = self._connect(self._factory(self))
         old.shutdown(1.0)
         old.deleteLater()
-        self.session.service_lost()
+        self.session.service_lost(code)
         self.serviceReplaced.emit()

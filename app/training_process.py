@@ -199,8 +199,8 @@ class TrainingProcess(QObject):
         if not self._stopping:  # the service died (killed, out of memory): say so, and end the run in the window
             code = self.process.wait()
             self._accepting = False
-            reports.emit_report(P.Failed(f"the training process ended unexpectedly (exit code {code}); a new one "
-                                         "is starting: check the run's memory use, then press Start"))
+            reports.emit_report(P.Failed(f"the training process ended unexpectedly ({P.process_end(code)}); a new "
+                                         "one is starting: check the run's memory use, then press Start"))
             reports.emit_report(P.Busy(""))
             reports.emit_report(P.RunFinished(None))
             reports.died.emit(code)

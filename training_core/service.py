@@ -234,20 +234,30 @@ def lower_priority(nice: int, batch: bool = False) -> None:
 EXIT_GRACE_S = 60.0
 
 
+#: the process's stderr as it started (`main`): while TensorFlow loads, descriptor 2 is a temporary file, and
+#: after that a pipe a thread filters (engine/tf_quiet.py): a line written there just before `os._exit` was lost
+_STDERR: int | None = None
+
+
 def _exit_now(why: str) -> None:
-    sys.stderr.write(f"freezeframe: the training process exits: {why}\n")
-    sys.stderr.flush()
+    line = f"freezeframe: the training process exits: {why}\n"
     sys.stdout.flush()
+    try:
+        sys.stderr.flush()
+        os.write(_STDERR if _STDERR is not None else 2, line.encode())
+    except (OSError, ValueError):
+        pass
     os._exit(0)
 
 
-def exit_soon(service: Service) -> threading.Timer:
+def exit_soon(service: Service, window: str = "the window closed") -> threading.Timer:
     """`Exit` (or the window gone): the training process never outlives its window. A run going on is stopped
     and ends at its next step, flushing its record, within `EXIT_GRACE_S`; a job with no run (importing
     TensorFlow, preparing: importing an experiment file runs its code, which may never return) has nothing
-    to keep, so the process exits at once instead of waiting for it."""
+    to keep, so the process exits at once instead of waiting for it. `window`: what became of it, for the line
+    that says why the process exits ("the window is gone": killed, its connection ended without `Exit`)."""
     if service.in_job and service.active is None:
-        _exit_now("the window closed while it was loading or preparing (nothing was recorded)")
+        _exit_now(f"{window} while it was loading or preparing (nothing was recorded)")
     timer = threading.Timer(EXIT_GRACE_S, _exit_now, (f"the run did not stop within {EXIT_GRACE_S:g} s",))
     timer.daemon = True
     timer.start()
@@ -274,11 +284,12 @@ def serve(conn: Any, nice: int = 0, own_process: bool = False, batch: bool = Fal
                    P.Run: lambda r: service.run(r.config, r.resume)}
 
     def read() -> None:
+        window = "the window closed"
         while True:
             try:
                 msg = conn.recv()
             except (EOFError, OSError):
-                msg = P.Exit()  # the window died: stop the run cleanly, then exit
+                msg, window = P.Exit(), "the window is gone"  # it died: stop the run cleanly, then exit
             if isinstance(msg, P.JOBS):
                 jobs.put(msg)
             elif isinstance(msg, P.BeginRun):
@@ -291,7 +302,7 @@ def serve(conn: Any, nice: int = 0, own_process: bool = False, batch: bool = Fal
                     jobs.get_nowait()
                 jobs.put(msg)
                 if own_process:
-                    timers.append(exit_soon(service))
+                    timers.append(exit_soon(service, window))
                 return
 
     threading.Thread(target=read, name="freezeframe-service-reader", daemon=True).start()
@@ -311,16 +322,22 @@ def serve(conn: Any, nice: int = 0, own_process: bool = False, batch: bool = Fal
     sys.stdout.flush()
 
 
-
-
 def main(argv: list[str]) -> int:
     """`python -m training_core.service ADDRESS NICE [batch]` (the window starts it; the key comes in the
     environment): connect back to the window and serve it until it says exit or goes away."""
     from multiprocessing.connection import Client
+    global _STDERR
+    try:
+        _STDERR = os.dup(2)
+    except OSError:  # started without a stderr
+        pass
     key = bytes.fromhex(os.environ.pop(P.KEY_ENV, ""))
     address, nice = argv[0], int(argv[1]) if len(argv) > 1 else 0
     batch = len(argv) > 2 and argv[2] == "batch"
-    conn = Client(address, authkey=key)
+    try:
+        conn = Client(address, authkey=key)
+    except OSError:  # the window died (SIGKILL) before this process connected: there is nobody to serve
+        _exit_now("the window is gone (it ended before this process connected; nothing was recorded)")
     serve(conn, nice, own_process=True, batch=batch)
     # The run has ended and its record is closed (its `stop` event written, the recorder's thread joined) before
     # `serve` returns. What is left is the interpreter's teardown of TensorFlow and the models, which took 10-16 s

@@ -94,8 +94,8 @@ class FakeTrainingService(QObject):
 
     def die(self, code: int = -9) -> None:
         """What the reader thread reports when the training process is killed."""
-        self._queue_reports([P.Failed(f"the training process ended unexpectedly (exit code {code}); a new one is "
-                                      "starting: check the run's memory use, then press Start"),
+        self._queue_reports([P.Failed(f"the training process ended unexpectedly ({P.process_end(code)}); a new one "
+                                      "is starting: check the run's memory use, then press Start"),
                              P.Busy(""), P.RunFinished(None), (_DIED, code)])
 
     @property

@@ -83,7 +83,7 @@ def test_a_dead_service_is_replaced(ui, qtbot):
     first.die(-9)
     qtbot.waitUntil(lambda: w.core is not first, timeout=10_000)
     assert not w.running and first.closed
-    assert "training process ended unexpectedly (exit code -9)" in w.last_error[0]
+    assert "training process ended unexpectedly (killed by SIGKILL)" in w.last_error[0]
     ui.wait_prepared(w)
     assert [r[0] for r in w.core.requests] == ["load", "prepare"]
     w.start()

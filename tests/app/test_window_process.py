@@ -2,12 +2,16 @@
 exits 0 with the run record flushed, `--screenshot` writes a real picture, bad options fail in one line."""
 from __future__ import annotations
 
+import ctypes
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 from PySide6.QtGui import QImage
 
 from app.main_window import DEFAULT_SIZE
@@ -100,3 +104,92 @@ def test_closing_the_window_while_a_file_is_being_prepared_ends_the_training_pro
     assert training.shutdown(60)  # ended in time, not killed after the minute
     assert training.process.returncode == 0
 
+
+
+# -- the window killed (SIGKILL): its training process must not outlive it --------------------------------
+def _children(pid: int) -> list[int]:
+    out: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        out += [int(c) for c in (task / "children").read_text().split()]
+    return out
+
+
+def _exit_code_of_orphan(pid: int, timeout_s: float = 120) -> int:
+    """The exit code of `pid`, a grandchild whose parent was killed: this process is made a child subreaper
+    (Linux), so the orphan is re-parented here and can be waited for. The timeout only ends a hang."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGKILL)
+    raise AssertionError(f"the training process {pid} outlived its killed window")
+
+
+@pytest.fixture
+def subreaper():
+    if ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) != 0:  # PR_SET_CHILD_SUBREAPER
+        pytest.skip("needs Linux's child subreaper")
+
+
+def _window(tmp_path: Path, *args: str) -> subprocess.Popen:
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "TF_CPP_MIN_LOG_LEVEL": "2",
+           "FREEZEFRAME_SETTINGS": str(tmp_path / "settings.ini")}
+    return subprocess.Popen([sys.executable, str(MAIN), *args], cwd=tmp_path, env=env,
+                            stdout=subprocess.DEVNULL, stderr=(tmp_path / "stderr.txt").open("w"))
+
+
+def _wait_for(check, what: str, timeout_s: float = 180) -> None:
+    deadline = time.monotonic() + timeout_s  # only ends a hang: nothing here is timed
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def test_window_killed_while_its_training_process_prepares(tmp_path, subreaper):
+    """SIGKILL leaves no window to say Exit: the training process notices the end of its connection and exits
+    at once (a job with no run has nothing to record), as a script stuck in its import cannot finish."""
+    marker, stuck, run_dir = tmp_path / "pid.txt", tmp_path / "stuck.py", tmp_path / "run"
+    stuck.write_text(f"import os, time\nopen({str(marker)!r}, 'w').write(str(os.getpid()))\n"
+                     "while True:\n    time.sleep(0.05)\n")
+    window = _window(tmp_path, "--experiment", str(stuck), "--run-dir", str(run_dir), "--start")
+    _wait_for(lambda: marker.exists() and marker.read_text(), "the training process to import the file")
+    training = int(marker.read_text())
+    assert _children(window.pid) == [training]
+    window.kill()
+    assert window.wait() == -signal.SIGKILL
+    assert _exit_code_of_orphan(training) == 0
+    assert not run_dir.exists()  # nothing half-written: the run never began
+    assert ("freezeframe: the training process exits: the window is gone while it was loading or preparing "
+            "(nothing was recorded)") in (tmp_path / "stderr.txt").read_text()
+
+
+def test_window_killed_mid_training_leaves_a_closed_record(tmp_path, subreaper):
+    """Once a run trains, the training process stops it at its next step, flushes and closes the record (a
+    `stop` event, the lock released, every step's scalars) and exits: as when the window is closed."""
+    run_dir = tmp_path / "run"
+    window = _window(tmp_path, "--example", "ring", "--run-dir", str(run_dir), "--start")
+    scalars = run_dir / "scalars.csv"
+    _wait_for(lambda: scalars.exists() and ",loss/" in scalars.read_text(), "the first steps on disk")
+    training, = _children(window.pid)
+    window.kill()
+    assert window.wait() == -signal.SIGKILL
+    assert _exit_code_of_orphan(training) == 0
+    events = read_events(run_dir)
+    assert any(e.kind == "start" for e in events) and events[-1].kind == "stop" and events[-1].reason == "stopped"
+    steps = sorted({int(r.split(",")[0]) for r in scalars.read_text().splitlines() if ",loss/" in r})
+    assert steps == list(range(1, events[-1].step + 1)) and not (run_dir / "writer.lock").exists()
+
+
+def test_training_process_whose_window_is_gone_before_it_connects(tmp_path):
+    """The window killed right after starting it: one line says why it exits, no traceback."""
+    from multiprocessing.connection import Listener
+    listener = Listener()
+    address = listener.address
+    listener.close()
+    p = subprocess.run([sys.executable, "-m", "training_core.service", str(address), "0"], cwd=REPO,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0
+    assert p.stderr.strip().splitlines() == ["freezeframe: the training process exits: the window is gone (it "
+                                             "ended before this process connected; nothing was recorded)"]

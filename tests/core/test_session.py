@@ -255,3 +255,34 @@ def test_a_roll_back_shows_the_checkpoints_settings(ready):
     feed(s, [P.Emitted(E.Rollback(step=4, from_step=8, checkpoint="checkpoints/ckpt-4", id=s.own_command_id()))])
     assert changed == [[]] and s.controls.freeze == []
     assert s.data.samples is None  # the samples view showed them after the roll-back
+
+
+def test_a_died_service_takes_back_the_commands_it_never_applied(ready):
+    """The training process dies with one of the window's commands in flight: the panels are told the run's
+    controls (what it applied) at once and again once the new service has prepared (which shows the
+    experiment's own); the state text says how the process ended and where. A died service with no run
+    cut off (idle) changes no panel."""
+    s, sim, _ = ready
+    changed: list = []
+    s.controls_changed.connect(lambda c: changed.append((list(c.freeze), dict(c.lr))))
+    s.begin_run()
+    feed(s, sim.run(RunConfig(lr={"D": 1e-3, "G": 2e-3})) + sim.train(7))
+    feed(s, _own(s, sim.command(C.SetFreeze(["generator/dense_1"])), s.own_command_id()))
+    s.own_command_id()  # a learning rate sent, never applied: the process died
+    feed(s, [P.Failed("the training process ended unexpectedly (killed by SIGKILL)", ""), P.Busy(""),
+             P.RunFinished(None)])
+    assert changed == []
+    s.service_lost(-9)
+    applied = (["generator/dense_1"], {"D": 1e-3, "G": 2e-3})
+    assert changed == [applied]
+    assert s.state_text == "Training process killed by SIGKILL at step 7; its record is kept · Loading TensorFlow…"
+    s.loading()
+    feed(s, sim.load() + sim.prepare(RunConfig(example="ring")))
+    assert changed == [applied, applied] and s.state_text == "Training process killed by SIGKILL at step 7; its record is kept"
+    feed(s, sim.prepare(RunConfig(example="ring")))  # shown once: a later preparing is the user's
+    s.service_lost(1)  # died again, idle: no run was cut off
+    assert len(changed) == 2 and s.state_text == "Training process ended with exit code 1 · Loading TensorFlow…"
+    s.loading()
+    feed(s, sim.load() + sim.prepare(RunConfig(example="ring")))
+    s.begin_run()
+    assert s.state_text == "Training"

@@ -137,3 +137,17 @@ REPORTS = (Busy, Loaded, Prepared, Failed, RunStarted, RunFinished, Metrics, Emi
 
 #: the environment variable through which the window hands the training process its connection key
 KEY_ENV = "FREEZEFRAME_SERVICE_KEY"
+
+
+def process_end(code: int | None) -> str:
+    """How a training process ended, in words, from its exit code (`subprocess`'s: negative for a signal):
+    "killed by SIGKILL", "exit code 1". The window says it where the user looks (status bar, dialog)."""
+    if code is None:
+        return "ended"
+    if code < 0:
+        import signal
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"ended with exit code {code}"

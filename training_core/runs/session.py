@@ -101,6 +101,8 @@ class Session:
         self._own_ids: set[str] = set()  # ids of the commands this window sent
         self._in_flight: set[str] = set()  # of those, the ones not acknowledged yet
         self._stale = False  # `controls` changed in a way the panels do not show yet
+        self.ended = ""  # the training process died: how, and at which step ("killed by SIGKILL at step 1,234")
+        self._restore = False  # a died run's controls go back on the panels once the new service has prepared
         self._handlers: dict[type, Callable[[Any], None]] = {
             P.Busy: self._on_busy, P.Loaded: self._on_loaded, P.Prepared: self._on_prepared,
             P.Failed: lambda r: self.problem.emit(r.summary, r.detail), P.RunStarted: self._on_run_started,
@@ -122,7 +124,7 @@ class Session:
             return False
         self.source, self.prepared, self.status = source, None, None
         self.monitored = self.monitored_kind(source)
-        self.detached_text = ""
+        self.detached_text, self.ended, self._restore = "", "", False
         self._clear_data()
         self.state_changed.emit()
         return True
@@ -146,7 +148,7 @@ class Session:
         `resumed_dir`: the run continues in that directory (its record is read when it resumed)."""
         self.controls, self._in_flight, self._stale = Controls(), set(), False
         self.running, self.paused, self.pause_reason, self.stop_reason = True, False, "", ""
-        self.status, self.detached_text = None, ""
+        self.status, self.detached_text, self.ended, self._restore = None, "", "", False
         self._resumed_dir = resumed_dir
         self._clear_data()
         self.state_changed.emit()
@@ -156,7 +158,7 @@ class Session:
         the window detaches. Its events are in `data` already; `track` each for the state it changes."""
         if not self.attached:
             self._own_source = self.source
-        self.attached, self.attached_text, self.detached_text = str(run_dir), "attached", ""
+        self.attached, self.attached_text, self.detached_text, self.ended = str(run_dir), "attached", "", ""
         self.monitored = ""  # until its record is read (attached_prepared)
         self.running, self.paused, self.pause_reason, self.stop_reason = True, False, "", ""
         self.status, self.last_run, self.prepared = None, None, None
@@ -191,9 +193,17 @@ class Session:
         self.state_changed.emit()
         self.run_finished.emit(self.status)
 
-    def service_lost(self) -> None:
-        """The training service died; a new one has to load TensorFlow and prepare again."""
-        self.tf_ready, self.prepared, self.busy = False, None, ""
+    def service_lost(self, code: int | None = None) -> None:
+        """The training service died (`code`: its exit code, negative for a signal); a new one loads TensorFlow
+        and prepares again. A run it cut off keeps its record, and the panels go back to what the run applied:
+        its commands in flight died with it, and preparing shows the experiment's own (`_on_prepared`)."""
+        cut_off = self._restore  # (`_on_run_finished`: the run ended without its `stop`)
+        step = self.status.step if self.status is not None else self.data.last_step
+        self.ended = "" if code is None else f"Training process {P.process_end(code)}" + (
+            f" at step {step:,}; its record is kept" if cut_off else "")
+        self.tf_ready, self.prepared, self.busy, self._in_flight, self._restore = False, None, "", set(), cut_off
+        if cut_off:
+            self.controls_changed.emit(self.controls)
         self.state_changed.emit()
 
     def monitored_kind(self, source: Source) -> str:
@@ -246,6 +256,9 @@ class Session:
         if structure_changed:
             self.variables.set_tree(info.tree)
         self.experiment_prepared.emit(info, structure_changed or not self.running)
+        if self._restore and not self.running:
+            self._restore = False
+            self.controls_changed.emit(self.controls)
         self.state_changed.emit()
 
     def _on_run_started(self, r: P.RunStarted) -> None:
@@ -253,6 +266,8 @@ class Session:
         self.state_changed.emit()
 
     def _on_run_finished(self, r: P.RunFinished) -> None:
+        ends = [e for e in self.data.events if isinstance(e, (E.Start, E.Resumed, E.Stop))] if r.status is None else []
+        self._restore = bool(ends) and not isinstance(ends[-1], E.Stop)  # begun, never ended: its process died
         self.running, self.paused = False, False
         self.last_run = r.status
         if r.status is not None:
@@ -347,7 +362,7 @@ class Session:
     def state_text(self) -> str:
         """The status bar's first field: what is going on, in a few words."""
         if self.busy and not self.attached:  # an attached run is shown while the service loads behind it
-            return self.busy
+            return " · ".join(filter(None, (self.ended, self.busy)))  # (a died service's end stays said)
         if self.running:
             if self.attached and self.status is not None and not self.status.running:  # its writer is gone
                 return f"Not training · {self.attached_text}"
@@ -357,8 +372,10 @@ class Session:
                 text = "Training"
             return f"{text} · {self.attached_text}" if self.attached else text
         if not self.tf_ready:
-            return LOADING
+            return " · ".join(filter(None, (self.ended, LOADING)))
         blocked = f" · {self.start_blocked}" if self.start_blocked else ""
+        if self.ended:
+            return self.ended + blocked
         if self.last_run is not None and self.detached_text and not self.stop_reason:
             return self.detached_text + blocked
         if self.last_run is not None:
