@@ -19,8 +19,9 @@ from .sweep_view import SweepView
 
 DOCK_MIN_PX = 170  # the band plot still shows a few lines
 DOCK_SHARE = 0.27  # of the window's height, when the dock opens (0.42 left the plots nothing)
-SHORT_PX = 860  # a shorter window shows the sweeps as tabs beside the plots (measured: at 1366x728 and 1250x780
-# a 27% dock left the loss and update plots < 30 px each; at 1440x900 they keep > 120 px)
+SHORT_PX = 1000  # a shorter window shows the sweeps as tabs beside the plots (measured, 8 runs of the ring: a 27% dock
+# left the loss and update plots < 30 px at 1366x728 and 1250x780; at 1440x900 it left them 104 and 126 px and its
+# own band plot 40 px; at 1440x1000, 133, 170 and 67 px)
 PLOTS_TAB = "Plots"
 
 

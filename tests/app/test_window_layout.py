@@ -91,7 +91,8 @@ def _names_whole_in_tooltips(w) -> None:
             assert label.toolTip() in labels and label.text.endswith(label.toolTip()[-6:])  # "… seed=0"
 
 
-@pytest.mark.parametrize("width, height, usable", [(1250, 780, 120), (1366, 768 - 40, 120), (1440, 900, 100)])
+@pytest.mark.parametrize("width, height, usable", [(1250, 780, 120), (1366, 768 - 40, 120), (1440, 900, 120),
+                                                   (1440, 1080, 120)])
 def test_a_sweep_opened_leaves_the_plots_usable_and_no_legend_over_data(ui, qtbot, ablation, width, height, usable):
     """The tester's window: the Sweeps dock took 42% of the height, the loss and update plots were a line of ticks
     each (0 px of data), the loss legend's 8 columns ran off the right edge and the dock's legend lay over the
