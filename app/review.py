@@ -6,7 +6,8 @@ ones still being written (a poll every second reads only the bytes they gained; 
 at every 5 s, since `--resume` makes it grow again), keeps the live entry in step with the window's
 `Session` (a new run replaces it; its label is its directory's name), and drives the Runs tab. Opened
 runs are read-only: no Start, no commands reach them. A sweep directory opens as a sweep: its runs join the
-run set and a tab of the window's Sweeps dock groups them by setting (app/sweep_view.py).
+run set and a tab of the window's Sweeps dock (beside the plots in a short window, app/sweep_dock.py) groups them
+by setting (app/sweep_view.py).
 """
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ class RunReview(QObject):
         self.session, self.settings = session, settings
         self.runs = RunSet()
         self.panel = RunsPanel(self.runs)
-        self.sweeps = None  # app/sweep_view.SweepDock, made when the first sweep is opened
+        self.sweeps = None  # app/sweep_dock.SweepDock, made when the first sweep is opened
         self._tick = 0
         self._timer = QTimer(self)
         self._timer.setInterval(POLL_MS)
@@ -60,7 +61,7 @@ class RunReview(QObject):
         opens its runs. Returns its resolved directory."""
         sweep = Sweep.open(path)
         if self.sweeps is None:
-            from .sweep_view import SweepDock
+            from .sweep_dock import SweepDock
             window = self.parent()
             if not isinstance(window, QMainWindow):
                 raise UserError(f"{path} is a sweep directory; open it in the window (File → Open Run…)")

@@ -1,6 +1,7 @@
 """A sweep shown as a group (File → Open Run… or `--open` on a sweep directory): its runs grouped by setting,
 each setting one mean line over its seeds with a band (min–max or ± sd, chosen here), and the table of settings ×
-final metrics beside it (app/sweep_table.py), in a dock of the window, a tab per sweep.
+final metrics beside it (app/sweep_table.py), a tab per sweep in a dock below the plots, or beside them in a short
+window (app/sweep_dock.py).
 
 Why a view of its own: the window's plots draw runs; a sweep's runs join them too (the Runs tab lists each, by
 its grid point), but what an ablation asks is whether settings differ by more than their seeds do. The
@@ -13,8 +14,8 @@ recorded values, as `main.py --export SWEEP_DIR --table` writes them.
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtWidgets import (QComboBox, QDockWidget, QDoubleSpinBox, QHBoxLayout, QLabel, QMainWindow, QSpinBox,
-                               QSplitter, QTabWidget, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QHBoxLayout, QLabel, QSpinBox, QSplitter, QVBoxLayout,
+                               QWidget)
 
 from training_core import is_run_dir
 from training_core.runs import RunSet
@@ -22,6 +23,7 @@ from training_core.runs.collection import MAX_COLOURS
 from training_core.runs.sweep import Sweep
 from training_core.runs.sweep_table import build_table, group_bands, members_of
 
+from .plots.wrap import WrapRow
 from .sweep_plot import BandPlot
 from .sweep_table import SweepTableWidget
 
@@ -29,8 +31,6 @@ ADOPT_MS = 2000  # how often a sweep still being run is looked at for points tha
 REDRAW_MS = 250  # a run that grew is redrawn at most this often
 SPREADS = {"min–max over seeds": "minmax", "mean ± sd over seeds": "sd"}
 DEFAULT_SMOOTHING = 0.6  # as the window's plots
-DOCK_MIN_PX = 170  # the band plot still shows a few lines
-DOCK_SHARE = 0.27  # of the window's height, when the first sweep is opened (0.42 left the plots nothing)
 
 
 class SweepView(QWidget):
@@ -62,13 +62,15 @@ class SweepView(QWidget):
         self.at_step.setValue(-1)
         self.at_step.setToolTip("The table's columns at this step too (each run's last record at or before it)")
         self.status = QLabel()
-        controls = QHBoxLayout()
+        groups = [QHBoxLayout() for _ in range(2)]
         for label, w in (("plot", self.metric), ("band", self.spread), ("smoothing", self.smoothing),
                          ("table at step", self.at_step)):
-            controls.addWidget(QLabel(label))
-            controls.addWidget(w)
-        controls.addStretch(1)
-        controls.addWidget(self.status)
+            groups[0].addWidget(QLabel(label))
+            groups[0].addWidget(w)
+        groups[1].addWidget(self.status)
+        for group in groups:
+            group.addStretch(1)  # stacked, each on the left of its line
+        controls = WrapRow(groups)  # stacked when narrow: beside the plots (a short window) the row was ~1,000 px
         self.plot = BandPlot()
         self.table = SweepTableWidget(sweep.dir)
         self.table.failed.connect(self.failed.emit)
@@ -79,7 +81,7 @@ class SweepView(QWidget):
         split.setStretchFactor(1, 1)
         col = QVBoxLayout(self)
         col.setContentsMargins(4, 4, 4, 4)
-        col.addLayout(controls)
+        col.addWidget(controls)
         col.addWidget(split, 1)
         for signal in (self.metric.currentIndexChanged, self.spread.currentIndexChanged,
                        self.smoothing.valueChanged, self.at_step.valueChanged):
@@ -153,54 +155,3 @@ class SweepView(QWidget):
         self.plot.show_bands(group_bands(members, tag, self.spread.currentData(), self.smoothing.value()), tag)
         step = self.at_step.value()
         self.table.show_table(build_table(members, step=None if step < 0 else step))
-
-
-class SweepDock(QDockWidget):
-    """The window's sweeps, a tab each, docked below the plots (it can float, or be closed and opened again)."""
-
-    failed = Signal(str)
-
-    def __init__(self, runs: RunSet, window: QMainWindow) -> None:
-        super().__init__("Sweeps", window)
-        self.setObjectName("sweeps")
-        self.runs = runs
-        self.tabs = QTabWidget()
-        self.tabs.setTabsClosable(True)
-        self.tabs.tabCloseRequested.connect(self._close)
-        self.setWidget(self.tabs)
-        window.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self)
-        self._window = window
-        QTimer.singleShot(0, self.fit_height)  # once the window has its size (before it is shown it has none)
-
-    def fit_height(self) -> None:
-        """The dock's share of the window's height (`DOCK_SHARE`, at least `DOCK_MIN_PX`): the plots above keep
-        the rest. Set before the window was laid out, the share was ignored and the dock took its size hint,
-        which at 1250x780 left the loss and update plots a line of ticks each."""
-        h = self._window.height()
-        self._window.resizeDocks([self], [max(DOCK_MIN_PX, int(h * DOCK_SHARE))], Qt.Orientation.Vertical)
-
-    def show_sweep(self, sweep: Sweep) -> SweepView:
-        """The sweep's tab (made the first time), brought to the front."""
-        for i in range(self.tabs.count()):
-            view = self.tabs.widget(i)
-            if view.sweep.dir.resolve() == sweep.dir.resolve():
-                self.tabs.setCurrentIndex(i)
-                self.show()
-                return view
-        view = SweepView(sweep, self.runs)
-        view.failed.connect(self.failed.emit)
-        self.tabs.setCurrentIndex(self.tabs.addTab(view, sweep.dir.name))
-        self.tabs.setTabToolTip(self.tabs.currentIndex(), str(sweep.dir))
-        self.show()
-        return view
-
-    def views(self) -> list[SweepView]:
-        return [self.tabs.widget(i) for i in range(self.tabs.count())]
-
-    def _close(self, index: int) -> None:
-        view = self.tabs.widget(index)
-        self.tabs.removeTab(index)
-        view.stop()
-        view.deleteLater()
-        if not self.tabs.count():
-            self.hide()

@@ -21,7 +21,7 @@ from PySide6 import QtGui
 
 from training_core.figures.metric_groups import MetricGroup, band_edges, metric_groups, wants_log
 
-from . import palette
+from . import palette, tight
 from .axes import PlainLogAxis, TidyAxis, quiet_axes
 from .curves import dashed_pen, style_plot
 from .losses import log10_or_nan
@@ -202,7 +202,7 @@ class MetricPlots:
         plot.setXLink(self.link_to)
         plot.setMenuEnabled(False, enableViewBoxMenu=True)
         plot.vb.setMouseEnabled(x=True, y=False)
-        plot.setMinimumHeight(64)
+        tight.metric_plot(plot)  # a title row as tall as its text; no taller than needed in a short window
         mp = MetricPlot(group, plot)
         mp.scale = self._scales.get(group.tag, "auto")
         self._add_scale_menu(mp)

@@ -112,10 +112,12 @@ class LossCurves:
         self.legend.clear()
         self._samples = []
         if not view.multi:
+            self.legend.run_count = 0
             for name, pc in self.phases.items():
                 self.legend.addItem(pc.smooth, f"loss {pc.phase}")
             return
         by_run = view.colour_by == "run"
+        self.legend.run_count = len(view.layers)  # the runs first, then the phases (run_legend.py lays them out)
         for layer in view.layers:
             colour = palette.run_color(layer.colour) if by_run else palette.FOREGROUND
             self._sample(colour, 0 if by_run else layer.index % len(palette.VARIABLE_DASHES), layer.label)

@@ -21,7 +21,7 @@ from superqt.utils import signals_blocked
 
 from training_core.runs import RunData, RunSet
 
-from . import palette
+from . import palette, tight
 from .axes import FloorLogAxis, TidyAxis, quiet_axes
 from .canvas import Canvas
 from .curves import held, label_x, style_plot
@@ -80,9 +80,7 @@ class PlotsPanel(QtWidgets.QWidget):
         self.update_views.bind(lambda: PlotView(self.runs))
         self.update_axis, self.update_plot = self.update_views.axis, self.update_views.plot
         self.update_legend, self.heat = self.update_views.legend, self.update_views.heat
-        for legend in (self.loss_legend, self.update_legend):  # as wide as their entries, on the left
-            legend.setSizePolicy(QtWidgets.QSizePolicy.Policy.Maximum, QtWidgets.QSizePolicy.Policy.Maximum)
-            self.graphics.ci.layout.setAlignment(legend, QtCore.Qt.AlignmentFlag.AlignLeft)
+        tight.legends(self)  # as wide as their entries, on the left, fitted to the canvas's width
         style_plot(self.loss_plot, "loss")
         self.loss_plot.getAxis("bottom").showLabel(False)  # x-linked: the update (or heat-map) plot below names it
         quiet_axes(self.loss_plot)
@@ -91,7 +89,7 @@ class PlotsPanel(QtWidgets.QWidget):
         for plot in (self.loss_plot, self.update_plot, self.update_views.heat_plot):
             plot.setMenuEnabled(False, enableViewBoxMenu=True)  # no log/FFT toggles that fight ours
             plot.vb.setMouseEnabled(x=True, y=False)  # the wheel zooms steps only; y fits what is in view
-        for row, stretch in ((1, 2), (2, 0), (3, 3), (4, 5)):  # the update plot first: what one freezes by
+        for row, stretch in ((1, 4), (2, 0), (3, 5), (4, 8)):  # the update plot first: what one freezes by
             self.graphics.ci.layout.setRowStretchFactor(row, stretch)
 
         self.losses = LossCurves(self.loss_plot, self.loss_legend, DEFAULT_SMOOTHING)
@@ -126,7 +124,7 @@ class PlotsPanel(QtWidgets.QWidget):
         self._fit_legend_columns()
 
     def _fit_legend_columns(self) -> None:  # the loss legend's 8 columns of a sweep's long names ran off the right
-        self.update_views.fit_legend(self.graphics.width(), also=self.loss_legend)
+        tight.fit(self)  # and the metric plots' share of the height
 
     # -- layout and controls ---------------------------------------------------------------------------
     def _build_layout(self) -> None:
@@ -155,7 +153,6 @@ class PlotsPanel(QtWidgets.QWidget):
         left = QtWidgets.QWidget()
         lv = QtWidgets.QVBoxLayout(left)
         lv.setContentsMargins(0, 0, 0, 0)
-        lv.addWidget(self.controls_row)
         lv.addWidget(self.graphics, 1)
         lv.addWidget(self.readout_label)
 
@@ -169,6 +166,7 @@ class PlotsPanel(QtWidgets.QWidget):
         self.splitter = splitter
         outer = QtWidgets.QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
+        outer.addWidget(self.controls_row)  # over the samples too: one line at 1366 px beside the tabs, not two
         outer.addWidget(splitter)
 
     # -- public API ------------------------------------------------------------------------------------
@@ -227,7 +225,7 @@ class PlotsPanel(QtWidgets.QWidget):
         if view.signature != self._signature:  # what is shown changed since: the next part starts afresh
             return
         if self.metrics.update(view):  # health plots: smaller than the loss and update plots
-            self.graphics.ci.layout.setRowStretchFactor(2, min(len(self.metrics.plots), 2))
+            tight.metric_rows(self)
         self.update_views.update(view)
         self._fit_legend_columns()  # its entries may have changed
         self._show_samples()

@@ -26,13 +26,13 @@ from .curves import LEFT_AXIS_WIDTH, style_plot
 from .heatmap import UpdateHeatmap
 from .update_curves import KIND, UpdateCurves
 from .plot_view import PlotView
+from .run_legend import LEGEND_SAMPLE_PX, columns_for, fit_run_legend
 
 AUTO_LIMIT = 48  # more variables shown than this: the heat map, unless the user chose curves
 TOP_K = 8
 MOVERS_EVERY = 10  # the top movers are chosen again after this many new records (of each phase, on average),
 # or at once when the freeze set changed: a new choice swaps curves and rebuilds the legend, a third of a
 # wide refresh when it came every tick
-LEGEND_SAMPLE_PX = 35  # a legend entry's line sample and the spacing beside it (measured: 2 columns of 274 px texts, 618 px)
 MAX_LEGEND_COLUMNS = 6
 CLICK_PX = 6  # how near (pixels) a click must be to an update curve to select its variable
 
@@ -47,11 +47,7 @@ def fit_columns(legend: pg.LegendItem, width: float, most: int = MAX_LEGEND_COLU
     if getattr(legend, "_fitted", None) == key:
         return legend.columnCount
     widths = [label.item.boundingRect().width() + LEGEND_SAMPLE_PX for _, label in legend.items]  # the text's
-    cols = 1
-    for n in range(min(most, max(len(widths), 1)), 0, -1):
-        if sum(max(widths[c::n]) for c in range(n) if widths[c::n]) <= width - 8:
-            cols = n
-            break
+    cols = columns_for(widths, width, most)
     if legend.columnCount != cols:
         legend.setColumnCount(cols)
     legend._fitted = key
@@ -219,7 +215,7 @@ class UpdateViews:
     def _show(self, heat: bool, curves: bool) -> None:
         self.showing_heat = heat
         self.heat.set_visible(heat)
-        self._layout.setRowStretchFactor(self._row, 2 if heat else 3)  # the heat map gets the room
+        self._layout.setRowStretchFactor(self._row, 3 if heat else 5)  # the heat map (8) gets the room; the loss plot 4
         self.plot.setVisible(curves)
         self.plot.setMaximumHeight(1e6 if curves else 0)
         for button, on in ((self.curves_button, not heat), (self.heat_button, heat)):
@@ -232,10 +228,10 @@ class UpdateViews:
         """As many legend columns as its entries fit in `width` pixels (`fit_columns`). A fixed 4 needed ~790 px and,
         in a narrower window, pushed the plots' right edge out of view; 2 below 860 px made 24 variables a
         legend as tall as the update plot on a 1366x768 screen (3 columns fit there). `also`: the loss legend,
-        up to 8 columns."""
+        up to 8 columns, its run names cut to a few rows (run_legend.py)."""
         fit_columns(self.legend, width)
         if also is not None:
-            fit_columns(also, width, 8)
+            fit_run_legend(also, width, 8)
 
     def clicked(self, scene_pos: QtCore.QPointF) -> str | None:
         """The variable under a click: its heat-map row, or the update curve nearest the cursor at that step
