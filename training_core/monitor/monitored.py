@@ -101,8 +101,9 @@ class MonitoredRun:
         self.log = StepLog(described.phase_names, described.phase_paths, columns)
         self._next_fetch = 0.0
         self._measured_at = -1
-        self._snapshot_at = 0  # the next step whose weights are copied before it runs (before_step)
+        self.snapshot_at = 0  # the next step whose weights are copied before it runs (before_step)
         self._fetch_every = self.config.fetch_every
+        self._frozen_last: list[tuple | None] = [None] * len(described.phase_names)  # (_mark_frozen)
         self._t0 = time.perf_counter()
 
     # -- what the reused pieces call ------------------------------------------------------------------------
@@ -250,16 +251,16 @@ class MonitoredRun:
 
     def before_step(self, step: int) -> None:
         """`step` is about to run: if it is one to measure, the weights are copied now (on the device). Which
-        step that is, is worked out once a block (`_next_snapshot`), so a step's test is one comparison."""
-        if step >= self._snapshot_at:
+        step that is, is worked out once a block (`snapshot_at`), so a step's test is one comparison."""
+        if step >= self.snapshot_at:
             every = self.config.var_every
-            if step > self._snapshot_at:  # (the first step, or steps not announced: the next one from here)
-                self._snapshot_at = next_measured(step, every)
-            if step == self._snapshot_at:
+            if step > self.snapshot_at:  # (the first step, or steps not announced: the next one from here)
+                self.snapshot_at = next_measured(step, every)
+            if step == self.snapshot_at:
                 if not self.meter.armed:
                     self.meter.snapshot()
                     self._measured_at = step
-                self._snapshot_at = next_measured(step + 1, every)
+                self.snapshot_at = next_measured(step + 1, every)
 
     def after_step(self, step: int) -> None:
         """`step` ran and was logged: its update is measured if a snapshot waits for it; a Step command counts it."""
@@ -316,10 +317,17 @@ class MonitoredRun:
                 o.on_metrics(batch)
 
     def _mark_frozen(self, step: int) -> None:
-        """The frozen column from `step` on, as the freeze set and the trainable flags say it now."""
-        p = self.prepared
+        """The frozen column from `step` on, as the freeze set and the trainable flags say it now. (At every
+        measured step: a column equal to the phase's last one is not handed on, as it changes nothing.)"""
+        p, last = self.prepared, self._frozen_last
         for i in range(len(p.phase_names)):
-            self.log.set_frozen(i, frozen_flags(p, i, self.state.freeze, ()), step)
+            mask = frozen_flags(p, i, self.state.freeze, ())
+            seen = last[i]  # (the step and mask last handed on, and whether that step is the latest handed)
+            if seen is not None and seen[2] and step >= seen[0] and np.array_equal(seen[1], mask):
+                continue
+            latest = seen is None or step >= seen[0] and seen[2]
+            last[i] = (step, mask, latest)
+            self.log.set_frozen(i, mask, step)
 
     def close(self, reason: str = "done", error: BaseException | None = None) -> None:
         """End the run: the last steps, the observers' end (a final checkpoint), the `stop` event, the lock."""

@@ -108,12 +108,16 @@ class Run:
         """Between two steps: apply the commands that came (pause, step, continue, stop, learning rates, freeze,
         ratio, samples, checkpoints) and wait while paused. Returns `running`."""
         core = self._core
-        if not core.boundary() or core.closed:  # (`running`, written out: this runs every step)
+        flow = core.flow
+        # (`running`, written out: this runs every step; with no command queued and not paused, the core's
+        # boundary has nothing to do, and a step that is not the next measured one nothing to copy)
+        if (flow.paused or core.commands.pending()) and not core.boundary() or flow.stopping or core.closed:
             return False
         step, target = core.state.step, core.config.steps
         if target is not None and step >= target:
             return False
-        core.before_step(step + 1)
+        if step >= core.snapshot_at - 1:
+            core.before_step(step + 1)
         return True
 
     def steps(self) -> Iterator[int]:
