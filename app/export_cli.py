@@ -21,8 +21,8 @@ from training_core.rundir.outputs import check_output
 from training_core.rundir.reading import scalars_header_problem
 from training_core.base.argparsing import ArgParser, run_cli
 
-from training_core.figures import (BANDS, COLOUR_BY, FORMATS, LAYOUTS, MARKER_KINDS, PLOT_NAMES, THEMES, UNITS,
-                                   FigureSpec, format_from_path, label_key, marker_kinds, parse_size)
+from training_core.figures import (BANDS, COLOUR_BY, FORMATS, LAYOUTS, MARKER_KINDS, PAPER_MARKERS, PLOT_NAMES,
+                                   THEMES, UNITS, FigureSpec, format_from_path, label_key, marker_kinds, parse_size)
 from training_core.runs.collection import unique_labels
 
 
@@ -52,9 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--font-size", type=float, default=8.0, help="base font size in points (default 8)")
     p.add_argument("--smoothing", type=float, default=0.6, help="EMA weight 0..0.999 as in TensorBoard (default 0.6)")
     p.add_argument("--no-raw", action="store_true", help="draw only the smoothed curves")
-    p.add_argument("--markers", metavar="KINDS", default="all",
+    p.add_argument("--markers", metavar="KINDS", default=",".join(PAPER_MARKERS),
                    help=f"the events marked by a labelled line, comma-separated from: {', '.join(MARKER_KINDS)} "
-                        "(default: all; none for no markers)")
+                        f"(default: {','.join(PAPER_MARKERS)}, what the experiment changed; all for every kind, "
+                        "none for no markers)")
     p.add_argument("--no-markers", action="store_true", help="no marker lines (as --markers none)")
     p.add_argument("--bands", choices=BANDS, default="off",
                    help="runs of one setting that differ only by seed: one mean line with a band from the lowest "

@@ -20,8 +20,8 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, 
 from superqt.utils import qdebounced, signals_blocked
 
 from training_core import UserError
-from training_core.figures import (FORMATS, PLOT_NAMES, SIZE_PRESETS, FigureSpec, default_labels, format_from_path,
-                                   from_units, to_units)
+from training_core.figures import (FORMATS, PAPER_MARKERS, PLOT_NAMES, SIZE_PRESETS, FigureSpec, default_labels,
+                                   format_from_path, from_units, to_units)
 
 from .clipboard import copy_figure
 from .dialog_options import bands_box, default_plots, marker_boxes, sync_phase_axes, x_axis_box
@@ -144,7 +144,7 @@ class ExportDialog(QDialog):
         for box in (self.raw, self.markers, self.legend, self.panel_labels):
             row.addWidget(box)
         form.addRow("Show", row)
-        kinds, self.marker_boxes = marker_boxes(spec if spec.markers else spec.copy(markers=True))
+        kinds, self.marker_boxes = marker_boxes(spec if spec.markers else spec.copy(markers=PAPER_MARKERS))
         self.markers.toggled.connect(kinds.setEnabled)
         kinds.setEnabled(self.markers.isChecked())
         form.addRow("Markers", kinds)

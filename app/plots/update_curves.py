@@ -204,8 +204,6 @@ class UpdateCurves:
         return curve
 
     def _style(self, vc: VarCurve) -> None:
-        hi = self.highlighted
-        lit = hi is not None and hi in (vc.path, vc.variable)  # a shared variable's path lights each phase's curve
         """The trained stretches in the variable's own look, the frozen ones (`frozen_curve`) grey and dotted, as
         the legend's "(frozen)" and the paper export (app/export/curves.py) draw them."""
         hi = self.highlighted

@@ -6,9 +6,10 @@ Why two curves and not one pen: a pen chosen from the variable's state at the en
 frozen at step 424 dotted from step 0, and one frozen for steps 1–681 then unfrozen solid on the "0 (frozen)"
 floor. Each curve holds every point of the variable (so both stay appendable, grown=True, as records arrive),
 with NaN where the other state holds: the stroke breaks there (`connect="finite"`, canvas.py). A change of state
-adds two points at the step of the change (`freeze_at`), the level before and the level after; the frozen curve
-draws that vertical step, so a freeze and an unfreeze read as a drop and a lift at their step. A variable never
-frozen has no second curve and its trained curve is its log values themselves: no per-point cost for it.
+adds two points at the step of the change (`freeze_at`: a freeze's own step, a record's step too), the level
+before and the level after; the frozen curve draws that vertical step, so a freeze and an unfreeze read as a
+drop and a lift at their step. A variable never frozen has no second curve and its trained curve is its log
+values themselves: no per-point cost for it.
 """
 from __future__ import annotations
 
@@ -87,14 +88,19 @@ class VarCurve:
             self.frozen_y.extend(frozen)
 
     def draw(self, grown: bool) -> None:
-        """Hand each curve its points (`grown`: they only gained points at the end since the last draw)."""
+        """Hand each curve its points (`grown`: they only gained points at the end since the last draw), but not
+        a grown curve whose new points are gaps only (`LiveCurve.keep`): a frozen stretch's trained curve, a
+        trained stretch's frozen one."""
         x = self.x.view()
-        self.curve.setData(x, self.log.view() if self.trained_y is None else self.trained_y.view(), grown=grown)
-        if self.frozen_curve is not None:
-            if self.frozen_y is None:  # reset (a new floor, a new mode) and not frozen yet again
-                self.frozen_curve.setData([], [])
-            else:
-                self.frozen_curve.setData(x, self.frozen_y.view(), grown=grown)
+        for curve, y in ((self.curve, self.log.view() if self.trained_y is None else self.trained_y.view()),
+                         (self.frozen_curve, None if self.frozen_y is None else self.frozen_y.view())):
+            if curve is None:
+                continue
+            if y is None:  # reset (a new floor, a new mode) and not frozen yet again
+                if curve.yData is not None and len(curve.yData):
+                    curve.setData([], [])
+            elif not (grown and curve.keep(y)):
+                curve.setData(x, y, grown=grown)
 
     def stretches(self) -> list[tuple[float, float, str]]:
         """The drawn stretches by x: (first x, last x, "trained" or "frozen"), in order, for the tests and
@@ -122,10 +128,15 @@ class VarCurve:
 
 def freeze_at(data, after: int, upto: int, wall: float) -> tuple[int, float]:
     """(step, time) of the freeze change between records at steps `after` and `upto`: the last `freeze` event
-    in (after, upto], else the later record itself."""
+    in [after, upto), else the later record itself.
+
+    Why `after` is in and `upto` out: a freeze's step is the steps done when it took effect, so the record at
+    its step is the last one trained (its update ran first) and the next record is the first frozen. A freeze
+    at a record step was searched in (after, upto], missed, and drawn as a drop at the next record; one at the
+    later record's step cannot have changed that record (and drawing at `upto` is the fallback anyway)."""
     for e in reversed(data.markers):
-        if e.kind == "freeze" and after < e.step <= upto:
+        if e.kind == "freeze" and after <= e.step < upto:
             return e.step, e.time or wall
-        if e.step <= after:
+        if e.step < after:
             break
     return upto, wall

@@ -20,7 +20,7 @@ from app.export import Figure, recommended_height, svg_bytes
 from app.export.dialog import ExportDialog
 from training_core import MetricsBatch, PhaseBlock
 from training_core.base import events
-from training_core.figures import FigureSpec
+from training_core.figures import MARKER_KINDS, FigureSpec
 from training_core.runs import RunData
 from tests import zygote
 
@@ -89,7 +89,8 @@ def _pdf_text(pdf: Path) -> str:
 
 def busy_run() -> RunData:
     """2,000 steps with many markers close together, as a hand-tuned run leaves them: a freeze with a long
-    scope list, lr changes 40 steps apart near 8,900 (drawn at 1/2000 of the width apart), and 12 Step pauses."""
+    scope list, lr changes 40 steps apart near 8,900 (drawn at 1/2000 of the width apart), and 12 Step pauses
+    (which a default figure leaves out: its tests ask for every kind)."""
     store = RunData()
     steps = np.arange(1, 10_001, dtype=np.int64)
     paths = ("generator/dense_1/kernel", "generator/dense_1/bias")
@@ -108,7 +109,7 @@ def busy_run() -> RunData:
 @pytest.mark.parametrize("width", [3.5, 7.16])
 def test_every_marker_label_is_kept_at_single_and_double_column(qapp, width):
     store = busy_run()
-    fig = Figure(store, FigureSpec(width_in=width, height_in=2.6, plots=["losses", "updates"]))
+    fig = Figure(store, FigureSpec(width_in=width, height_in=2.6, plots=["losses", "updates"], markers=MARKER_KINDS))
     texts = svg_texts(svg_bytes(fig))
     wanted = [m.label for m in store.markers if m.kind != "pause"] + ["pause (step) ×12"]
     for label in wanted:  # each once, in full, at its line (tests/app/test_export_paper.py measures where)
@@ -118,12 +119,12 @@ def test_every_marker_label_is_kept_at_single_and_double_column(qapp, width):
 
 def test_a_height_too_small_is_named_and_the_recommended_one_is_readable(qapp, tmp_path, ring_runs):
     store = busy_run()
-    cramped = Figure(store, FigureSpec(width_in=3.5, height_in=2.6, plots=["losses", "updates"]))
+    cramped = Figure(store, FigureSpec(width_in=3.5, height_in=2.6, plots=["losses", "updates"], markers=MARKER_KINDS))
     problem = cramped.check()
     assert "use a height of at least" in problem
     better = recommended_height(cramped.spec, cramped.data)
     assert better > 2.6 and f"{better:.2f} in" in problem
-    assert Figure(store, FigureSpec(width_in=3.5, height_in=better, plots=["losses", "updates"])).check() == ""
+    assert Figure(store, cramped.spec.copy(height_in=better)).check() == ""
     out = tmp_path / "small.pdf"
     r = export(str(ring_runs[0]), "--size", "3.5x2.6", "--out", str(out))
     assert r.returncode == 0 and out.is_file()  # drawn as asked ...
@@ -134,7 +135,7 @@ def test_a_height_too_small_is_named_and_the_recommended_one_is_readable(qapp, t
 
 def test_the_dialog_warns_and_offers_a_readable_height(qtbot, qapp):
     store = busy_run()
-    d = ExportDialog(lambda: [("busy", store)], FigureSpec(width_in=3.5, height_in=2.6))
+    d = ExportDialog(lambda: [("busy", store)], FigureSpec(width_in=3.5, height_in=2.6, markers=MARKER_KINDS))
     qtbot.addWidget(d)
     d.resize(1100, 650)
     d.show()
@@ -148,7 +149,8 @@ def test_the_dialog_warns_and_offers_a_readable_height(qtbot, qapp):
 def test_the_windows_dialog_opens_at_a_readable_height_until_the_user_sets_one(qtbot, qapp):
     """File → Export figure… used to open on a warning about its own default height."""
     store = busy_run()
-    d = ExportDialog(lambda: [("busy", store)], FigureSpec(width_in=3.5, height_in=2.6), auto_height=True)
+    d = ExportDialog(lambda: [("busy", store)], FigureSpec(width_in=3.5, height_in=2.6, markers=MARKER_KINDS),
+                     auto_height=True)
     qtbot.addWidget(d)
     d.show()
     d.refresh_preview()

@@ -17,7 +17,7 @@ import pytest
 from app.export import Figure, svg_bytes
 from app.export.dialog import ExportDialog
 from app.export.text import TextStyle
-from training_core.figures import MARKER_KINDS, FigureSpec
+from training_core.figures import MARKER_KINDS, PAPER_MARKERS, FigureSpec
 from training_core.runs import read_run
 from tests import zygote
 from tests.app import svg_shapes as svg
@@ -221,6 +221,55 @@ def test_markers_are_chosen_by_kind(qapp, steered_runs, tmp_path):
     assert not out.with_suffix(".pdf").exists()
 
 
+STEER = """import sys
+sys.path.insert(0, sys.argv[2])
+from training_core import Observer, RunConfig, Trainer
+from training_core.base import commands as C, events as E
+
+class Steer(Observer):  # a user's pause at step 20, continued at once, and a freeze at 40: at exactly those steps
+    def on_run_begin(self, run):
+        self.run = run
+
+    def on_step_end(self, run):
+        if run.step in (20, 40):
+            run.send(C.Pause() if run.step == 20 else C.SetFreeze(("generator/dense_1",)))
+
+    def on_event(self, event):
+        if isinstance(event, E.Pause):
+            self.run.send(C.Continue())
+
+Trainer(RunConfig(example="ring", steps=60, run_dir=sys.argv[1], fetch_every=20, seed=0), Steer()).run()
+"""
+
+
+def test_a_default_export_marks_the_freeze_not_the_pause_or_the_resume(qapp, tmp_path):
+    """A real ring run paused by its user at step 20, frozen at 40, stopped at 60 and resumed to 80: exported with
+    no --markers, the figure marks the freeze alone (issue 26: "a paper wants the freeze and the ratio change,
+    not 'pause (step) ×2'"); --markers all marks the pause and the resume too, and --markers none nothing."""
+    run, script = tmp_path / "run", tmp_path / "steer.py"
+    script.write_text(STEER)
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    for argv in ([sys.executable, str(script), str(run), str(REPO)],
+                 [sys.executable, "main.py", "--headless", "--resume", str(run), "--steps", "80", "--quiet",
+                  "--no-tensorboard"]):
+        r = zygote.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr[-2000:]
+    assert {m.kind for m in read_run(run).markers} == {"pause", "freeze", "resumed"}
+
+    def drawn(*markers: str) -> tuple[list[str], int]:
+        out = tmp_path / f"fig{len(markers)}{'-'.join(markers)}.svg"
+        r = export(str(run), "--plots", "losses,updates", *markers, "--out", str(out))
+        assert r.returncode == 0, r.stderr
+        texts, shapes = svg.read(out.read_bytes())
+        lines = sum(1 for s in shapes if s.stroke == MARKER_LINE and s.dashed and svg.vertical(s))
+        return sorted(t.text for t in texts if t.fill == MARKER_TEXT), lines
+
+    labels, lines = drawn()
+    assert labels == ["freeze: generator/dense_1"] and lines == 2  # its line in each of the two panels
+    assert drawn("--markers", "all") == (["freeze: generator/dense_1", "pause", "resumed"], 6)
+    assert drawn("--markers", "none") == ([], 0)
+
+
 def test_the_dialog_ticks_the_runs_metrics_and_offers_markers_and_bands(qtbot, ring_runs, steered_runs):
     runs = [(d.name, read_run(d)) for d in ring_runs]
     d = ExportDialog(lambda: runs)
@@ -228,11 +277,15 @@ def test_the_dialog_ticks_the_runs_metrics_and_offers_markers_and_bands(qtbot, r
     d.show()
     d.refresh_preview()
     assert [n for n, b in d.plot_boxes.items() if b.isChecked()] == ["losses", "updates", "metrics"]
-    assert all(b.isChecked() for b in d.marker_boxes.values()) and d.bands.currentData() == "off"
-    d.marker_boxes["pause"].setChecked(False)
+    # the kinds a paper wants ticked, the run's history and the alarms not
+    assert [k for k, b in d.marker_boxes.items() if b.isChecked()] == list(PAPER_MARKERS) == ["freeze", "ratio", "lr",
+                                                                                             "method"]
+    assert d.markers.isChecked() and d.spec().markers == PAPER_MARKERS and d.bands.currentData() == "off"
+    d.marker_boxes["pause"].setChecked(True)
+    d.marker_boxes["lr"].setChecked(False)
     d.bands.setCurrentIndex(d.bands.findData("sd"))
     spec = d.spec()
-    assert "pause" not in spec.markers and "freeze" in spec.markers and spec.bands == "sd"
+    assert spec.markers == ("freeze", "ratio", "method", "pause") and spec.bands == "sd"
     d.markers.setChecked(False)
     assert d.spec().markers == ()
     d.plot_boxes["metrics"].click()  # the user's choice stands from now on

@@ -27,9 +27,11 @@ def test_refresh_is_a_noop_until_the_version_moves_then_one_setdata_per_curve(ri
     ring.add_event(events.LearningRate(step=280, phase="D", value=1e-4))
     assert panel.refresh() is True
     metric = {n for n in counts if n.startswith("metric/")}
-    assert metric and len(metric) < len(counts)
-    assert {counts[n] for n in counts if n not in metric} == {1}, counts
+    update = {n for n in counts if n.startswith("update/")}
+    assert metric and update and len(metric | update) < len(counts)
+    assert {counts[n] for n in counts if n not in metric | update} == {1}, counts
     assert {counts[n] for n in metric} == {0}, counts  # a point every second or two: unchanged, not redrawn
+    assert {counts[n] for n in update} == {0}, counts  # no new record: nothing to hand (LiveCurve.keep)
     assert panel.refresh() is False
     tag = sorted(metric)[0]
     steps, wall, values = ring.scalar(tag)

@@ -66,7 +66,8 @@ def test_freeze_in_mid_run_drops_the_curve_to_zero_and_unfreeze_lifts_it(panel_o
     assert np.isnan(fz.yData[:100]).all() and (fz.yData[101:] == floor).all() and fz.yData[100] == c.yData[100]
     assert c.opts["pen"].style() == QtCore.Qt.PenStyle.SolidLine  # the trained stretch keeps its look
     assert fz.opts["pen"].style() == QtCore.Qt.PenStyle.DotLine
-    assert panel.updates.stretches("g/d1/kernel") == [(1.0, 101.0, "trained"), (101.0, 200.0, "frozen")]
+    # frozen at step 100, after its update: record 100 the last trained, the drop at 100
+    assert panel.updates.stretches("g/d1/kernel") == [(1.0, 100.0, "trained"), (100.0, 200.0, "frozen")]
     assert panel.update_legend.getLabel(fz).text == "g/d1/kernel (frozen)"
     assert panel.update_axis.floor == floor and panel.marker_lines("update")[0].value() == 100
     assert panel.readout.show_at(panel.update_plot, 150, floor).count("0 (frozen)") == 1
@@ -75,7 +76,7 @@ def test_freeze_in_mid_run_drops_the_curve_to_zero_and_unfreeze_lifts_it(panel_o
     assert c.opts["pen"].style() == QtCore.Qt.PenStyle.SolidLine and (c.yData[-50:] > floor).all()
     assert np.isnan(fz.yData[-50:]).all()
     assert panel.update_legend.getLabel(c).text == "g/d1/kernel"
-    assert panel.updates.stretches("g/d1/kernel") == [(1.0, 101.0, "trained"), (101.0, 201.0, "frozen"),
+    assert panel.updates.stretches("g/d1/kernel") == [(1.0, 100.0, "trained"), (100.0, 201.0, "frozen"),
                                                       (201.0, 250.0, "trained")]
 
 

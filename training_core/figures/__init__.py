@@ -25,6 +25,7 @@ from training_core.figures.spec import (
     FORMATS,
     LAYOUTS,
     MARKER_KINDS,
+    PAPER_MARKERS,
     PLOT_NAMES,
     SIZE_PRESETS,
     THEMES,

@@ -25,6 +25,11 @@ PHASE_UNIT = "steps:"
 MM_PER_IN = 25.4
 #: the kinds of event a figure can mark (runs/data.py labels each), in the order the options list them
 MARKER_KINDS = ("freeze", "ratio", "lr", "method", "pause", "nan", "leak", "rollback", "resumed")
+#: the kinds a figure marks unless asked for others: what the experiment did to training (the freeze set, the
+#: phase ratio, a learning rate, the freeze method), which a reader needs to read the curves. Left out: how the
+#: run was kept (pause, resumed, rollback: the record is one timeline across them) and alarms (nan, leak: the
+#: window's business; a paper about them asks with `--markers all` or names them)
+PAPER_MARKERS = ("freeze", "ratio", "lr", "method")
 #: runs of one setting that differ only by their seed: separate lines (off), or one mean line with a band
 #: from the lowest to the highest seed (minmax) or of one standard deviation either side (sd)
 BANDS = ("off", "minmax", "sd")
@@ -76,7 +81,7 @@ class FigureSpec:
     raw: bool = True  # faint unsmoothed curve behind the smoothed one
     smoothing: float = 0.6  # TensorBoard-style EMA weight, as training_core.ema_smooth
     #: the kinds of event marked by a vertical line and its label (True: every kind, False: none)
-    markers: tuple[str, ...] | bool = MARKER_KINDS
+    markers: tuple[str, ...] | bool = PAPER_MARKERS
     legend: bool = True
     update_kind: str = "update_ratio"  # relative ‖ΔW‖/‖W‖ or absolute ‖ΔW‖
     variables: list[str] | None = None  # scope prefixes to show on the updates plot; None = all
