@@ -138,9 +138,25 @@ def test_logs_without_a_loss_for_each_sub_model_is_one_line(tmp_path):
     assert str(e.value) == ("Monitor: no loss in fit()'s logs for 'discriminator', 'generator' (logs has actor, "
                             "critic); pass losses={'discriminator': 'd_loss', ...}, one logs key per sub-model")
     assert read_events(tmp_path / "run")[-1].reason == "error"  # the record says why it ended
-    gan.fit(dataset(), epochs=1, verbose=0, callbacks=[Monitor(tmp_path / "named", quiet=True, losses={
+    # it recorded no step: the fixed script runs in the same directory (the tester's re-run was refused)
+    gan.fit(dataset(), epochs=1, verbose=0, callbacks=[Monitor(tmp_path / "run", quiet=True, losses={
         "discriminator": "critic", "generator": "actor"})])
-    assert read_scalars(tmp_path / "named")["loss/discriminator"].steps.tolist() == list(range(1, 17))
+    assert read_scalars(tmp_path / "run")["loss/discriminator"].steps.tolist() == list(range(1, 17))
+    assert [e.kind for e in read_events(tmp_path / "run")] == ["start", "stop"]
+    with pytest.raises(UserError, match="already holds a run"):  # a run that recorded steps is kept
+        Monitor(tmp_path / "run")
+
+
+def test_an_unknown_frozen_scope_is_one_line_at_construction_with_models(tmp_path):
+    gan = make_gan()
+    models = {"discriminator": gan.discriminator, "generator": gan.generator}
+    with pytest.raises(UserError) as e:
+        Monitor(tmp_path / "run", models=models, frozen=["discriminatr"])
+    assert str(e.value).startswith("unknown scope 'discriminatr'; did you mean discriminator?")
+    monitor = Monitor(tmp_path / "run", frozen=["discriminatr"], quiet=True)  # the models are fit()'s: known there
+    with pytest.raises(UserError, match="unknown scope 'discriminatr'"):
+        gan.fit(dataset(), epochs=1, verbose=0, callbacks=[monitor])
+    assert not (tmp_path / "run").exists()  # refused before anything is written
 
 
 def test_keep_open_records_several_fit_calls_as_one_run(tmp_path):
