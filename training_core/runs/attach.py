@@ -38,6 +38,11 @@ from training_core.runs.follow import RunFollower
 WRITER_CHECK_S = 2.0  # how often the lock is read to see whether the writer still runs
 
 
+#: the status bar's phase for a fit() run: its train_step trains every sub-model in each step, so no one phase
+#: is the latest step's
+FIT_PHASE = "all (fit()'s train_step)"
+
+
 @dataclass
 class Controls:
     """The run's control settings (what its commands set: freeze set, schedule, rates, method, paused, step
@@ -240,7 +245,8 @@ class AttachedRun:
         rate = (n1 - n0) / (t1 - t0) if t1 - t0 >= 0.5 and not self.controls.paused else 0.0
         wall = d.loss(phase)[1] if phase else ()
         elapsed = float(wall[-1]) - start.time if start is not None and len(wall) and start.time else 0.0
-        return Status(step=d.last_step, phase=phase, paused=self.controls.paused, running=not self.ended,
+        shown = FIT_PHASE if phase and self.monitor == "fit" else phase  # fit(): each step trains every sub-model
+        return Status(step=d.last_step, phase=shown, paused=self.controls.paused, running=not self.ended,
                       steps_per_s=rate, elapsed_s=max(0.0, elapsed), device=self.controls.device,
                       run_dir=str(self.dir), target_steps=self.controls.steps)
 
