@@ -48,27 +48,10 @@ from training_core.observers.command_file import CommandFileReader
 from training_core.observers.record import RunRecord
 from training_core.observers.sample_record import SampleRecord
 from training_core.observers.sampling import Sampler
+from training_core.rundir.reading import clear_failed_run
 
 NOT_EXACT = ("fit() runs its own compiled train_step, which nothing outside it can freeze exactly; train in a "
              "loop of your own with run.apply_gradients (training_core.monitor.start_run) to freeze live")
-
-
-def clear_failed_run(run_dir: Path) -> bool:
-    """Empty `run_dir` when its run recorded no step and ended with an error (a wrong loss key, a frozen scope
-    or a train_step that failed before its first batch was logged), and say whether it did. Why: such a record
-    holds nothing to keep, and refusing the directory would block the very re-run that fixes the script."""
-    import shutil
-
-    from training_core import read_events
-    try:
-        events = read_events(run_dir)
-    except Exception:  # noqa: BLE001 - not a run's record, or a damaged one: keep it, the caller refuses it
-        return False
-    if not events or events[-1].kind != "stop" or events[-1].reason != "error" or any(e.step for e in events):
-        return False
-    for child in run_dir.iterdir():
-        shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
-    return True
 
 
 def check_frozen(frozen: Sequence[str], models: Mapping[str, Any]) -> None:

@@ -202,6 +202,9 @@ class AttachedRun:
         self._samples_stamp = stamp
         self.samples = got
         self.data.set_samples(got)
+        for ack in self.sent.values():  # a sample request is answered by the drawing (it is no event)
+            if ack.kind == "sample" and ack.step is None:
+                ack.step = int(got.get("step", self.data.last_step))
         return True
 
     @property
