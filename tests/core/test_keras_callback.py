@@ -61,6 +61,13 @@ def test_a_discriminator_frozen_after_compile_is_reported_as_a_leak(tmp_path, ca
     assert events[-1].kind == "stop" and events[-1].reason == "done"
     run = read_run(tmp_path / "run")  # what the window opens, and its scope tree's words for the variables
     assert run.last_step == 48
+    # a leak is placed at the step it moved at (`at_step`), not at the step its alarm was raised (`step`)
+    marks = sorted((m.step, m.label) for m in run.markers if m.kind == "leak")
+    assert [s for s, _ in marks] == sorted(e.at_step for e in leaks)
+    from training_core.figures.data import _Clock  # the x of a marker in --export's figures
+    axis = _Clock([("run", run)], "step")
+    assert sorted(axis.marker_x(run, m) for m in run.markers if m.kind == "leak") == sorted(float(e.at_step)
+                                                                                            for e in leaks)
     states = VariableStates(build_scope_tree(var_infos_of(run.start)))
     states.update(run)
     kernel = states.states["discriminator/out/kernel"]
