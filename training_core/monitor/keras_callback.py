@@ -93,7 +93,7 @@ class BatchMeans:
     Mean(name="d_loss")`, the compiled `loss`). Why: fit() hands callbacks the tracker's `result()`, the mean since
     the epoch began (fit() resets metrics at each epoch), so the logs value is a running mean with a kink at every
     epoch; the batch's own value is the change of the tracker's `total` over the change of its `count`. The
-    trackers' variables are read in one compiled call, one device-to-host copy a batch."""
+    trackers' variables are read in one stacked tensor, one device-to-host copy a batch."""
 
     def __init__(self, model: Any, keys: Sequence[str]) -> None:
         means = {}
@@ -105,8 +105,11 @@ class BatchMeans:
         if self.keys:
             import tensorflow as tf
             variables = [v.value for m in means.values() for v in (m.total, m.count)]
-            self._read = tf.function(lambda: tf.stack([tf.cast(v, tf.float64) for v in variables]),
-                                     autograph=False).get_concrete_function()
+            if len({v.dtype for v in variables}) == 1:  # (the usual case) an eager stack: ~30 us, half a compiled call's
+                self._read = lambda: tf.stack(variables)
+            else:
+                self._read = tf.function(lambda: tf.stack([tf.cast(v, tf.float64) for v in variables]),
+                                         autograph=False).get_concrete_function()
         self._last = np.zeros(2 * len(self.keys))
 
     def reset(self) -> None:
@@ -117,7 +120,7 @@ class BatchMeans:
         """Each key's value in the batch just ended (None: its tracker took no value in it)."""
         if self._read is None:
             return {}
-        now = self._read().numpy()
+        now = self._read().numpy().astype(np.float64)
         last = self._last
         out = {}
         for i, key in enumerate(self.keys):
