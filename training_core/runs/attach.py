@@ -134,7 +134,7 @@ class AttachedRun:
         self._seen = 0  # events already looked at
         self._looked: list[E.Event] = []  # the list they are in (the old one, after the record was read afresh)
         self._generation = self.data.generation
-        self._samples_stamp: tuple[int, Path] | None = None
+        self._samples_stamp: tuple | None = None
         self._tree: ScopeNode | None = None
         self.gone: Holder | None = None  # the writer, found dead on this host while the record has no `stop`
         self._next_writer_check = 0.0
@@ -193,7 +193,11 @@ class AttachedRun:
         files = list_samples(self.dir)
         if not files:
             return False
-        stamp = files[-1]  # (step, path): each drawing is a new file
+        try:  # (step, path, inode, mtime): a drawing at a step drawn before replaces its file (a paused run's)
+            st = files[-1][1].stat()
+        except OSError:
+            return False
+        stamp = (*files[-1], st.st_ino, st.st_mtime_ns)
         if stamp == self._samples_stamp:
             return False
         got = load_samples(files[-1][1])
