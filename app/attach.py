@@ -162,7 +162,9 @@ class AttachController(QObject):
         s.status = run.status()
         self._show_text()
         now = time.monotonic()
-        if not run.ended and now >= self._next_samples and not any(a.kind == "sample" for a in run.in_flight):
+        drawn_here = run.controls.paused and run.samples is not None and run.samples.get("step") == run.data.last_step
+        if (not run.ended and now >= self._next_samples and not drawn_here  # (paused: the weights do not change)
+                and not any(a.kind == "sample" for a in run.in_flight)):
             self._next_samples = now + SAMPLE_EVERY_S
             run.request_samples()
         if run.finished:

@@ -27,6 +27,8 @@ def test_the_window_attaches_to_a_monitored_fit_and_pauses_sets_a_rate_and_stops
         qtbot.waitUntil(lambda: w.scope_tree.item("discriminator/dense_1") is not None and w.store.last_step > 20,
                         timeout=TIMEOUT)
         assert w.store.phases == ["discriminator", "generator"]  # the losses from fit()'s logs, by sub-model
+        qtbot.waitUntil(lambda: w.status_panel.phase_label.text() != "Phase –", timeout=TIMEOUT)
+        assert w.status_panel.phase_label.text() == "Phase all (fit()'s train_step)"  # not "Phase discriminator"
         qtbot.waitUntil(lambda: w.store.samples is not None, timeout=TIMEOUT)  # sample(model), asked for
         assert w.store.samples["kind"] == "points2d"
 

@@ -9,7 +9,7 @@ import os
 import numpy as np
 import pytest
 
-from training_core import RunConfig, SetFreeze, SetLearningRate, Stop, Trainer
+from training_core import RunConfig, SetFreeze, SetLearningRate, Stop, Trainer, read_events
 from training_core.base.errors import UserError
 from training_core.runs import read_run
 from training_core.runs.attach import AttachedRun
@@ -85,6 +85,22 @@ def test_samples_arrive_on_request(attached):
     assert a.samples["kind"] == "points2d"
     assert a.samples["fake"].shape[1] == 2 and np.isfinite(a.samples["fake"]).all()
     assert b.data.samples is b.samples
+
+
+def test_sample_requests_are_answered_by_drawings_and_leave_no_events(attached):
+    """A window asks for samples every 2 s: each request was a `sample_requested` event in events.jsonl (12 at
+    one paused step in a tester's run). A request is no control: it is answered by the drawing, and recorded
+    nowhere but the commands file the run reads."""
+    _, _, a, b = attached
+    for _ in range(3):
+        cid = a.request_samples()
+        assert _until([a, b], lambda: a.sent[cid].step is not None)
+        assert a.samples is not None and a.samples["step"] >= 1
+    fa = a.send(SetFreeze(scopes=["generator/dense_1"]))  # a control still is an event, and acknowledged
+    assert _until([a, b], lambda: a.sent[fa].step is not None)
+    kinds = [e.kind for e in read_events(a.dir)]
+    assert "sample" not in kinds and "freeze" in kinds
+    assert a.status_text() == f"attached · freeze acknowledged at step {a.sent[fa].step:,}"
 
 
 def test_detaching_leaves_the_run_training_and_a_stop_ends_it(attached):

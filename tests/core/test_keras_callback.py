@@ -61,6 +61,13 @@ def test_a_discriminator_frozen_after_compile_is_reported_as_a_leak(tmp_path, ca
     assert events[-1].kind == "stop" and events[-1].reason == "done"
     run = read_run(tmp_path / "run")  # what the window opens, and its scope tree's words for the variables
     assert run.last_step == 48
+    # a leak is placed at the step it moved at (`at_step`), not at the step its alarm was raised (`step`)
+    marks = sorted((m.step, m.label) for m in run.markers if m.kind == "leak")
+    assert [s for s, _ in marks] == sorted(e.at_step for e in leaks)
+    from training_core.figures.data import _Clock  # the x of a marker in --export's figures
+    axis = _Clock([("run", run)], "step")
+    assert sorted(axis.marker_x(run, m) for m in run.markers if m.kind == "leak") == sorted(float(e.at_step)
+                                                                                            for e in leaks)
     states = VariableStates(build_scope_tree(var_infos_of(run.start)))
     states.update(run)
     kernel = states.states["discriminator/out/kernel"]
@@ -138,9 +145,25 @@ def test_logs_without_a_loss_for_each_sub_model_is_one_line(tmp_path):
     assert str(e.value) == ("Monitor: no loss in fit()'s logs for 'discriminator', 'generator' (logs has actor, "
                             "critic); pass losses={'discriminator': 'd_loss', ...}, one logs key per sub-model")
     assert read_events(tmp_path / "run")[-1].reason == "error"  # the record says why it ended
-    gan.fit(dataset(), epochs=1, verbose=0, callbacks=[Monitor(tmp_path / "named", quiet=True, losses={
+    # it recorded no step: the fixed script runs in the same directory (the tester's re-run was refused)
+    gan.fit(dataset(), epochs=1, verbose=0, callbacks=[Monitor(tmp_path / "run", quiet=True, losses={
         "discriminator": "critic", "generator": "actor"})])
-    assert read_scalars(tmp_path / "named")["loss/discriminator"].steps.tolist() == list(range(1, 17))
+    assert read_scalars(tmp_path / "run")["loss/discriminator"].steps.tolist() == list(range(1, 17))
+    assert [e.kind for e in read_events(tmp_path / "run")] == ["start", "stop"]
+    with pytest.raises(UserError, match="already holds a run"):  # a run that recorded steps is kept
+        Monitor(tmp_path / "run")
+
+
+def test_an_unknown_frozen_scope_is_one_line_at_construction_with_models(tmp_path):
+    gan = make_gan()
+    models = {"discriminator": gan.discriminator, "generator": gan.generator}
+    with pytest.raises(UserError) as e:
+        Monitor(tmp_path / "run", models=models, frozen=["discriminatr"])
+    assert str(e.value).startswith("unknown scope 'discriminatr'; did you mean discriminator?")
+    monitor = Monitor(tmp_path / "run", frozen=["discriminatr"], quiet=True)  # the models are fit()'s: known there
+    with pytest.raises(UserError, match="unknown scope 'discriminatr'"):
+        gan.fit(dataset(), epochs=1, verbose=0, callbacks=[monitor])
+    assert not (tmp_path / "run").exists()  # refused before anything is written
 
 
 def test_keep_open_records_several_fit_calls_as_one_run(tmp_path):

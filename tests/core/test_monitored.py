@@ -58,6 +58,11 @@ def _loop(run, step, phases=None, ask=False):
     return t, done
 
 
+def _drawn(run):
+    from training_core.rundir.samples import list_samples
+    return [step for step, _ in list_samples(run.run_dir)]
+
+
 def _events(run, kind):
     return [e for e in read_events(run.run_dir) if e.kind == kind]
 
@@ -66,15 +71,15 @@ def test_pause_blocks_the_loop_until_continue_and_stop_ends_it(tmp_path):
     run, step, _ = _run(tmp_path)
     run.send(Pause())
     t, done = _loop(run, step)
-    run.send(SampleNow())  # applied while paused: at the step of the pause
-    assert wait_for(lambda: len(_events(run, "sample")) == 1)  # (events are written at once, unbuffered)
-    pause, sample = _events(run, "pause")[0], _events(run, "sample")[0]
-    assert pause.step == sample.step == 0 and run.step == 0  # not one step ran while paused
+    run.send(SampleNow())  # applied while paused: drawn at the step of the pause (a drawing, not an event)
+    assert wait_for(lambda: 0 in _drawn(run))
+    assert _events(run, "pause")[0].step == 0 and run.step == 0  # not one step ran while paused
     run.send(Step(5))
     assert wait_for(lambda: any(e.reason == "step" for e in _events(run, "pause")))
     run.send(SampleNow())
-    assert wait_for(lambda: len(_events(run, "sample")) == 2)
-    assert _events(run, "sample")[1].step == 5 == run.step  # five steps, then paused again
+    assert wait_for(lambda: 5 in _drawn(run))
+    assert run.step == 5 and max(_drawn(run)) == 5  # five steps, then paused again
+    assert not _events(run, "sample")  # a request for a drawing is no event of the record
     run.send(Continue())
     run.send(Stop())
     t.join(120)

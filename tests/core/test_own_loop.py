@@ -170,6 +170,35 @@ def test_a_run_directory_that_holds_a_run_is_refused_without_resume(tmp_path):
         start_run(tmp_path / "run", models={"generator": g, "discriminator": d}, phases=phases)
 
 
+def test_bad_steps_or_models_are_one_line_in_the_apis_own_words(tmp_path):
+    """A Python call's error names its argument (`steps`, not the command line's --steps), and a list of
+    models says what models= must be instead of a TypeError from deep inside."""
+    g, d = _models()
+    phases = {"D": (keras.optimizers.Adam(), d), "G": (keras.optimizers.Adam(), g)}
+    with pytest.raises(UserError) as e:
+        start_run(tmp_path / "run", models={"generator": g, "discriminator": d}, phases=phases, steps=-5)
+    assert str(e.value) == "steps must be a whole number >= 0 (or None: until stopped), got -5"
+    with pytest.raises(UserError) as e:
+        start_run(tmp_path / "run", models=[g, d], phases=phases, steps=10)
+    assert str(e.value) == ("models must be a dict of name -> keras.Model, got list; pass e.g. "
+                            "models={'generator': g, 'discriminator': d}")
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_run_that_failed_before_its_first_step_does_not_block_the_fixed_rerun(tmp_path):
+    g, d = _models()
+    phases = {"D": (keras.optimizers.Adam(), d), "G": (keras.optimizers.Adam(), g)}
+    with pytest.raises(UserError, match="there is no phase 'Dx'"):
+        with start_run(tmp_path / "run", models={"generator": g, "discriminator": d}, phases=phases, quiet=True) as run:
+            run.log(1, {"Dx": 1.0})
+    assert read_events(tmp_path / "run")[-1].reason == "error"  # a record of no step, that ended with the error
+    with start_run(tmp_path / "run", models={"generator": g, "discriminator": d}, phases=phases, quiet=True) as run:
+        run.log(1, {"D": 1.0})
+    kinds = [e.kind for e in read_events(tmp_path / "run")]
+    assert kinds.count("start") == 1 and "error" not in kinds and kinds[-1] == "stop"  # the new run's record alone
+    assert read_scalars(tmp_path / "run")["loss/D"].steps.tolist() == [1]
+
+
 def test_another_optimizer_than_the_phases_is_refused(tmp_path):
     g, d = _models()
     phases = {"D": (keras.optimizers.Adam(), d), "G": (keras.optimizers.Adam(), g)}

@@ -43,6 +43,7 @@ from training_core.observers.command_file import CommandFileReader
 from training_core.observers.record import RunRecord
 from training_core.observers.sample_record import SampleRecord
 from training_core.observers.sampling import Sampler
+from training_core.rundir.reading import clear_failed_run
 
 
 class Run:
@@ -195,7 +196,12 @@ def start_run(run_dir: str | Path, models: Mapping[str, Any], phases: Mapping[st
     refuse_inside_experiment("start_run(...)")
     d = Path(run_dir)
     resuming = bool(resume) and d.is_dir() and (d / "config.toml").is_file()
-    if not resume and d.is_dir() and any(d.iterdir()):
+    if not isinstance(models, Mapping) or not models:
+        raise UserError(f"models must be a dict of name -> keras.Model, got {type(models).__name__}; pass e.g. "
+                        f"models={{'generator': g, 'discriminator': d}}")
+    if steps is not None and (isinstance(steps, bool) or not hasattr(steps, "__index__") or steps < 0):
+        raise UserError(f"steps must be a whole number >= 0 (or None: until stopped), got {steps!r}")
+    if not resume and d.is_dir() and any(d.iterdir()) and not clear_failed_run(d):
         raise UserError(f"run directory {d} already holds a run; pass resume=True to continue it, or a new run_dir")
     plan = None if replay is None else plan_control_replay(replay, d, "loop", resuming)
     if not isinstance(phases, Mapping) or not phases:

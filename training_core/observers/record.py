@@ -59,6 +59,8 @@ class RunRecord(Observer):
             self.writer.event(replace(e, step=max(e.step, run.step)))
 
     def on_event(self, event: E.Event) -> None:
+        if isinstance(event, E.SampleRequested):
+            return  # not a control: a watcher asks every 2 s; its answer is the samples file (runs/attach.py)
         if self.writer is None:
             self._early.append(event)
             if isinstance(event, (E.Start, E.Resumed)) and self._run is not None:

@@ -171,3 +171,18 @@ def read_config(run_dir: str | Path) -> dict[str, Any]:
     except OSError as e:
         raise UserError(f"{path} cannot be read ({e.strerror}); pass a readable run directory") from None
 
+
+def clear_failed_run(run_dir: Path) -> bool:
+    """Empty `run_dir` when its run recorded no step and ended with an error (a wrong loss key, a frozen scope
+    or a train_step that failed before its first batch was logged), and say whether it did. Why: such a record
+    holds nothing to keep, and refusing the directory would block the very re-run that fixes the script."""
+    import shutil
+    try:
+        events = read_events(run_dir)
+    except Exception:  # noqa: BLE001 - not a run's record, or a damaged one: keep it, the caller refuses it
+        return False
+    if not events or events[-1].kind != "stop" or events[-1].reason != "error" or any(e.step for e in events):
+        return False
+    for child in run_dir.iterdir():
+        shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+    return True

@@ -38,6 +38,11 @@ from training_core.runs.follow import RunFollower
 WRITER_CHECK_S = 2.0  # how often the lock is read to see whether the writer still runs
 
 
+#: the status bar's phase for a fit() run: its train_step trains every sub-model in each step, so no one phase
+#: is the latest step's
+FIT_PHASE = "all (fit()'s train_step)"
+
+
 @dataclass
 class Controls:
     """The run's control settings (what its commands set: freeze set, schedule, rates, method, paused, step
@@ -129,7 +134,7 @@ class AttachedRun:
         self._seen = 0  # events already looked at
         self._looked: list[E.Event] = []  # the list they are in (the old one, after the record was read afresh)
         self._generation = self.data.generation
-        self._samples_stamp: tuple[int, Path] | None = None
+        self._samples_stamp: tuple | None = None
         self._tree: ScopeNode | None = None
         self.gone: Holder | None = None  # the writer, found dead on this host while the record has no `stop`
         self._next_writer_check = 0.0
@@ -188,7 +193,11 @@ class AttachedRun:
         files = list_samples(self.dir)
         if not files:
             return False
-        stamp = files[-1]  # (step, path): each drawing is a new file
+        try:  # (step, path, inode, mtime): a drawing at a step drawn before replaces its file (a paused run's)
+            st = files[-1][1].stat()
+        except OSError:
+            return False
+        stamp = (*files[-1], st.st_ino, st.st_mtime_ns)
         if stamp == self._samples_stamp:
             return False
         got = load_samples(files[-1][1])
@@ -197,6 +206,9 @@ class AttachedRun:
         self._samples_stamp = stamp
         self.samples = got
         self.data.set_samples(got)
+        for ack in self.sent.values():  # a sample request is answered by the drawing (it is no event)
+            if ack.kind == "sample" and ack.step is None:
+                ack.step = int(got.get("step", self.data.last_step))
         return True
 
     @property
@@ -240,7 +252,8 @@ class AttachedRun:
         rate = (n1 - n0) / (t1 - t0) if t1 - t0 >= 0.5 and not self.controls.paused else 0.0
         wall = d.loss(phase)[1] if phase else ()
         elapsed = float(wall[-1]) - start.time if start is not None and len(wall) and start.time else 0.0
-        return Status(step=d.last_step, phase=phase, paused=self.controls.paused, running=not self.ended,
+        shown = FIT_PHASE if phase and self.monitor == "fit" else phase  # fit(): each step trains every sub-model
+        return Status(step=d.last_step, phase=shown, paused=self.controls.paused, running=not self.ended,
                       steps_per_s=rate, elapsed_s=max(0.0, elapsed), device=self.controls.device,
                       run_dir=str(self.dir), target_steps=self.controls.steps)
 
