@@ -142,8 +142,11 @@ def test_an_attached_window_follows_its_run_through_a_kill_and_a_resume(ui, qtbo
     label = w.status_panel.state_label  # (re-laid out after the Run field gave way: its text follows its width)
     qtbot.waitUntil(lambda: label.text().endswith(fix), timeout=TIMEOUT)
     shown = label.text()
-    assert label.toolTip() == w.session.state_text  # the whole line, "Not training" first
-    assert label.fontMetrics().horizontalAdvance(shown) <= label.contentsRect().width()
+    assert w.session.state_text in (label.text(), label.toolTip())  # the whole line, wrapped or in its tooltip
+    from PySide6.QtCore import QRect, Qt
+    need = label.fontMetrics().boundingRect(QRect(0, 0, label.contentsRect().width(), 1 << 20),
+                                            Qt.TextFlag.TextWordWrap, shown)  # (whole, wrapped: app/status.py)
+    assert need.width() <= label.contentsRect().width() and need.height() <= label.contentsRect().height()
     from PySide6.QtCore import Qt
     before = (run_dir / "commands.jsonl").read_bytes() if (run_dir / "commands.jsonl").exists() else b""
     w.scope_tree.item("generator").setCheckState(0, Qt.CheckState.Checked)  # nothing would ever apply it
