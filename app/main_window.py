@@ -148,7 +148,7 @@ class MainWindow(QMainWindow):
         s.devices_loaded.connect(self._on_loaded)
         s.experiment_prepared.connect(self._on_prepared)
         s.problem.connect(self._on_problem)
-        s.note.connect(lambda text: self.statusBar().showMessage(text, 10000))
+        s.note.connect(self.status_panel.show_note)  # whole, wrapped (app/status.py), not cut on one line
         s.run_dir_changed.connect(self.status_panel.set_run_dir)
         s.data_cleared.connect(self.plots.reset)
         s.rewound.connect(self.plots.reset)

@@ -49,12 +49,15 @@ def run_actions(window: QWidget, slots: dict[str, Any]) -> dict[str, QAction]:
 def show_run_state(actions: dict[str, QAction], can_start: bool, tf_ready: bool, running: bool, paused: bool,
                    blocked: str = "") -> None:
     """Enable the run controls the state allows; Pause reads Continue (with its icon) while paused. `blocked`:
-    why Start cannot train what the window shows (a monitored run's script): Start's tooltip says so."""
+    why Start cannot train what the window shows (a monitored run's script): Start's tooltip says so. Step during a
+    run is a command for that run; only a Step that starts a run needs the window's own TensorFlow (`tf_ready`): an
+    attached run's Step was greyed out until the window's own service reported it had loaded (30 s and more on a
+    busy machine, never if that service died), its Pause and Stop not."""
     go_on = running and paused
     start = actions["start"]
     start.setEnabled(can_start)
     start.setToolTip(f"Start is off: {blocked}" if blocked else f"{RUN_ACTIONS['start'][1]} ({shortcut_text(start)})")
-    actions["step"].setEnabled(tf_ready and (running or not blocked))
+    actions["step"].setEnabled(running or (tf_ready and not blocked))
     actions["pause"].setEnabled(running)
     actions["stop"].setEnabled(running)
     pause = actions["pause"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QSize, Qt, QUrl
+from PySide6.QtCore import QRect, QSize, Qt, QTimer, QUrl
 from PySide6.QtGui import QDesktopServices, QFontMetrics, QResizeEvent
 from PySide6.QtWidgets import QLabel, QProgressBar, QSizePolicy, QStatusBar, QWidget
 
@@ -23,8 +23,17 @@ def format_elapsed(seconds: float) -> str:
     return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
 
 
-STATE_MAX_PX = 560  # the width the state text asks for (it takes what the bar has; a longer one is cut)
+STATE_MAX_PX = 560  # the width the state text asks for (it takes what the bar has, wrapping to more lines)
 STATE_TIP = "What training is doing"
+MAX_LINES = 3  # the state or a note wraps to this many lines at most (the bar grows); a longer one is cut
+NOTE_MS = 10_000  # a note (a warning, a refused command) is shown at least this long, a long one longer
+NOTE_MS_PER_CHAR = 60  # (reading time: 250 characters stay 15 s)
+
+
+def wrapped_lines(metrics: QFontMetrics, text: str, width: int) -> int | None:
+    """How many lines `text` takes wrapped at word boundaries to `width` pixels, or None if a word alone is wider."""
+    rect = metrics.boundingRect(QRect(0, 0, width, 1 << 20), Qt.TextFlag.TextWordWrap, text)
+    return None if rect.width() > width else max(1, round(rect.height() / metrics.lineSpacing()))
 
 
 def cut_keeping(metrics: QFontMetrics, text: str, keep: str, width: int) -> str:
@@ -44,18 +53,30 @@ def cut_keeping(metrics: QFontMetrics, text: str, keep: str, width: int) -> str:
 
 
 class StateLabel(QLabel):
-    """The status bar's first field: it takes the width the bar leaves (it never widens the window) and
-    shows its text cut to that width, keeping the fix whole (`cut_keeping`). Cut at a fixed 560 px, a gone
-    writer's line ended exactly where it said how to resume, with 300 px of the bar empty beside it."""
+    """The status bar's first field: it takes the width the bar leaves (it never widens the window) and shows
+    its whole text, wrapped to up to MAX_LINES lines (the bar grows by as many lines); only a longer one is cut
+    to one line, keeping the fix whole (`cut_keeping`), the whole text in the tooltip. A one-line field cut a
+    warning or a refusal mid-word ("…it now runs every 165 s, beside trainin"), and the warning was gone
+    10 s later; at a fixed 560 px, a gone writer's line ended exactly where it said how to resume."""
 
     def __init__(self, text: str) -> None:
         super().__init__(text)
         self.full, self.keep = text, ""
+        self.setTextFormat(Qt.TextFormat.PlainText)
+        self.setWordWrap(True)
         self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.setMinimumWidth(120)
+        self.lines = 1
+        self.tip = STATE_TIP  # the tooltip while the whole text is shown
 
     def sizeHint(self) -> QSize:  # noqa: N802 (Qt name)
-        return QSize(min(super().sizeHint().width(), STATE_MAX_PX), super().sizeHint().height())
+        m = self.contentsMargins()
+        width = self.fontMetrics().horizontalAdvance(self.full) + m.left() + m.right() + 2
+        return QSize(min(width, STATE_MAX_PX), self.minimumHeight())
+
+    def hasHeightForWidth(self) -> bool:  # noqa: N802 (Qt name)
+        return False  # its height is its minimum height, set from its width (`_fit`): the status bar's box
+        # layout has no height-for-width, and a word-wrapped label asked for one from a width of its own
 
     def show_text(self, text: str, keep: str = "") -> None:
         self.full, self.keep = text, keep
@@ -63,10 +84,21 @@ class StateLabel(QLabel):
 
     def _fit(self) -> None:
         width = self.contentsRect().width() if self.isVisible() or self.width() > 120 else STATE_MAX_PX
-        shown = cut_keeping(self.fontMetrics(), self.full, self.keep, max(width, 40))
+        width, metrics = max(width, 40), self.fontMetrics()
+        lines = wrapped_lines(metrics, self.full, width)
+        if lines is not None and lines <= MAX_LINES:
+            shown = self.full
+        else:
+            shown, lines = cut_keeping(metrics, self.full, self.keep, width), 1
         if shown != self.text():
             self.setText(shown)
-        self.setToolTip(self.full if shown != self.full else STATE_TIP)
+        self.setToolTip(self.full if shown != self.full else self.tip)
+        m = self.contentsMargins()
+        height = lines * metrics.lineSpacing() + m.top() + m.bottom()
+        self.lines = lines
+        if self.minimumHeight() != height:  # the bar grows (or shrinks back) to show it whole
+            self.setMinimumHeight(height)
+            self.updateGeometry()
 
     def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 (Qt name)
         super().resizeEvent(event)
@@ -78,6 +110,10 @@ class StatusPanel(QStatusBar):
         super().__init__(parent)
         self.state_label = StateLabel("Starting…")
         self.state_label.setContentsMargins(6, 0, 6, 0)
+        self.note_label = StateLabel("")  # a note, in the state's place while it is shown (`showMessage`)
+        self.note_label.setContentsMargins(6, 0, 6, 0)
+        self.note_label.tip = "A warning or a refused command (the Runs tab lists them all)"
+        self.note_label.hide()
         self.step_label = self._label("Step 0", "Steps taken in this run")
         self.phase_label = self._label("Phase –", "The phase of the latest step")
         self.rate_label = self._label("– steps/s", "Training speed")
@@ -92,10 +128,15 @@ class StatusPanel(QStatusBar):
         self.progress.setFormat("%p%")
         self.progress.hide()
         self.addWidget(self.state_label, 1)
+        self.addWidget(self.note_label, 1)
         for w in (self.step_label, self.phase_label, self.rate_label, self.elapsed_label, self.progress,
                   self.device_label, self.run_dir_label):
             self.addPermanentWidget(w)
         self._run_dir = ""
+        self.note = ""  # the note on show ("" when the state is)
+        self._note_timer = QTimer(self)
+        self._note_timer.setSingleShot(True)
+        self._note_timer.timeout.connect(self.clearMessage)
 
     def _label(self, text: str, tip: str) -> QLabel:
         label = QLabel(text)
@@ -114,11 +155,37 @@ class StatusPanel(QStatusBar):
                 label.setMinimumWidth(width)
 
     def set_state(self, text: str, keep: str = "") -> None:
-        """What training is doing, cut to the room the bar has with the whole text in the tooltip; `keep`,
-        the text's end that says how to fix it, is never cut (`StateLabel`). A fix that names the run directory
+        """What training is doing, whole (wrapped to more lines), or if even MAX_LINES are too few cut to one line
+        with the whole text in the tooltip; `keep`, the text's end that says how to fix it, is never cut (`StateLabel`). A fix that names the run directory
         (a gone writer's resume command) takes the Run field's room: it would say the same twice."""
         self.run_dir_label.setVisible(not (keep and self._run_dir and self._run_dir in keep))
         self.state_label.show_text(text, keep)
+
+    def showMessage(self, text: str, timeout: int = 0) -> None:  # noqa: N802 (Qt name)
+        """A note (a warning, a refused command, an export's result) in the state's place, whole (wrapped, as
+        the state), for `timeout` ms or longer if it is long (NOTE_MS_PER_CHAR), then the state again.
+        QStatusBar's own message was painted on one line, cut ("…beside trainin"), and gone after 10 s; the
+        Runs tab's event list keeps every warning and refusal. (Every caller's `statusBar().showMessage`.)"""
+        if not text:
+            return self.clearMessage()
+        self.note = text
+        self.state_label.hide()
+        self.note_label.show()
+        self.note_label.show_text(text)
+        self._note_timer.start(max(timeout, NOTE_MS, NOTE_MS_PER_CHAR * len(text)))
+
+    def show_note(self, text: str) -> None:
+        self.showMessage(text, NOTE_MS)
+
+    def currentMessage(self) -> str:  # noqa: N802 (Qt name)
+        return self.note
+
+    def clearMessage(self) -> None:  # noqa: N802 (Qt name)
+        self._note_timer.stop()
+        if self.note:
+            self.note = ""
+            self.note_label.hide()
+            self.state_label.show()
 
     def set_device(self, name: str) -> None:
         self._set(self.device_label, name or "Device –")

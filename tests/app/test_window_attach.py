@@ -142,8 +142,11 @@ def test_an_attached_window_follows_its_run_through_a_kill_and_a_resume(ui, qtbo
     label = w.status_panel.state_label  # (re-laid out after the Run field gave way: its text follows its width)
     qtbot.waitUntil(lambda: label.text().endswith(fix), timeout=TIMEOUT)
     shown = label.text()
-    assert label.toolTip() == w.session.state_text  # the whole line, "Not training" first
-    assert label.fontMetrics().horizontalAdvance(shown) <= label.contentsRect().width()
+    assert w.session.state_text in (label.text(), label.toolTip())  # the whole line, wrapped or in its tooltip
+    from PySide6.QtCore import QRect, Qt
+    need = label.fontMetrics().boundingRect(QRect(0, 0, label.contentsRect().width(), 1 << 20),
+                                            Qt.TextFlag.TextWordWrap, shown)  # (whole, wrapped: app/status.py)
+    assert need.width() <= label.contentsRect().width() and need.height() <= label.contentsRect().height()
     from PySide6.QtCore import Qt
     before = (run_dir / "commands.jsonl").read_bytes() if (run_dir / "commands.jsonl").exists() else b""
     w.scope_tree.item("generator").setCheckState(0, Qt.CheckState.Checked)  # nothing would ever apply it
@@ -304,3 +307,33 @@ def test_after_detach_from_a_run_whose_experiment_is_not_here_the_window_goes_ba
     finally:
         proc.kill()
         proc.communicate()
+
+
+def test_step_of_an_attached_run_does_not_wait_for_the_windows_own_tensorflow(ui, qtbot, tmp_path, monkeypatch):
+    """Attached at launch on a busy machine, the first Pause greyed Step out (Pause and Stop were on): Step
+    waited for the window's own service to report TensorFlow loaded, a report an attached run never needs and
+    one that can come late or never (here: it never comes). A Step that would start a run of the window's own
+    still waits for it."""
+    import json
+
+    from tests.app.fake_service import FakeTrainingService
+    from training_core import Step
+    monkeypatch.setattr(FakeTrainingService, "load", lambda self: self.requests.append(("load",)))
+    run_dir = tmp_path / "paused-run"
+    run_dir.mkdir()
+    start = {"step": 0, "kind": "start", "time": 1.0, "phases": ["D", "G"], "experiment": "ring",
+             "phase_variables": {"D": ["discriminator/dense/kernel"], "G": ["generator/dense/kernel"]},
+             "variables": [{"path": p, "shape": [2, 2], "dtype": "float32", "trainable": True}
+                           for p in ("discriminator/dense/kernel", "generator/dense/kernel")]}
+    pause = {"step": 5, "kind": "pause", "time": 2.0, "reason": "user", "command": {"kind": "pause"}}
+    (run_dir / "events.jsonl").write_text("".join(json.dumps(d) + "\n" for d in (start, pause)), encoding="utf-8")
+    w = ui.make(fake=True, wait=False)
+    assert not w.step_action.isEnabled()  # nothing to step, and no TensorFlow to start a run with
+    assert w.attach_run(run_dir)
+    qtbot.waitUntil(lambda: w.session.paused and w.experiment_panel.run_buttons["pause"].text() == "Continue",
+                    timeout=TIMEOUT)
+    assert not w.session.tf_ready and w.step_action.isEnabled() and w.experiment_panel.run_buttons["step"].isEnabled()
+    w.experiment_panel.run_buttons["step"].click()
+    qtbot.waitUntil(lambda: (run_dir / "commands.jsonl").is_file()
+                    and '"step"' in (run_dir / "commands.jsonl").read_text(encoding="utf-8"), timeout=TIMEOUT)
+    assert Step(1) not in w.core.sent  # it went to the attached run, not to the window's own service

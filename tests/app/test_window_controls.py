@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox
 
@@ -267,3 +269,47 @@ def test_preparings_warnings_stay_in_view_under_the_description(ui, qtbot):
     assert text.startswith("A ring.") and "Warning: phase G's loss has no gradient for 2 of its 6 variables" in text
     w.session.handle(P.Prepared(replace(info, description="", warnings=())))
     assert w.experiment_panel.description.text() == "" and not w.experiment_panel.description.isVisible()
+
+
+def _shown_whole(label, text: str) -> bool:
+    """`label` shows all of `text` (not cut, its wrapped lines within the label's height and in the window)."""
+    from PySide6.QtCore import QRect, Qt
+    rect, window = label.contentsRect(), label.window()
+    need = label.fontMetrics().boundingRect(QRect(0, 0, rect.width(), 1 << 20), Qt.TextFlag.TextWordWrap, text)
+    bottom_right = label.mapTo(window, label.rect().bottomRight())
+    return (label.isVisible() and label.text() == text and need.width() <= rect.width()
+            and need.height() <= rect.height() and window.rect().contains(bottom_right))
+
+
+@pytest.mark.parametrize("size", [(1366, 728), (1440, 900)])
+def test_a_long_warning_a_refusal_and_the_description_are_shown_whole(ui, qtbot, size):
+    """The tester's status bar read "…it now runs every 165 s, beside trainin" and "…the gate method (frozen
+    gradients zeroed, momentum and deca" (QStatusBar's one-line message, gone 10 s later), and the shapes
+    description "after 3,000 steps (85-190 s": the places the docs send users to for warnings and refusals."""
+    import ast
+    from pathlib import Path
+
+    from training_core.base import events as E
+    from training_core.experiment.gan import first_paragraph
+    w = ui.make(fake=True)
+    w.resize(*size)
+    qtbot.waitExposed(w)
+    w.status_panel.set_run_dir("/work/tester-files/runs/shapes-win")
+    label = w.status_panel.note_label
+    warning = ("metrics() took 8.23 s, more than its interval of 2 s (metrics_seconds); it now runs every 165 s, beside "
+               "training, so that it takes at most 5% of the time")
+    refusal = ("run.apply_gradients freezes exactly; the gate method (frozen gradients zeroed, momentum and decay still "
+               "moving them) is for experiment files")
+    for event in (E.Warning(step=2, message=warning), E.Rejected(step=6467, message=refusal)):
+        w.session.track(event)
+        qtbot.waitUntil(lambda: _shown_whole(label, f"Step {event.step}: {event.message}"), timeout=5000)
+        assert w.status_panel.currentMessage() == f"Step {event.step}: {event.message}"
+    w.status_panel.clearMessage()  # (the note's time is up): the state again, on one line
+    state = w.status_panel.state_label
+    qtbot.waitUntil(lambda: not label.isVisible() and _shown_whole(state, w.session.state_text), timeout=5000)
+    assert state.lines == 1
+    shapes = Path(__file__).resolve().parents[2] / "resources" / "experiments" / "shapes.py"
+    text = first_paragraph(ast.get_docstring(ast.parse(shapes.read_text(encoding="utf-8"))))
+    assert text.endswith("and sharper still by 6,000.")
+    w.experiment_panel.set_description(text)
+    qtbot.waitUntil(lambda: _shown_whole(w.experiment_panel.description, text), timeout=5000)

@@ -189,3 +189,15 @@ def test_labels_beyond_an_embedding_are_one_line_before_anything_is_written(tmp_
     assert line == (f"error: the labels of real_data() in classes.py go up to {largest}, but the generator's Embedding "
                     f"'classes' takes input_dim={dim} (labels 0 to {dim - 1}); give it input_dim={largest + 1}, the "
                     f"number of classes")
+
+
+def test_the_description_is_the_docstrings_first_paragraph_whole(tmp_path):
+    """The shapes example's description in the Experiment panel ended mid-parenthesis, "after 3,000 steps (85-190 s":
+    it was the docstring's first line, cut where the source line broke, not its first paragraph."""
+    from .helpers import tiny_gan
+    src = tiny_gan(tmp_path).read_text(encoding="utf-8").replace(
+        '"""A tiny GAN (GAN shortcut), adam; generator/dense_10 sits next to generator/dense_1 on purpose."""',
+        '"""A tiny GAN: after 300 steps (5-9 s\non a busy CPU) it draws\nthe ring.\n\nWhat it shows: nothing more."""')
+    path = write_file(tmp_path, "described.py", src)
+    prepared = prepare(RunConfig(experiment_file=str(path)), lambda *_: None)
+    assert prepared.experiment.description == "A tiny GAN: after 300 steps (5-9 s on a busy CPU) it draws the ring."

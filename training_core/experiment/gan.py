@@ -218,6 +218,13 @@ def _embeddings(model: Any) -> list[Any]:
     return out
 
 
+def first_paragraph(doc: str | None) -> str:
+    """A docstring's first paragraph as one line: the Experiment panel's description. Its first line alone cut the
+    shapes example's mid-parenthesis ("after 3,000 steps (85-190 s"): a docstring's lines break where the source
+    does, not where the sentence ends."""
+    return " ".join((doc or "").strip().split("\n\n")[0].split())
+
+
 def gan_experiment(module: ModuleType, path: Path) -> Experiment:
     """Build a GAN-shortcut file's models, dry-run them, and return its two-phase `Experiment`."""
     with user_code(f"building the models of {path.name}", path):
@@ -260,4 +267,4 @@ def gan_experiment(module: ModuleType, path: Path) -> Experiment:
                       batch_size=int(getattr(module, "batch_size", 64)), sample=sample or gan_sampler(noise_dim, split),
                       sample_kind=kind, metrics=metrics,
                       default_ratio=default_ratio,
-                      description=getattr(module, "description", (module.__doc__ or "").strip().split("\n")[0]))
+                      description=getattr(module, "description", first_paragraph(module.__doc__)))
