@@ -85,3 +85,14 @@ def test_the_readme_links_to_docs_files_that_exist(site: Path) -> None:
         if anchor:
             page = built_page(site, path.removeprefix("docs/"))
             assert f'id="{anchor}"' in page.read_text(encoding="utf-8"), f"{path}#{anchor}"
+
+
+def test_the_headless_pages_example_row_lists_every_built_in_example() -> None:
+    """docs/headless.md's `--example` row names the examples the code has (experiment/loading.builtin_examples,
+    the examples' folder), as the option's --help does: one added there and not here fails."""
+    from training_core.cli.options import example_names
+    from training_core.experiment.loading import builtin_examples
+    row = next(line for line in (DOCS / "headless.md").read_text(encoding="utf-8").splitlines()
+               if line.startswith("| `--example NAME` |"))
+    assert sorted(re.findall(r"`([a-z0-9_]+)`", row.split("|")[2])) == sorted(builtin_examples())
+    assert sorted(n.removesuffix(" (default)") for n in example_names().split(", ")) == sorted(builtin_examples())

@@ -125,11 +125,18 @@ def test_the_table_sorts_and_exports_what_it_shows_as_csv_and_latex(ui, sweep_di
             head = tag if step is None else f"{tag} @ {step}"
             assert (float(row[f"{head} mean"]), float(row[f"{head} sd"]), row[f"{head} n"]) == (mean, sd, "2")
     tex = (tmp_path / "table.tex").read_text().splitlines()
-    assert tex[2:4] == ["\\toprule", " & ".join(["ratio"] + [h.replace("_", "\\_") for h in headers[2:]]) + " \\\\"]
+    assert tex[2:4] == ["\\toprule", " & ".join(["ratio"] + [_title(h).replace("_", "\\_") for h in headers[2:]]) + " \\\\"]
     body = tex[tex.index("\\midrule") + 1:tex.index("\\bottomrule")]
     assert [b.split(" & ")[0] for b in body] == order[::-1]
     mean, sd = _expected(sweep_dir, order[-1], "loss/D")
     assert body[0].split(" & ")[1].startswith(f"${tex_number(mean)} \\pm ")
+
+
+def _title(header: str) -> str:
+    """A column's LaTeX title: "D loss", a metric as written, "@ STEP" kept (runs/sweep_table.column_label)."""
+    tag, at, step = header.partition(" @ ")
+    name = f"{tag.removeprefix('loss/')} loss" if tag.startswith("loss/") else tag.removeprefix("metric/")
+    return name + at + step
 
 
 def test_an_export_that_would_damage_the_sweep_is_refused_with_one_line(ui, sweep_dir):

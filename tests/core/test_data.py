@@ -4,6 +4,8 @@ word here, through `prepare`, as a run meets it), and the one private TensorFlow
 Dataset is batched, is checked against the installed versions."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -95,6 +97,9 @@ CASES = {
                                    f"so its runs could not be resumed; use stateless "
                                    f"random ops in its map (tf.random.stateless_uniform, tf.image.stateless_random_*) "
                                    f"and no from_generator or prefetch_to_device"),
+    "beyond float32": ("np.full((4, 2), 1e300)",
+                       f"{WHERE} has values beyond float32's range (largest 1e+300; float32 holds up to 3.4e38), which "
+                       f"the models take; scale them"),
 }
 
 
@@ -196,3 +201,47 @@ def test_a_directory_loaders_result_is_batched(tmp_path):
                                                   verbose=False)
     spec = describe(ds, "x")
     assert spec.batched and [r.shape for r in spec.rows] == [(4, 4, 1), ()]
+
+
+UNSCALED = ("the data of the experiment in px.py gives uint8 values 0–255, which the models take as they are; scale "
+            "them, e.g. to [-1, 1] with x / 127.5 - 1 (what a tanh generator makes)")
+
+
+@pytest.mark.parametrize("data, warnings", [
+    ("(np.arange(256 * 2).reshape(256, 2) % 256).astype('uint8')", [UNSCALED]),  # pixels as an image file holds them
+    ("np.ones((8, 2), 'uint8')", []),  # 0/1: nothing to scale
+    ("np.zeros((8, 2), 'float64')", []),  # float64: rounded to float32, as Keras does, without a word
+    ("[[0.5, 1.0], [0.25, 2.0]]", []),  # a list of rows: an array of them
+])
+def test_accepted_data_is_float32_and_integer_pixels_are_a_warning(tmp_path, data, warnings):
+    path = write_file(tmp_path, "px.py", _FILE.format(name="pixels", data=data))
+    p = prepare(RunConfig(experiment_file=str(path)), lambda *_: None)
+    assert p.warnings == warnings
+    assert describe(p.experiment.data, "x").arrays.dtype == np.float32
+
+
+_GAN_U8 = """
+import keras, numpy as np
+noise_dim = 4
+batch_size = 8
+def generator():
+    return keras.Sequential([keras.Input((4,)), keras.layers.Dense(2, activation="tanh", name="out")], name="generator")
+def discriminator():
+    return keras.Sequential([keras.Input((2,)), keras.layers.Dense(1, name="out")], name="discriminator")
+def real_data():
+    return {data}
+"""
+
+
+@pytest.mark.parametrize("data", ["np.arange(64).reshape(32, 2).astype('uint8') * 4",
+                                  "(np.arange(64).reshape(32, 2).astype('uint8') * 4, np.arange(32) % 3)"])
+def test_uint8_pixels_from_real_data_are_a_warning_event_and_a_terminal_line(tmp_path, data):
+    path = write_file(tmp_path, "u8.py", _GAN_U8.format(data=data))
+    run_dir = tmp_path / "run"
+    done = run_all({"u8": main_cmd("--headless", "--experiment", str(path), "--run-dir", str(run_dir), "--steps", "2")})
+    assert done["u8"].returncode == 0, done["u8"].stderr
+    line = ("real_data() in u8.py gives uint8 values 0–252, which the models take as they are; scale them, e.g. to "
+            "[-1, 1] with x / 127.5 - 1 (what a tanh generator makes)")
+    assert f"[step 0] warning: {line}" in (done["u8"].stdout + done["u8"].stderr).splitlines()
+    events = [json.loads(t) for t in (run_dir / "events.jsonl").read_text().splitlines()]
+    assert [e["message"] for e in events if e["kind"] == "warning"] == [line]

@@ -201,3 +201,35 @@ def test_the_description_is_the_docstrings_first_paragraph_whole(tmp_path):
     path = write_file(tmp_path, "described.py", src)
     prepared = prepare(RunConfig(experiment_file=str(path)), lambda *_: None)
     assert prepared.experiment.description == "A tiny GAN: after 300 steps (5-9 s on a busy CPU) it draws the ring."
+
+
+_PLAIN = """
+import keras, numpy as np
+noise_dim = 8
+def generator():
+    return keras.Sequential([keras.Input(({g_in},)), keras.layers.Dense({g_out}, name="out")], name="generator")
+def discriminator():
+    return keras.Sequential([keras.Input((2,)), keras.layers.Dense(1, name="out")], name="discriminator")
+def real_data():
+    return np.zeros((16, {row}), "float32")
+"""
+
+#: (generator input, generator output, data row width): the one line when two shapes disagree
+SHAPES = {
+    "noise_dim": ((4, 2, 2), "the generator in bad.py takes inputs of shape (4,), but noise_dim = 8; set noise_dim = "
+                             "4, or give the generator keras.Input((8,))"),
+    "data rows": ((8, 2, 3), "real_data() in bad.py gives rows of shape (3,), but the discriminator takes (2,); give "
+                             "the discriminator keras.Input((3,)), or reshape the data"),
+    "generator output": ((8, 5, 2), "the generator in bad.py makes rows of shape (5,), but the discriminator takes (2,) "
+                                    "(the data's rows are (2,)); make the generator's last layer give (2,)"),
+}
+
+
+@pytest.mark.parametrize("name", list(SHAPES))
+def test_shapes_that_disagree_are_one_line_naming_both(tmp_path, name):
+    (g_in, g_out, row), line = SHAPES[name]
+    path = write_file(tmp_path, "bad.py", _PLAIN.format(g_in=g_in, g_out=g_out, row=row))
+    with pytest.raises(UserError) as e:
+        prepare(RunConfig(experiment_file=str(path), run_dir=str(tmp_path / "run")), lambda *_: None)
+    assert str(e.value) == line
+    assert not (tmp_path / "run").exists()

@@ -81,9 +81,9 @@ def test_a_replay_of_a_planned_run_applies_each_change_once(whole, tmp_path):
 
 
 @pytest.mark.parametrize("planned, line", [
-    ([{"step": 5, "kind": "freeze", "scopes": ["net/zz"]}], "planned[0] (the freeze at step 5): "),
+    ([{"step": 5, "kind": "freeze", "scopes": ["net/zz"]}], "[[planned]] #1 (the freeze at step 5): "),
     ([{"step": 5, "kind": "lr", "phase": "Q", "value": 0.1}], "unknown phase 'Q'"),
-    ([{"step": 5, "kind": "ratio", "policy": {"policy": "fixed", "ratio": [1, 1, 1]}}], "planned[0] (the ratio"),
+    ([{"step": 5, "kind": "ratio", "policy": {"policy": "fixed", "ratio": [1, 1, 1]}}], "[[planned]] #1 (the ratio"),
 ])
 def test_a_plan_the_experiment_cannot_take_is_refused_before_anything_is_written(deep, tmp_path, planned, line):
     with pytest.raises(UserError, match=line.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")):
@@ -92,7 +92,7 @@ def test_a_plan_the_experiment_cannot_take_is_refused_before_anything_is_written
 
 
 @pytest.mark.parametrize("planned, line", [
-    ([{"kind": "freeze", "scopes": []}], "planned[0] needs step = a whole number >= 0"),
+    ([{"kind": "freeze", "scopes": []}], "[[planned]] #1 needs step = a whole number >= 0"),
     ([{"step": 1, "kind": "pause"}], "kind 'pause' cannot be planned; use one of freeze, ratio, lr, method"),
     ([{"step": 1, "kind": "method", "method": "leaky"}], "freeze method 'leaky' is unknown"),
     ([{"step": 1, "kind": "lr", "phase": "D", "value": 1e39}], "more than float32 holds"),

@@ -14,8 +14,10 @@ import pytest
 from training_core import read_config, read_events, read_scalars
 from training_core.base import events as E
 from training_core.cli.sweep_pool import Slot, run_pool
+from training_core.cli.sweep_report import say
 from training_core.rundir.layout import checkpoint_steps
-from training_core.runs.sweep import Sweep
+from training_core.runs.sweep import Sweep, write_sweep
+from training_core.runs.sweep_spec import spec_from_dict
 
 from .helpers import main_cmd, run_all, start, wait_for
 
@@ -149,7 +151,7 @@ def test_the_csv_table_equals_the_numbers_of_the_run_directories(sweep):
 
 
 def test_the_latex_table_is_booktabs_with_mean_pm_sd_at_the_end_and_at_the_step(sweep):
-    from training_core.runs.sweep_table import tex_number
+    from training_core.runs.sweep_table import mean_sd_text
     d, *_, later, tmp = sweep
     assert later["tex"].returncode == 0, later["tex"].stderr
     text = (tmp / "table.tex").read_text()
@@ -158,17 +160,17 @@ def test_the_latex_table_is_booktabs_with_mean_pm_sd_at_the_end_and_at_the_step(
     assert [ln for ln in lines if ln in ("\\toprule", "\\midrule", "\\bottomrule")] == \
         ["\\toprule", "\\midrule", "\\bottomrule"]
     head = lines[lines.index("\\toprule") + 1]
-    assert head.startswith("ratio & freeze & loss/D & loss/G & ") and f"loss/D @ {FROM}" in head
+    assert head.startswith("ratio & freeze & D loss & G loss & ") and f"D loss @ {FROM}" in head  # readable titles
     body = lines[lines.index("\\midrule") + 1:lines.index("\\bottomrule")]
     assert len(body) == 4
     end, at = _expected(d), _expected(d, FROM)
     row = next(r for r in body if r.startswith(f"2:1 & {FROZEN.replace('_', chr(92) + '_')}@{FROM} & "))
     cells = row.removesuffix(" \\\\").split(" & ")
-    mean, _, _ = end[("2:1", f"{FROZEN}@{FROM}")]["loss/D"]
-    assert cells[2].startswith(f"${tex_number(mean)} \\pm ")
-    mean_at, _, _ = at[("2:1", f"{FROZEN}@{FROM}")]["loss/G"]
+    mean, sd, _ = end[("2:1", f"{FROZEN}@{FROM}")]["loss/D"]
+    assert cells[2] == f"${mean_sd_text(mean, sd)}$"  # mean and sd to one decimal place, from the run dirs' numbers
+    mean_at, sd_at, _ = at[("2:1", f"{FROZEN}@{FROM}")]["loss/G"]
     headers = head.removesuffix(" \\\\").split(" & ")
-    assert cells[headers.index(f"loss/G @ {FROM}")].startswith(f"${tex_number(mean_at)} \\pm ")
+    assert cells[headers.index(f"G loss @ {FROM}")] == f"${mean_sd_text(mean_at, sd_at)}$"
 
 
 def test_a_point_alone_is_an_ordinary_command_that_skips_a_done_point(sweep):
@@ -204,6 +206,7 @@ def test_the_device_pool_runs_two_points_side_by_side_each_in_a_process_of_its_o
     assert events[:2] == [f"started on cpu-a (log: {sweep.log_file(sweep.points[0])})",
                           f"started on cpu-b (log: {sweep.log_file(sweep.points[1])})"]
     assert sorted(events[2:]) == ["done (exit code 0)"] * 2
+    assert sorted({ln.split("]")[0] for ln in out if ln.startswith("[point")}) == ["[point 1/2", "[point 2/2"]
     assert [s.state for s in sweep.states()] == ["done", "done"]
     for p in sweep.points:
         assert "30 steps in" in sweep.log_file(p).read_text()
@@ -235,3 +238,11 @@ def test_a_sweep_directory_exports_as_its_settings_drawn_as_bands(sweep):
             means.append(dict(zip(curves[0].steps.tolist(), np.mean([c.values for c in curves], axis=0).tolist())))
     assert any(all(abs(m[s] - v) <= 1e-6 * max(1.0, abs(v)) for s, v in mine if s in m) and
                sum(s in m for s, _ in mine) == len(mine) for m in means)
+
+
+def test_a_points_line_counts_from_one_so_the_last_says_n_of_n(tmp_path, capsys):
+    sweep = write_sweep(spec_from_dict({"base": {"steps": 5}, "grid": {"seed": list(range(10))}}), tmp_path / "sw")
+    for p in (sweep.points[0], sweep.points[9]):
+        say(sweep, p)("started")
+    assert capsys.readouterr().out.splitlines() == [f"[point  1/10] {sweep.points[0].name}: started",
+                                                    f"[point 10/10] {sweep.points[9].name}: started"]

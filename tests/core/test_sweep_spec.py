@@ -78,10 +78,18 @@ BAD = {  # name: (sweep file text or None, extra arguments, what the one line sa
     "devices_cpu": (GRID, ["--devices", "cpu"], "--devices cpu: a CPU trains one point at a time"),
     "devices_missing": (GRID, ["--devices", "gpu:99"], "--devices gpu:99: this machine has"),
     # checked against the experiment (prepared once, as --list-scopes does)
+    # a problem an axis's value makes is named as the user wrote it: the file's grid.NAME = VALUE, or --grid
     "unknown_scope": ("[grid]\nfreeze = ['none', 'discriminator/dense_9@10']\n", [],
-                      "the point 001-freeze=discriminator_dense_9@10: "),
-    "ratio_length": ("[grid]\nratio = ['1:1', '1:1:1']\n", [], "the point 001-ratio=1_1_1: "),
-    "unknown_phase": ("[grid]\nlr.Q = [1e-4]\n", [], "unknown phase(s) Q"),
+                      "unknown_scope.toml: grid.freeze = \"discriminator/dense_9@10\": unknown scope "
+                      "'discriminator/dense_9'; did you mean discriminator/dense_2?"),
+    "ratio_length": ("[grid]\nratio = ['1:1', '1:1:1']\n", [], "grid.ratio = \"1:1:1\": ratio 1:1:1 has 3 counts"),
+    "unknown_phase": ("[grid]\nlr.Q = [1e-4]\n", [], "unknown_phase.toml: grid.lr.Q = 0.0001: the experiment has "
+                                                       "no phase 'Q'; its phases are D, G (an axis per phase: lr.D, lr.G)"),
+    "grid_phase": (None, ["--sweep", "--steps", "5", "--grid", "lr.X=1e-4"],
+                   "error: --grid lr.X=0.0001: the experiment has no phase 'X'; its phases are D, G"),
+    "grid_scope": (None, ["--sweep", "--steps", "5", "--grid", "freeze=none,discriminator/dens_1@3"],
+                   "error: --grid freeze=discriminator/dens_1@3: unknown scope 'discriminator/dens_1'; did you mean "
+                   "discriminator/dense_1?"),
     "existing_dir": (GRID, ["--sweep-dir", "{tmp}/existing"], "already exists and is not empty; continue that sweep "
                                                               "with --resume"),
     # an existing sweep

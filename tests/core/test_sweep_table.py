@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import csv
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from training_core.runs.groups import smooth, value_at
-from training_core.runs.sweep_table import Member, build_table, tex_number
+from training_core.base.errors import UserError
+from training_core.figures.spec import default_labels
+from training_core.runs.sweep_table import Member, build_table, column_label, label_names, mean_sd_text, tex_number
 
 S = np.arange(0, 50, 10)
 
@@ -68,10 +71,10 @@ def test_latex_is_booktabs_with_escaped_names_and_the_sd_to_the_means_decimal_pl
     t = build_table(MEMBERS)
     lines = t.to_latex().splitlines()
     assert lines[0].startswith("% mean $\\pm$ sd over 2 seeds")
-    assert lines[1:5] == ["\\begin{tabular}{lrr}", "\\toprule", "ratio & loss/D & metric/modes\\_covered \\\\",
+    assert lines[1:5] == ["\\begin{tabular}{lrr}", "\\toprule", "ratio & D loss & modes\\_covered \\\\",
                           "\\midrule"]
     assert lines[5] == "1:1 & $0.600 \\pm 0.141$ & $6.00 \\pm 1.41$ \\\\"
-    assert lines[6] == "5:1 & $3.00\\times10^{-5} \\pm 1.41\\times10^{-5}$ & $1.00\\,(n=1)$ \\\\"
+    assert lines[6] == "5:1 & $(3.00 \\pm 1.41)\\times10^{-5}$ & $1.00\\,(n=1)$ \\\\"
     assert lines[7:] == ["\\bottomrule", "\\end{tabular}"]
 
 
@@ -80,3 +83,31 @@ def test_latex_is_booktabs_with_escaped_names_and_the_sd_to_the_means_decimal_pl
                                      (1234, "1.23\\times10^{3}")])
 def test_numbers_in_latex(x, text):
     assert tex_number(x) == text
+
+
+@pytest.mark.parametrize("mean, sd, text", [
+    (1.1243, 0.0021, "1.124 \\pm 0.002"),  # the tester's sweep: was 1.12 \\pm 0.002 (two places, then three)
+    (1.2, 0.0005, "1.2000 \\pm 0.0005"), (1.28, 0.04, "1.28 \\pm 0.04"), (0.749, 0.022, "0.749 \\pm 0.022"),
+    (0.0, 0.0, "0.00 \\pm 0.00"), (0.0, 0.003, "0.000 \\pm 0.003"), (9.9996, 0.00004, "9.99960 \\pm 0.00004"),
+    (3e-5, 1.4e-7, "(3.00 \\pm 0.01)\\times10^{-5}"), (1234.0, 5.0, "(1.234 \\pm 0.005)\\times10^{3}")])
+def test_mean_and_sd_share_one_decimal_place(mean, sd, text):
+    assert mean_sd_text(mean, sd) == text
+    body = text.removeprefix("(").split(")")[0]
+    m, d = body.split(" \\pm ")
+    assert len(m.partition(".")[2]) == len(d.partition(".")[2])  # the same decimal place, whatever the numbers
+    assert float(d) or not sd  # a spread is never shown as 0
+
+
+def test_columns_get_readable_titles_and_the_users_names():
+    t = build_table(MEMBERS, step=20)
+    names = label_names(["modes_covered=Modes", "loss/D=Critic loss"], ["loss/D", "metric/modes_covered"])
+    head = replace(t, names=names).to_latex().splitlines()[3]
+    assert head == "ratio & Critic loss & Modes & Critic loss @ 20 & Modes @ 20 \\\\"
+    assert build_table(MEMBERS).to_latex().splitlines()[3] == "ratio & D loss & modes\\_covered \\\\"
+    assert t.headers[2] == "loss/D"  # the CSV and --sort keep the tags
+    assert column_label("metric/modes_covered") == default_labels("metric/modes_covered")[1]  # as a figure's axis
+    with pytest.raises(UserError, match="no column 'modes' in this table; use one of: loss/D, metric/modes_covered, "
+                                        "modes_covered$"):
+        label_names(["modes=M"], ["loss/D", "metric/modes_covered"])
+    with pytest.raises(UserError, match="is not COLUMN=TEXT"):
+        label_names(["loss/D"], ["loss/D"])

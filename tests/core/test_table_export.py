@@ -43,14 +43,16 @@ def exported(tmp_path_factory):
         "extension": ["--table", f"{tmp}/t.pdf"], "in_the_sweep": ["--table", f"{tmp}/sw/points/t.csv"],
         "over_a_record": ["--table", f"{r}/scalars.csv"], "metric": ["--metrics", "loss/Q"],
         "sort": ["--sort", "ratioo"], "step": ["--step", "-1"], "smoothing": ["--smoothing", "1"],
-        "digits": ["--digits", "0"], "folder": ["--table", str(tmp)],
+        "digits": ["--digits", "0"], "folder": ["--table", str(tmp)], "ylabel": ["--ylabel", "loss/Q=Q loss"],
     }
     commands = {name: main_cmd("--export", f"{tmp}/sw", *(["--table", f"{tmp}/out-{name}.csv"] if "--table"
                                                         not in args else []), *args) for name, args in bad.items()}
     commands |= {"not_a_sweep": main_cmd("--export", str(r), "--table", f"{tmp}/out-not.csv"),
                  "stdout": main_cmd("--export", f"{tmp}/sw", "--table", "-"),
                  "sorted": main_cmd("--export", f"{tmp}/sw", "--table", "-", "--format", "tex", "--sort", "loss/D",
-                                    "--descending")}
+                                    "--descending"),
+                 "renamed": main_cmd("--export", f"{tmp}/sw", "--table", "-", "--format", "tex", "--ylabel",
+                                     "loss/D=Critic loss", "--step", "2")}
     return tmp, sweep, run_all(commands, timeout=120)
 
 
@@ -72,10 +74,17 @@ def test_sorted_descending_by_a_metric(exported):
     assert [line.split(" & ")[0] for line in body] == ["5:1", "1:1", "3:1"]
 
 
+def test_columns_are_titled_readably_and_renamed_by_ylabel(exported):
+    r = exported[2]["renamed"]
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[3] == "ratio & Critic loss & Critic loss @ 2 \\\\"
+
+
 SAYS = {"extension": "the format follows the extension, .csv or .tex", "in_the_sweep": "is part of the sweep in",
         "over_a_record": "is part of the run record in", "metric": "--metrics loss/Q: no point recorded it",
         "sort": "--sort ratioo: the columns are ratio, seeds, loss/D", "step": "--step must be >= 0",
         "smoothing": "--smoothing must be in [0, 1)", "digits": "--digits must be 1 to 12", "folder": "is a folder",
+        "ylabel": "--ylabel loss/Q=...: no column 'loss/Q' in this table; use one of: loss/D",
         "not_a_sweep": "has no sweep.toml, so it is not a sweep directory"}
 
 

@@ -30,7 +30,9 @@ BAD_FILES = {  # name: (source, the exact line, up to where the exception's own 
                            "def generator():\n    return undefined_name\n",
                            "building the models of gan_builder_raises.py raised NameError: name 'undefined_name' is "
                            "not defined at line 5; fix the file"),
-    "models_do_not_fit": (MISFIT_GAN, "the models in models_do_not_fit.py do not fit together: ValueError: "),
+    # the shapes, named before Keras is called (gan.check_shapes): no Keras exception in the line
+    "models_do_not_fit": (MISFIT_GAN, "the generator in models_do_not_fit.py takes inputs of shape (4,), but "
+                                      "noise_dim = 3; set noise_dim = 4, or give the generator keras.Input((3,))"),
 }
 
 
@@ -42,13 +44,10 @@ def test_user_code_failures_are_one_line_in_one_format(tmp_path, name):
         prepare(RunConfig(experiment_file=str(path)), lambda *_: None)
     line = str(info.value)
     assert "\n" not in line
-    if name == "models_do_not_fit":  # Keras words the shape error; we word the rest
-        assert line.startswith(want) and line.endswith("; check noise_dim and the data shape"), line
-        assert "expected axis -1 of input shape to have value 4" in line and "\x1b" not in line and len(line) < MAX_MESSAGE + 200, line
-    else:
-        assert line == want
-    assert "Traceback" in info.value.detail
-    assert (path.name in info.value.detail) == (name != "models_do_not_fit")  # Keras raised, not the file
+    assert line == want
+    if name == "models_do_not_fit":  # our own check: no traceback to keep
+        return
+    assert "Traceback" in info.value.detail and path.name in info.value.detail
 
 
 def test_user_code_passes_our_own_errors_and_ctrl_c_through():

@@ -37,10 +37,10 @@ def is_planned_id(cid: str | None) -> bool:
 
 def planned_commands(entries: Sequence[Mapping[str, Any]]) -> list[tuple[int, C.Command]]:
     """`[[planned]]` entries as (step, command), in the order given; a malformed one is a `UserError`
-    naming it (`planned[1]`) and the fix. Steps need not be sorted: equal or later steps keep their order."""
+    naming it (`[[planned]] #2`, as the TOML file writes it, counted from 1) and the fix. Steps need not be sorted: equal or later steps keep their order."""
     out = []
     for i, entry in enumerate(entries):
-        where = f"planned[{i}]"
+        where = planned_place(i)
         if not isinstance(entry, Mapping):
             raise UserError(f"{where} must be a table with a step and a command, e.g. "
                             f"{{step = 300, kind = \"freeze\", scopes = [\"discriminator\"]}}")
@@ -62,6 +62,12 @@ def planned_commands(entries: Sequence[Mapping[str, Any]]) -> list[tuple[int, C.
     return out
 
 
+def planned_place(index: int) -> str:
+    """How a message names the `index`-th (0-based) planned change: as the user wrote it, the TOML file's
+    `[[planned]]` tables counted from 1 (not the list index `planned[0]`, which nobody typed)."""
+    return f"[[planned]] #{index + 1}"
+
+
 def check_planned(entries: Sequence[Mapping[str, Any]], phase_names: Sequence[str], variables: Sequence[Any]) -> None:
     """The planned changes checked against the prepared experiment, as a new run's own settings are (a
     scope that covers no variable, a phase that does not exist, a ratio of the wrong length), so that a bad
@@ -69,11 +75,16 @@ def check_planned(entries: Sequence[Mapping[str, Any]], phase_names: Sequence[st
     learning rate's value is checked with the configuration, `RunConfig.validate`.)"""
     for i, (step, command) in enumerate(planned_commands(entries)):
         try:
-            if isinstance(command, C.SetFreeze):
-                resolve_scopes(command.scopes, variables)
-            elif isinstance(command, C.SetRatio):
-                policy_from_dict(command.policy, phase_names)
-            elif isinstance(command, C.SetLearningRate) and command.phase not in phase_names:
-                raise UserError(f"unknown phase {command.phase!r}; phases are {', '.join(phase_names)}")
+            check_planned_command(command, phase_names, variables)
         except UserError as e:
-            raise UserError(f"planned[{i}] (the {command.kind} at step {step}): {e}") from None
+            raise UserError(f"{planned_place(i)} (the {command.kind} at step {step}): {e}") from None
+
+
+def check_planned_command(command: C.Command, phase_names: Sequence[str], variables: Sequence[Any]) -> None:
+    """One planned command against the experiment (`check_planned`); a sweep's axis checks its own this way."""
+    if isinstance(command, C.SetFreeze):
+        resolve_scopes(command.scopes, variables)
+    elif isinstance(command, C.SetRatio):
+        policy_from_dict(command.policy, phase_names)
+    elif isinstance(command, C.SetLearningRate) and command.phase not in phase_names:
+        raise UserError(f"unknown phase {command.phase!r}; phases are {', '.join(phase_names)}")

@@ -16,13 +16,21 @@ from typing import Any, Sequence
 from training_core.base.argparsing import ArgParser
 from training_core.base.config import RunConfig, check_learning_rate
 from training_core.base.errors import UserError
+from training_core.experiment.loading import builtin_examples
+
+
+def example_names() -> str:
+    """The built-in examples as the help and docs/headless.md list them: `ring (default), digits, ...`, read
+    from the examples' folder (experiment/loading.builtin_examples), so a new example cannot be left out."""
+    names = builtin_examples()
+    return ", ".join(["ring (default)"] + [n for n in names if n != "ring"])
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = ArgParser(prog="main.py --headless", description="Train a Freezeframe experiment without the window.")
     p.add_argument("--headless", action="store_true", help="run without the window (this mode)")
     src = p.add_mutually_exclusive_group()
-    src.add_argument("--example", help="built-in example: ring (default), digits, shapes, factorization")
+    src.add_argument("--example", help="built-in example: " + example_names())
     src.add_argument("--experiment", metavar="FILE", help="your own experiment file (.py)")
     src.add_argument("--config", metavar="TOML", help="run again from a run directory's config.toml")
     src.add_argument("--resume", metavar="RUN_DIR", help="continue a run in its directory from its last checkpoint")

@@ -28,20 +28,23 @@ it is prepared once, and every point's scopes, phases and ratios are checked aga
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Collection, Sequence
 
+from training_core.base.alternation import parse_ratio, policy_from_dict
 from training_core.base.argparsing import EXIT_BAD_INPUT
 from training_core.base.errors import UserError
+from training_core.base.scopes import resolve_scopes
 from training_core.cli.options import build_parser, config_from_args, resume_from_args
 from training_core.cli.sweep_pool import Slot, device_slots, run_pool
 from training_core.cli.sweep_report import announce, point_command, say, stopped, summary
 from training_core.cli.train import EXIT_FAILED, EXIT_INTERRUPTED, guarded, signalled, train
 from training_core.runs.sweep import Sweep, is_sweep_dir, read_spec_file, write_sweep
-from training_core.runs.sweep_spec import SweepSpec, axis_from_text, check_spec
+from training_core.runs.sweep_spec import Point, SweepSpec, axis_from_text, check_spec, parse_freeze
 
 #: options of the sweep itself; the others are what every point shares (the base)
 _SWEEP_OPTIONS = {"headless", "sweep", "grid", "sweep_dir", "point", "print_commands", "devices", "quiet", "resume"}
@@ -102,7 +105,7 @@ def _new_sweep(a: argparse.Namespace, slots: list[Slot] | None) -> Sweep:
     if slots and (base.get("device", "auto") != "auto" or base.get("strategy", "single") != "single"):
         raise UserError("--devices places each point on one GPU of its own; drop --device and --strategy (or drop "
                         "--devices)")
-    check_experiment(spec, hide_gpus=slots is not None, where=where)
+    check_experiment(spec, hide_gpus=slots is not None, where=where, grid_names={x.name for x in cli_axes})
     directory = Path(a.sweep_dir) if a.sweep_dir else default_sweep_dir(spec, a.sweep)
     return write_sweep(spec, directory)
 
@@ -154,10 +157,13 @@ def default_sweep_dir(spec: SweepSpec, spec_file: str | None, folder: str | Path
     return p
 
 
-def check_experiment(spec: SweepSpec, hide_gpus: bool = False, where: str = "the sweep") -> None:
+def check_experiment(spec: SweepSpec, hide_gpus: bool = False, where: str = "the sweep",
+                     grid_names: Collection[str] = ()) -> None:
     """Prepare the experiment once (as --list-scopes does; TensorFlow loads) and check every point's learning
     rates, freeze sets, ratios and planned changes against it, so a typo in one point's scope is one line now
-    rather than a failed run hours into the sweep. `hide_gpus`: the points run in processes of their own, on
+    rather than a failed run hours into the sweep; a problem an axis's value makes is named as the user wrote
+    that value (`--grid lr.X=0.0001`, `sweep.toml: grid.freeze = "d/x@100"`: `grid_names` are the axes given
+    by --grid), not by the configuration it became. `hide_gpus`: the points run in processes of their own, on
     the GPUs; this process must not hold a CUDA context on them for the whole sweep."""
     from training_core.base.planned import check_planned
     from training_core.engine.prepare import check_controls, prepare
@@ -169,8 +175,14 @@ def check_experiment(spec: SweepSpec, hide_gpus: bool = False, where: str = "the
         import_tensorflow().config.set_visible_devices([], "GPU")  # before the runtime starts: CPU only
         cfg.device = "cpu"
     cfg.freeze, cfg.planned = [], []  # the points' own are checked below, each named with its point
+    cfg.lr, cfg.schedule = dict(spec.base.get("lr") or {}), spec.base.get("schedule") or {}  # and the axes'
     p = prepare(cfg, lambda *_: None)
     for point in points:
+        for name in point.values:
+            try:
+                _check_axis_value(name, point.values[name], p.phase_names, p.var_infos)
+            except UserError as e:
+                raise UserError(f"{_value_place(name, point, where, name in grid_names)}: {e}") from None
         c = spec.config(point)
         try:
             check_controls(c.lr, c.freeze, c.schedule or None, p.phase_names, p.var_infos)
@@ -179,6 +191,32 @@ def check_experiment(spec: SweepSpec, hide_gpus: bool = False, where: str = "the
                 check_batch_size(c.batch_size, p.experiment, p.source)
         except UserError as e:
             raise UserError(f"{where}: the point {point.name}: {e}") from None
+
+
+def _check_axis_value(name: str, value: Any, phases: Sequence[str], variables: Sequence[Any]) -> None:
+    """One axis value against the prepared experiment: an `lr` axis's phases, a `freeze` axis's scopes (at the
+    start or from step N), a `ratio` axis's length. The rest (batch sizes, the base) is the point's check."""
+    if name == "lr" or name.startswith("lr."):
+        unknown = [ph for ph in (value if name == "lr" else [name[3:]]) if ph not in phases]
+        if unknown:
+            raise UserError(f"the experiment has no phase {unknown[0]!r}; its phases are {', '.join(phases)} "
+                            f"(an axis per phase: {', '.join('lr.' + ph for ph in phases)})")
+    elif name == "freeze":
+        resolve_scopes(parse_freeze(value)[0], variables)
+    elif name == "ratio":
+        policy_from_dict({"policy": "fixed", "ratio": parse_ratio(value)}, phases)
+
+
+def _value_place(name: str, point: Point, where: str, from_grid_option: bool) -> str:
+    """Where the user wrote this point's value of axis `name`: `--grid NAME=VALUE`, or its sweep file's
+    `grid.NAME = VALUE` (TOML's notation)."""
+    text = point.texts[name]
+    if from_grid_option:
+        return f"--grid {name}={text}"
+    value = point.values[name]
+    if isinstance(value, dict):  # an lr axis's table, as TOML writes it inline
+        return f"{where}: grid.{name} = {{{', '.join(f'{k} = {v}' for k, v in value.items())}}}"
+    return f"{where}: grid.{name} = {json.dumps(value) if isinstance(value, str) else text}"
 
 
 # -- one point --------------------------------------------------------------------------------------------

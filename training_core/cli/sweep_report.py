@@ -13,9 +13,15 @@ from training_core.runs.sweep import Sweep
 
 
 def say(sweep: Sweep, point: Any) -> Callable[[str], None]:
-    """A printer of lines about `point`: `[point 3/8] NAME: text`."""
-    width = len(str(len(sweep.points) - 1))
-    return lambda text: print(f"[point {point.index:>{width}}/{len(sweep.points)}] {point.name}: {text}", flush=True)
+    """A printer of lines about `point`: `[point 4/8] NAME: text`, counted from 1 as a reader counts ("4 of 8";
+    the name keeps the index, 003-..., that `--point 3` takes)."""
+    return lambda text: print(point_label(sweep, point) + f" {point.name}: {text}", flush=True)
+
+
+def point_label(sweep: Sweep, point: Any) -> str:
+    """`[point K/N]`, K counted from 1, so the last point says N/N."""
+    n = len(sweep.points)
+    return f"[point {point.index + 1:>{len(str(n))}}/{n}]"
 
 
 def point_command(sweep: Sweep, index: int) -> str:

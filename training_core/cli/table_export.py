@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Sequence
 
@@ -16,7 +17,7 @@ from training_core.base.argparsing import ArgParser, run_cli
 from training_core.base.errors import UserError
 from training_core.rundir.outputs import check_output
 from training_core.runs.sweep import Sweep, check_sweep_output
-from training_core.runs.sweep_table import SweepTable, build_table, read_members
+from training_core.runs.sweep_table import SweepTable, build_table, label_names, read_members
 
 FORMATS = {".csv": "csv", ".tex": "tex"}
 
@@ -35,7 +36,11 @@ def build_parser() -> argparse.ArgumentParser:
                                                                 "weight, 0..0.999; default 0: the recorded values)")
     p.add_argument("--sort", metavar="COLUMN", help="sort the rows by this column (a setting, seeds, or a metric)")
     p.add_argument("--descending", action="store_true", help="with --sort: largest first")
-    p.add_argument("--digits", type=int, default=3, help="LaTeX: significant digits (default 3)")
+    p.add_argument("--digits", type=int, default=3, help="LaTeX: significant digits of each mean (default 3; finer "
+                                                         "where its sd needs it)")
+    p.add_argument("--ylabel", metavar="COLUMN=TEXT", action="append", default=[],
+                   help="LaTeX: a column's title, e.g. --ylabel loss/D=\"Critic loss\" or modes_covered=Modes "
+                        "(default: \"D loss\", a metric as written)")
     return p
 
 
@@ -67,6 +72,7 @@ def table_from_args(a: argparse.Namespace) -> tuple[SweepTable, str]:
         if unknown:
             raise UserError(f"--metrics {unknown}: no point recorded it; recorded are {', '.join(recorded)}")
     table = build_table(members, tags, a.step, a.smoothing)
+    table = replace(table, names=label_names(a.ylabel, list(dict.fromkeys(c.tag for c in table.columns))))
     if a.sort:
         if a.sort not in table.headers:
             raise UserError(f"--sort {a.sort}: the columns are {', '.join(table.headers)}")

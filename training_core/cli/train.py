@@ -181,7 +181,8 @@ def train(cfg: RunConfig, commands: Sequence[Any] = (), plan: Any = None, resume
         return EXIT_FAILED
     placement = trainer.prepared.placement
     where = f"; run directory: {status.run_dir}" if placement.chief else f" as {placement.worker}; the chief keeps the record"
-    print(f"{_steps_run(status, observer.resumed_at)} in {status.elapsed_s:.1f}s on {status.device}{where}")
+    sys.stderr.flush()  # the bar (stderr) ends before the summary (stdout), whichever of them is buffered
+    print(f"{_steps_run(status, observer.resumed_at)} in {status.elapsed_s:.1f}s on {status.device}{where}", flush=True)
     if observer.halted:
         print(f"error: {observer.halted}", file=sys.stderr)
         return EXIT_FAILED

@@ -49,6 +49,7 @@ class InMemory:
     kind = "memory"
 
     def __init__(self, spec: DataSpec) -> None:
+        self.warnings = list(spec.warnings)  # what the run goes on despite (experiment/data.unscaled_warning)
         self.structured = spec.kind == "structure"
         self.rows = int(spec.count)
         self.variables = tf.nest.map_structure(
@@ -77,6 +78,7 @@ class Pipeline:
     rows = None
 
     def __init__(self, spec: DataSpec, batch_size: int, pool_rows: int, where: str) -> None:
+        self.warnings = list(spec.warnings)
         ds = spec.dataset
         floats64 = any(s.dtype == tf.float64 for s in tf.nest.flatten(ds.element_spec))
         if floats64:  # the in-memory path takes float32, and so does this one

@@ -129,7 +129,7 @@ def prepare(config: RunConfig, on_trace: Callable[[str, str], None]) -> Prepared
         rng, data, stats, steps = _make_steps(config, placement, exp, optimizers, phase_vars, variables, on_trace,
                                               clock, source)
     warnings = default_name_warnings(exp.models) + untrained_nested_warnings(
-        exp.models, [v.path for vs in phase_vars for v in vs])
+        exp.models, [v.path for vs in phase_vars for v in vs]) + list(getattr(data, "warnings", []))
     at_start, deferred = _trace_plan(config, placement, freeze, phase_vars, stats)
     warnings += _trace_now(steps, placement.device, deferred + at_start, rng, source, clock)
     resolved = _resolved_config(config, source, chief, exp, policy, freeze, optimizers, placement)

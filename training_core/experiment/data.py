@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import inspect
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -50,6 +50,8 @@ class DataSpec:
     batched: bool = False
     rows: Any = None  # a Row, or a tuple or dict of them
     count: int | None = None
+    #: what the run goes on despite (integer pixels 0-255 as they are): the run's `warning` events
+    warnings: list[str] = field(default_factory=list)
 
 
 def is_dataset(obj: Any) -> bool:
@@ -74,8 +76,10 @@ def describe(data: Any, where: str) -> DataSpec:
     elif isinstance(data, (tuple, dict)):
         spec = _describe_structure(data, where)
     else:
-        arr = _array(data, where, single=True)
-        spec = DataSpec("array", arrays=arr, rows=Row(tuple(arr.shape[1:]), str(arr.dtype)), count=len(arr))
+        notes: list[str] = []
+        arr = _array(data, where, single=True, notes=notes)
+        spec = DataSpec("array", arrays=arr, rows=Row(tuple(arr.shape[1:]), str(arr.dtype)), count=len(arr),
+                        warnings=notes)
     _last = (data, spec)
     return spec
 
@@ -88,9 +92,10 @@ def _kind_of(obj: Any) -> str:
     return f"a {type(obj).__module__}.{type(obj).__qualname__}" if not isinstance(obj, (list, np.ndarray)) else ""
 
 
-def _array(obj: Any, where: str, single: bool, member: str = "") -> np.ndarray:
+def _array(obj: Any, where: str, single: bool, member: str = "", notes: list[str] | None = None) -> np.ndarray:
     """One member as a NumPy array: floats (and, for a single array, everything numeric) as float32 as the
-    step has always taken them; integer and bool members (labels) keep their type."""
+    step has always taken them (a list of numbers too; float64 is rounded to float32, as Keras does); integer
+    and bool members (labels) keep their type. A single array of integer pixels adds a line to `notes`."""
     what = f"{where}{member}"
     kind = _kind_of(obj)
     if kind and not hasattr(obj, "__array__") and not isinstance(obj, (int, float, np.number)):
@@ -114,14 +119,33 @@ def _array(obj: Any, where: str, single: bool, member: str = "") -> np.ndarray:
         raise UserError(f"{what} is a single number, not rows; give an array with one row per example")
     if len(raw) == 0:
         raise UserError(f"{what} has no rows (shape {raw.shape}); give at least one row")
+    if single and notes is not None:
+        notes.extend(filter(None, [unscaled_warning(raw, what)]))
     arr = raw.astype(np.float32, copy=False) if single or raw.dtype.kind == "f" else raw
     if arr.dtype.kind == "f":
         bad = ~np.isfinite(arr)
+        if bad.any() and raw.dtype.itemsize > 4 and np.isfinite(raw).all():
+            raise UserError(f"{what} has values beyond float32's range (largest {float(np.abs(raw).max()):.3g}; "
+                            f"float32 holds up to 3.4e38), which the models take; scale them")
         if bad.any():  # shows up as a NaN loss, which reads as a learning rate that is too high
             row = int(np.flatnonzero(bad.reshape(len(arr), -1).any(axis=1))[0])
             raise UserError(f"{what} has {int(bad.sum())} NaN or Inf values (the first in row {row}); clean it "
                             f"(np.nan_to_num, or drop those rows)")
     return arr
+
+
+def unscaled_warning(values: np.ndarray, what: str) -> str | None:
+    """A line when `values` are integers beyond 0/1 (uint8 pixels 0-255 as an image file holds them): the models
+    take them as they are, as float32, and a GAN's generator (tanh: [-1, 1]) can never make such rows, so the
+    discriminator tells real from fake by scale alone and the losses look like training. A warning, not a
+    refusal: integer features (counts) may be meant as they are."""
+    if values.dtype.kind not in "ui" or values.size == 0:
+        return None
+    lo, hi = int(values.min()), int(values.max())
+    if hi <= 1:
+        return None
+    return (f"{what} gives {values.dtype} values {lo}–{hi}, which the models take as they are; scale them, e.g. "
+            f"to [-1, 1] with x / 127.5 - 1 (what a tanh generator makes)")
 
 
 def _describe_structure(data: tuple | dict, where: str) -> DataSpec:

@@ -32,7 +32,7 @@ import numpy as np
 from training_core.base.alternation import parse_ratio
 from training_core.base.errors import UserError
 from training_core.experiment.api import Experiment, Models, Phase, SampleContext, StepContext
-from training_core.experiment.data import DataSpec, describe, map_rows, zeros_like_rows
+from training_core.experiment.data import DataSpec, describe, map_rows, unscaled_warning, zeros_like_rows
 from training_core.experiment.usercode import user_code
 
 #: what a file must define to be a GAN-shortcut file
@@ -158,11 +158,44 @@ def dry_run(g: Any, d: Any, spec: DataSpec, split: Split, noise_dim: int, path: 
         fix = (f"the labels are one-hot (rank 2, shape (2, {label.shape[0]}) for 2 rows): give class numbers "
                f"(image_dataset_from_directory(..., label_mode=\"int\")) to models with an Embedding, or give "
                f"models without an Embedding that take one-hot labels of shape ({label.shape[0]},)")
+    if not split.conditional:
+        check_shapes(g, d, (spec.rows if split.x is None else spec.rows[split.x]).shape, noise_dim, path)
     with user_code(f"the models in {path.name}", path, verb="do not fit together:", fix=fix):
         y = None if y is None else keras.ops.convert_to_tensor(y)
         fake = g(Split.inputs(keras.ops.zeros((2, noise_dim)), y), training=False)
         d(Split.inputs(keras.ops.convert_to_tensor(x), y), training=False)
         d(Split.inputs(fake, y), training=False)
+
+
+def _shape_of(model: Any, which: str) -> tuple | None:
+    """A model's one input's or output's row shape (`input_shape[1:]`), None where Keras cannot tell (a
+    subclassed model not built yet, several inputs): those are left to the dry run's call."""
+    try:
+        shape = getattr(model, which)
+    except (AttributeError, ValueError, TypeError):
+        return None
+    return tuple(shape[1:]) if isinstance(shape, tuple) and shape and not isinstance(shape[0], tuple) else None
+
+
+def _fits(want: tuple | None, got: tuple) -> bool:
+    return want is None or (len(want) == len(got) and all(w is None or w == g for w, g in zip(want, got)))
+
+
+def check_shapes(g: Any, d: Any, row: tuple, noise_dim: int, path: Path) -> None:
+    """The three shapes a GAN's models must agree on, each named in one line when they do not (rather than the
+    Keras exception of the dry run's call): the generator's input and noise_dim, the data's rows and the
+    discriminator's input, the generator's output and the discriminator's input."""
+    g_in, g_out, d_in = _shape_of(g, "input_shape"), _shape_of(g, "output_shape"), _shape_of(d, "input_shape")
+    if not _fits(g_in, (noise_dim,)):
+        raise UserError(f"the generator in {path.name} takes inputs of shape {g_in}, but noise_dim = {noise_dim}; "
+                        f"set noise_dim = {g_in[0] if len(g_in) == 1 else '...'}, or give the generator "
+                        f"keras.Input(({noise_dim},))")
+    if not _fits(d_in, row):
+        raise UserError(f"real_data() in {path.name} gives rows of shape {row}, but the discriminator takes "
+                        f"{d_in}; give the discriminator keras.Input({row}), or reshape the data")
+    if g_out is not None and not _fits(d_in, g_out):
+        raise UserError(f"the generator in {path.name} makes rows of shape {g_out}, but the discriminator takes "
+                        f"{d_in} (the data's rows are {row}); make the generator's last layer give {row}")
 
 
 def check_label_range(spec: DataSpec, split: Split, models: dict[str, Any], path: Path) -> None:
@@ -236,6 +269,10 @@ def gan_experiment(module: ModuleType, path: Path) -> Experiment:
         optimizers = {phase: make_opt(phase) if make_opt else None for phase in ("D", "G")}
     spec = describe(data, f"real_data() in {path.name}")
     split = _split(spec, getattr(module, "conditional", False), path)
+    if spec.kind == "structure" and split.x is not None:  # (x, y): the images are x; the labels are integers
+        note = unscaled_warning(np.asarray(spec.arrays[split.x]), f"real_data() in {path.name}")
+        if note and note not in spec.warnings:
+            spec.warnings.append(note)
     dry_run(g, d, spec, split, noise_dim, path)
     lr = getattr(module, "learning_rate", 2e-4)
     lrs = lr if isinstance(lr, dict) else {"D": lr, "G": lr}

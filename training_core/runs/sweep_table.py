@@ -12,11 +12,12 @@ import csv
 import io
 import math
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Mapping, Sequence
 
 import numpy as np
 
+from training_core.base.errors import UserError
 from training_core.rundir.reading import read_scalars
 from training_core.runs.data import RunData
 from training_core.runs.groups import Band, Summary, band, group_runs, smooth, summarise, value_at
@@ -43,7 +44,40 @@ class Column:
 
     @property
     def header(self) -> str:
+        """The column's key (CSV, `--sort`): its tag as recorded, `@ STEP` for a column at a step."""
         return self.tag if self.step is None else f"{self.tag} @ {self.step}"
+
+    def label(self, names: Mapping[str, str]) -> str:
+        """The column's title in a LaTeX table: the user's name for its tag, or `column_label`'s."""
+        text = names.get(self.tag) or column_label(self.tag)
+        return text if self.step is None else f"{text} @ {self.step}"
+
+
+def column_label(tag: str) -> str:
+    """A readable title for a tag: `loss/D` -> "D loss"; a metric as the experiment wrote it, as a figure's
+    axis names it ("pca_fd" is no "Pca fd": figures/spec.default_labels, which sits above this room, so the rule
+    is written twice and tests/core/test_sweep_table.py holds them equal)."""
+    if tag.startswith("loss/"):
+        return f"{tag.removeprefix('loss/')} loss"
+    return tag.removeprefix("metric/")
+
+
+def label_names(items: Sequence[str], tags: Sequence[str]) -> dict[str, str]:
+    """`--ylabel KEY=TEXT` for a table: KEY is a column's tag (`loss/D`, `metric/modes_covered`) or a metric's
+    name (`modes_covered`), as in a figure's `--ylabel`. A key no column answers to is a UserError that lists
+    the keys that work."""
+    out = {}
+    for item in items:
+        key, eq, text = item.partition("=")
+        key = key.strip()
+        if not eq or not text.strip():
+            raise UserError(f"--ylabel {item!r} is not COLUMN=TEXT, e.g. --ylabel loss/D=\"Critic loss\"")
+        tag = key if key in tags else "metric/" + key if "metric/" + key in tags else None
+        if tag is None:
+            valid = [*tags, *(t.removeprefix("metric/") for t in tags if t.startswith("metric/"))]
+            raise UserError(f"--ylabel {key}=...: no column {key!r} in this table; use one of: {', '.join(valid)}")
+        out[tag] = text.strip()
+    return out
 
 
 @dataclass(frozen=True)
@@ -63,6 +97,7 @@ class SweepTable:
     keys: tuple[str, ...]  # the setting columns: the axes whose values differ between rows
     columns: tuple[Column, ...]
     rows: tuple[Row, ...]
+    names: Mapping[str, str] = field(default_factory=dict)  # tag -> the user's column title (LaTeX)
 
     @property
     def headers(self) -> list[str]:
@@ -99,7 +134,7 @@ class SweepTable:
         n_all = {len(r.members) for r in self.rows}
         spec = "l" * max(1, len(self.keys)) + "r" * len(self.columns)
         head = [_tex(k) for k in self.keys] or ["setting"]
-        head += [_tex(c.header) for c in self.columns]
+        head += [_tex(c.label(self.names)) for c in self.columns]
         lines = [f"\\begin{{tabular}}{{{spec}}}", "\\toprule", " & ".join(head) + " \\\\", "\\midrule"]
         for r in self.rows:
             cells = [_tex(v) for _, v in r.setting] or ["all runs"]
@@ -226,17 +261,29 @@ def _tex_cell(s: Summary, digits: int, seeds: int) -> str:
     if s.n == 0:
         return "--"
     fewer = f"\\,(n={s.n})" if s.n < seeds else ""
-    if s.n == 1:
+    if s.n == 1 or not math.isfinite(s.sd):
         return f"${tex_number(s.mean, digits)}{fewer}$"
-    return f"${tex_number(s.mean, digits)} \\pm {_sd_text(s.mean, s.sd, digits)}{fewer}$"
+    return f"${mean_sd_text(s.mean, s.sd, digits)}{fewer}$"
 
 
-def _sd_text(mean: float, sd: float, digits: int) -> str:
-    """The sd to the decimal place the mean is given to (1.22 ± 0.05, not ± 0.0533); to one significant digit
-    where that would round a spread to 0, and in the mean's notation when the mean needs an exponent."""
-    shown = tex_number(mean, digits)
-    if "times" in shown or not math.isfinite(sd):
-        return tex_number(sd, digits)
-    places = len(shown.split(".")[1]) if "." in shown else 0
-    text = f"{sd:.{places}f}"
-    return tex_number(sd, 1) if sd and not float(text) else text
+def _exponent(x: float) -> int:
+    """The power of ten of `x`'s first significant digit (0 for 0)."""
+    return math.floor(math.log10(abs(x))) if x else 0
+
+
+def mean_sd_text(mean: float, sd: float, digits: int = 3) -> str:
+    """`mean \\pm sd`, both to one decimal place: the mean's `digits`-th significant figure, or the sd's first
+    significant figure where that is finer (1.120 ± 0.002, not 1.12 ± 0.002, nor a spread rounded to 0.00).
+    Where the mean needs an exponent (as `tex_number` writes it), both share it: (3.00 ± 0.14)\\times10^{-5}."""
+    if not (math.isfinite(mean) and math.isfinite(sd)):
+        return f"{tex_number(mean, digits)} \\pm {tex_number(sd, digits)}"
+    rounded = float(f"{mean:.{digits - 1}e}")  # the mean as shown: its exponent after rounding (9.996 -> 10.0)
+    place = _exponent(rounded) - (digits - 1)
+    if sd and round(sd, -place) == 0:
+        place = _exponent(float(f"{sd:.0e}"))
+    shared = 0 if "times" not in tex_number(mean, digits) else _exponent(rounded)
+    places = max(0, shared - place)
+    m, d = f"{mean / 10 ** shared:.{places}f}", f"{sd / 10 ** shared:.{places}f}"
+    if shared:
+        return f"({m} \\pm {d})\\times10^{{{shared}}}"
+    return f"{m} \\pm {d}"
