@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +14,7 @@ import pytest
 from PySide6.QtGui import QImage
 
 from app.main_window import DEFAULT_SIZE
+from tests.core.helpers import wait_for
 from training_core import read_events
 
 REPO = Path(__file__).resolve().parents[2]
@@ -117,14 +117,18 @@ def _children(pid: int) -> list[int]:
 def _exit_code_of_orphan(pid: int, timeout_s: float = 120) -> int:
     """The exit code of `pid`, a grandchild whose parent was killed: this process is made a child subreaper
     (Linux), so the orphan is re-parented here and can be waited for. The timeout only ends a hang."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        done, status = os.waitpid(pid, os.WNOHANG)
+    status: list[int] = []
+
+    def reaped() -> bool:
+        done, code = os.waitpid(pid, os.WNOHANG)
         if done:
-            return os.waitstatus_to_exitcode(status)
-        time.sleep(0.05)
-    os.kill(pid, signal.SIGKILL)
-    raise AssertionError(f"the training process {pid} outlived its killed window")
+            status.append(code)
+        return bool(status)
+
+    if not wait_for(reaped, timeout=timeout_s):
+        os.kill(pid, signal.SIGKILL)
+        raise AssertionError(f"the training process {pid} outlived its killed window")
+    return os.waitstatus_to_exitcode(status[0])
 
 
 @pytest.fixture
@@ -140,13 +144,6 @@ def _window(tmp_path: Path, *args: str) -> subprocess.Popen:
                             stdout=subprocess.DEVNULL, stderr=(tmp_path / "stderr.txt").open("w"))
 
 
-def _wait_for(check, what: str, timeout_s: float = 180) -> None:
-    deadline = time.monotonic() + timeout_s  # only ends a hang: nothing here is timed
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
-
-
 def test_window_killed_while_its_training_process_prepares(tmp_path, subreaper):
     """SIGKILL leaves no window to say Exit: the training process notices the end of its connection and exits
     at once (a job with no run has nothing to record), as a script stuck in its import cannot finish."""
@@ -154,7 +151,8 @@ def test_window_killed_while_its_training_process_prepares(tmp_path, subreaper):
     stuck.write_text(f"import os, time\nopen({str(marker)!r}, 'w').write(str(os.getpid()))\n"
                      "while True:\n    time.sleep(0.05)\n")
     window = _window(tmp_path, "--experiment", str(stuck), "--run-dir", str(run_dir), "--start")
-    _wait_for(lambda: marker.exists() and marker.read_text(), "the training process to import the file")
+    assert wait_for(lambda: marker.exists() and bool(marker.read_text()), timeout=180), \
+        "timed out waiting for the training process to import the file"
     training = int(marker.read_text())
     assert _children(window.pid) == [training]
     window.kill()
@@ -171,7 +169,8 @@ def test_window_killed_mid_training_leaves_a_closed_record(tmp_path, subreaper):
     run_dir = tmp_path / "run"
     window = _window(tmp_path, "--example", "ring", "--run-dir", str(run_dir), "--start")
     scalars = run_dir / "scalars.csv"
-    _wait_for(lambda: scalars.exists() and ",loss/" in scalars.read_text(), "the first steps on disk")
+    assert wait_for(lambda: scalars.exists() and ",loss/" in scalars.read_text(), timeout=180), \
+        "timed out waiting for the first steps on disk"
     training, = _children(window.pid)
     window.kill()
     assert window.wait() == -signal.SIGKILL

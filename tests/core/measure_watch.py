@@ -43,14 +43,15 @@ class Watch(Observer):
     Observers come after the run's own ones, so a measure started at a boundary and the sums noted at it see the
     same weights.
 
-    `sleep`: the cost of a slow measure (from the `slow_from`-th call on), which the pacing and the hold bound
-    see; nothing is synchronised by it. `until_step`: each measure begun before that step also waits until the
+    `sleep`: the cost of a slow measure (from the `slow_from`-th call on; before the `slow_until`-th, if given),
+    which the pacing and the hold bound see; nothing is synchronised by it. `until_step`: each measure begun before that step also waits until the
     training has stepped on, on a condition notified at every step boundary (a measure on the training thread
     would wait for ever; `GUARD_S` only keeps a broken run from hanging the suite, and a wait that ran out is
     noted in `timed_out`), so "training went on while it ran" is a fact, not a race against the scheduler."""
 
-    def __init__(self, sleep: float = 0.0, slow_from: int = 0, until_step: int | None = None) -> None:
-        self.sleep, self.slow_from, self.until_step = sleep, slow_from, until_step
+    def __init__(self, sleep: float = 0.0, slow_from: int = 0, until_step: int | None = None,
+                 slow_until: int | None = None) -> None:
+        self.sleep, self.slow_from, self.until_step, self.slow_until = sleep, slow_from, until_step, slow_until
         self.trainer: Trainer | None = None
         self.live: dict[int, tuple[float, float]] = {}
         self.calls: list[tuple[str, int, int]] = []  # (thread name, step before, step after)
@@ -64,7 +65,8 @@ class Watch(Observer):
 
         def metrics(ctx):
             before = t.state.step
-            if self.sleep and len(self.calls) >= self.slow_from:
+            n = len(self.calls)
+            if self.sleep and self.slow_from <= n and (self.slow_until is None or n < self.slow_until):
                 time.sleep(self.sleep)  # (the measure's cost)
             if self.until_step is not None and before < self.until_step:
                 with self._stepped:

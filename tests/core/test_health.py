@@ -14,7 +14,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from training_core import Observer, Rollback, RunConfig, Trainer, example_path, read_events, read_scalars
+from training_core import Observer, Rollback, RunConfig, Stop, Trainer, example_path, read_events, read_scalars
 from training_core.experiment.loading import load_module
 from training_core.observers import health
 from training_core.rundir.layout import checkpoint_steps
@@ -112,6 +112,66 @@ def test_a_slow_measure_runs_on_its_own_thread_while_training_steps_and_says_so_
     assert len(slow) == 1, [e.message for e in slow]
     assert "metrics() took" in slow[0].message and "of 0.1 s" in slow[0].message and "beside training" in slow[0].message
     assert_measured_at_their_steps(assert_one_ordered_record(run_dir, 1000), watch)
+
+
+class Paces(Observer):
+    """Notes each boundary where a measure beside training came in: (its step, whether the next measure began at
+    that same boundary), and sends a Stop at the first that came in with none begun after it, or after `n` came in
+    (a Stop drops the measure in flight, so the record then holds exactly the measures that came in)."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.came: list[tuple[int, bool]] = []
+        self._in_flight: int | None = None
+        self._sent = False
+
+    def on_run_begin(self, run_) -> None:
+        self._in_flight = run_.measure_step  # the first, begun by the run's own observer before this one
+
+    def on_step_end(self, run_) -> None:
+        now = run_.measure_step
+        if self._in_flight is not None and now != self._in_flight:
+            self.came.append((run_.step, now == run_.step))
+            if not self._sent and (now is None or len(self.came) >= self.n):
+                self._sent = True
+                run_.send(Stop())
+        self._in_flight = now
+
+
+def _slow_warnings(run_dir) -> list:
+    return [e for e in read_events(run_dir) if e.kind == "warning" and "more than its interval" in e.message]
+
+
+def test_a_slow_first_measure_does_not_pace_the_run(run_dir):
+    """Issue 24: the `shapes` example's first FID/KID took 8.23 s under load (its first calls and traces, beside
+    the training's warm-up), paced the next at 8.23 s / SHARE = 165 s with a warning, and the curves stayed one
+    point long. Here the first measure takes 1.5 s (asked for every 1 s), the later ones are the ring's own: the
+    second begins at the boundary the first came in at, and no warning says a measure is slower than its interval
+    (the first used to pace the next 30 s after it, and say so)."""
+    watch = Watch(sleep=1.5, slow_until=1)
+    paces = Paces(n=2)
+    run(RunConfig(example="ring", steps=1_000_000, seed=0, run_dir=str(run_dir), metrics_seconds=1.0,
+                  checkpoint_every=0, tensorboard=False), [watch, paces])
+    assert paces.came and paces.came[0][1], f"the second measure did not follow the first at once: {paces.came}"
+    assert not _slow_warnings(run_dir), [e.message for e in _slow_warnings(run_dir)]
+    assert len(paces.came) == 2
+    assert read_scalars(run_dir)["metric/weights"].steps.tolist() == [0, paces.came[0][0]]
+
+
+def test_a_measure_slow_every_time_is_paced_by_its_cost_from_the_second_on_and_says_so_once(run_dir):
+    """A measure of 0.5 s every time, asked for every 0.2 s: the first does not pace the next (the second begins
+    when it comes in); the second does, at its cost / SHARE (10 s or more: no third begins when it comes in), and
+    its warning, the only one, is emitted when it comes in and names that pace."""
+    watch = Watch(sleep=0.5)
+    paces = Paces(n=3)
+    run(RunConfig(example="ring", steps=1_000_000, seed=0, run_dir=str(run_dir), metrics_seconds=0.2,
+                  checkpoint_every=0, tensorboard=False), [watch, paces])
+    assert [began for _, began in paces.came] == [True, False], paces.came
+    slow = _slow_warnings(run_dir)
+    assert len(slow) == 1 and slow[0].step == paces.came[1][0], [(e.step, e.message) for e in slow]
+    pace = float(slow[0].message.split("now runs every ")[1].split(" s")[0])
+    assert pace >= 0.5 / health.SHARE, slow[0].message
+    assert read_scalars(run_dir)["metric/weights"].steps.tolist() == [0, paces.came[0][0]]
 
 
 _KILLED = '''

@@ -205,3 +205,33 @@ make_gan().fit(dataset(), epochs=1, verbose=0, callbacks=[Monitor(sys.argv[1], q
     *_, error, stop = read_events(tmp_path / "run")
     assert (error.kind, error.message, stop.kind, stop.reason) == ("error", "the user's code failed", "stop", "error")
     assert "Traceback" in error.detail
+
+
+def test_a_wrong_loss_key_is_one_line_naming_it_the_logs_keys_and_the_fix(tmp_path):
+    """A typo in `losses=` used to read "no loss in fit()'s logs for 'discriminator', 'generator', 'd_loss_typo'",
+    mixing sub-models and keys. A key that is no sub-model's name is refused before anything is written; a logs
+    key `logs` lacks, at the first batch, with the record closed by an `error` event saying the same line."""
+    gan = make_gan()
+    with pytest.raises(UserError) as e:
+        gan.fit(dataset(), epochs=1, verbose=0, callbacks=[Monitor(tmp_path / "a", quiet=True,
+                                                                   losses={"D": "d_loss_typo"})])
+    assert str(e.value) == ("Monitor: losses names 'D', not a sub-model of the model (its sub-models: discriminator, "
+                            "generator); key losses by the sub-models' names, e.g. losses={'discriminator': 'd_loss', "
+                            "'generator': 'g_loss'}")
+    assert not (tmp_path / "a").exists()  # refused before anything is written
+
+    with pytest.raises(UserError) as e:
+        gan.fit(dataset(), epochs=1, verbose=0, callbacks=[Monitor(tmp_path / "b", quiet=True,
+                                                                   losses={"discriminator": "d_loss_typo"})])
+    line = ("Monitor: losses={'discriminator': 'd_loss_typo'} names 'd_loss_typo', which fit()'s logs does not have "
+            "(logs has d_loss, g_loss); pass losses={'discriminator': 'd_loss'}, one logs key per sub-model")
+    assert str(e.value) == line and "\n" not in line
+    events = read_events(tmp_path / "b")
+    assert [ev.kind for ev in events] == ["start", "error", "stop"] and events[1].message == line
+    assert events[-1].reason == "error" and not any(ev.step for ev in events)  # closed cleanly, no step recorded
+    assert "loss/discriminator" not in read_scalars(tmp_path / "b")
+    # the given key is used, the other guessed: the fixed script runs in the same directory
+    gan.fit(dataset(), epochs=1, verbose=0, callbacks=[Monitor(tmp_path / "b", quiet=True,
+                                                               losses={"discriminator": "d_loss"})])
+    sc = read_scalars(tmp_path / "b")
+    assert sc["loss/discriminator"].steps.tolist() == sc["loss/generator"].steps.tolist() == list(range(1, 17))

@@ -29,6 +29,7 @@ and `optimizers=` say it when the names do not. Every other `logs` entry is reco
 """
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -63,6 +64,23 @@ def check_frozen(frozen: Sequence[str], models: Mapping[str, Any]) -> None:
         infos = [VarInfo(str(getattr(v, "path", None) or v.name), tuple(v.shape), str(v.dtype), bool(v.trainable))
                  for m in models.values() for v in m.weights]
         resolve_scopes(list(frozen), infos, MONITOR_SCOPES)
+
+
+def check_losses(losses: Mapping[str, str] | None, names: Sequence[str]) -> None:
+    """`losses=` against the sub-models' names, before anything is written: a key that names no sub-model (or a
+    value that is no logs key's name) is one line with the names to use. Its logs keys are checked at the first
+    batch, the first moment `logs` exists."""
+    if losses is None:
+        return
+    example = "{" + ", ".join(f"'{n}': '{n[:1].lower()}_loss'" for n in names) + "}"
+    if not isinstance(losses, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in losses.items()):
+        raise UserError(f"Monitor: losses must map each sub-model's name to its key in fit()'s logs, e.g. "
+                        f"losses={example}, got {losses!r:.60}")
+    wrong = [k for k in losses if k not in names]
+    if wrong:
+        raise UserError(f"Monitor: losses names {', '.join(repr(k) for k in wrong)}, not a sub-model of the model "
+                        f"(its sub-models: {', '.join(names)}); key losses by the sub-models' names, e.g. "
+                        f"losses={example}")
 
 
 def sub_models(model: Any) -> dict[str, Any]:
@@ -148,6 +166,8 @@ class Monitor(keras.callbacks.Callback):
         refuse_inside_experiment("Monitor(...)")
         self.run_dir = Path(run_dir)
         check_frozen(frozen, models or {})  # (without models=: in on_train_begin, still before anything is written)
+        if models:
+            check_losses(losses, list(models))
         if self.run_dir.is_dir() and any(self.run_dir.iterdir()) and not clear_failed_run(self.run_dir):
             raise UserError(f"run directory {self.run_dir} already holds a run; give the Monitor a new run_dir")
         self._replay = None if replay is None else plan_control_replay(replay, self.run_dir, "fit", False)
@@ -170,6 +190,7 @@ class Monitor(keras.callbacks.Callback):
         from training_core.base.scopes import MONITOR_SCOPES, resolve_scopes
         from training_core.monitor.own_loop import _config
         models = dict(self._models) if self._models else sub_models(self.model)
+        check_losses(self._losses, list(models))
         opts = self._known_optimizers(list(models))
         phases = [(name, opts.get(name), [v for v in m.weights if "float" in str(v.dtype)]) for name, m in models.items()]
         s = self._settings
@@ -241,17 +262,30 @@ class Monitor(keras.callbacks.Callback):
             self.model.stop_training = True
 
     def _loss_keys(self, logs: dict) -> dict[str, str]:
+        """Each phase's loss key in `logs` (`losses=` first, the names' guess for the rest); a key `logs` lacks
+        is one line naming it, the keys `logs` has and the `losses=` to pass, and the record is closed with it."""
         names = list(self.core.prepared.phase_names)
-        keys = match(names, [k for k in logs if "loss" in k.lower()] or list(logs), self._losses, "loss")
+        candidates = [k for k in logs if "loss" in k.lower()] or list(logs)
+        guessed = match(names, candidates, None, "loss")
+        given = dict(self._losses or {})
+        keys = {**{n: k for n, k in guessed.items() if n not in given}, **given}
         missing = [n for n in names if n not in keys]
-        unknown = [k for k in keys.values() if k not in logs]
-        if missing or unknown:
-            error = UserError(f"Monitor: no loss in fit()'s logs for {', '.join(repr(n) for n in missing + unknown)} "
-                              f"(logs has {', '.join(logs) or 'nothing'}); pass losses={{'{names[0]}': 'd_loss', ...}}, "
-                              f"one logs key per sub-model")
-            self.core.close("error", error)
-            raise error
-        return keys
+        unknown = {n: k for n, k in given.items() if k not in logs}
+        if unknown:
+            fix = {n: (guessed.get(n) or next(iter(difflib.get_close_matches(k, list(logs), 1)), None) or "...")
+                   for n, k in given.items()}
+            message = (f"Monitor: losses={given!r} names {', '.join(repr(k) for k in unknown.values())}, which "
+                       f"fit()'s logs does not have (logs has {', '.join(logs) or 'nothing'}); pass "
+                       f"losses={fix!r}, one logs key per sub-model")
+        elif missing:
+            message = (f"Monitor: no loss in fit()'s logs for {', '.join(repr(n) for n in missing)} "
+                       f"(logs has {', '.join(logs) or 'nothing'}); pass losses={{'{names[0]}': 'd_loss', ...}}, "
+                       f"one logs key per sub-model")
+        else:
+            return keys
+        error = UserError(message)
+        self.core.close("error", error)
+        raise error
 
     def on_epoch_begin(self, epoch: int, logs: dict | None = None) -> None:
         if self._means is not None:

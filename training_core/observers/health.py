@@ -21,9 +21,14 @@ every `metrics_seconds` (2 s), and at the end of a run that reached its step tar
 over; a Stop or an error ends the run without one, and drops the measure in flight). But never more often than
 its cost allows: after a measure that took c seconds, the next starts no sooner than c / `SHARE` after it began,
 so that measuring takes at most 5% of the time, beside training or on it: a 3-second FID runs once a minute, not
-every 2 s (where it would keep a core busy for good, or, on the training thread, halve the run). A measure that
-takes longer than its interval (`metrics_seconds`) says so once, in a `warning` event naming its cost and the
-interval it now runs at. A measure due while a periodic checkpoint would come before it ends (the
+every 2 s (where it would keep a core busy for good, or, on the training thread, halve the run). Every measure
+re-paces the next from its own cost, so a faster one brings the pace back; except a run's first, which never
+paces the next by its cost (the second follows as soon as the interval allows): it pays the first calls and
+traces of everything it uses, beside the training's own warm-up, and is no estimate of the rest (in issue 24 the
+`shapes` example's first FID/KID took 8.23 s under load, paced the next at 165 s, and the curves stayed one point
+long). A measure after the first that takes longer than its interval (`metrics_seconds`) says so once, in a
+`warning` event naming its cost and the interval it now runs at: a measure slow every time (3 s) is at c / `SHARE`
+from the second on, and warns then. A measure due while a periodic checkpoint would come before it ends (the
 checkpoint would have to wait for it, since the record must hold every step a checkpoint holds) waits, and begins
 at that checkpoint's own step instead: its snapshot is then the checkpoint's weights, and the checkpoint does not
 wait for it. Its value reaches the record after the checkpoint; a run killed before it comes in measures that
@@ -169,20 +174,21 @@ class HealthMetrics(Observer):
 
     def _paced(self, run: RunHandle, cost: float) -> None:
         """When the next measure may start, after one that took `cost` seconds: the interval (0.25, 0.5, 1, 2,
-        2, ... s after the last one began) or `cost / SHARE`, whichever is later. `seconds` = 0: every step.
-        A run's first measure, when it takes less than the interval, does not pace the next: it pays the first
-        call of everything it uses, and at the start the training's own first steps (and the warm-up's traces)
-        compete with it (0.23-0.35 s for the ring's 25 ms measure, which would have spaced the early measures 5-7 s
-        apart). One slower than the interval is slow by any account, and paces the next at once."""
+        2, ... s after the last one began) or `cost / SHARE`, whichever is later, from each measure's own cost (a
+        faster one brings the pace back). `seconds` = 0: every step. A run's first measure never paces the next by
+        its cost, and does not warn: it pays the first call (and the traces) of everything it uses, and at the
+        start the training's own warm-up competes with it. The ring's 25 ms measure took 0.23-0.35 s there (which
+        would have spaced the early measures 5-7 s apart), the `shapes` FID/KID 8.23 s under load (165 s apart:
+        issue 24's empty curves). The second measure is the first estimate of the cost; one slow every time is
+        paced (and warns) from it."""
         self._count += 1
         if self.seconds == 0:
             self._next = 0.0
             return
-        if self._count == 1 and cost <= self.seconds:  # a cheap measure's first call, slowed by warm-up
-            cost = 0.0
-        self._next = self._started + max(self._interval, cost / SHARE)
+        first = self._count == 1
+        self._next = self._started + max(self._interval, 0.0 if first else cost / SHARE)
         self._interval = min(2 * self._interval, self.seconds)
-        if cost > self.seconds and not self._warned:
+        if not first and cost > self.seconds and not self._warned:
             self._warned = True
             where = "beside training" if self._on_shadows else "on the training thread, which waits for it"
             run.emit(E.Warning(message=f"metrics() took {cost:.2f} s, more than its interval of {self.seconds:g} s "
