@@ -6,20 +6,24 @@ Measured causes of a late or stuttering window, and of slower training, while tr
   ran stopped it between TensorFlow ops. It now runs in a process of its own (`training_core.service`);
 - cores: TensorFlow on every core left none for the GUI; the training process gets all cores but one;
 - the scheduler: on two cores, TensorFlow's threads kept the GUI thread waiting for a core in the
-  middle of a paint (a 10 ms timer ran ~20 ms late at p99). The training process therefore runs at a
-  higher nice value: with the GUI idle this changes nothing; when the GUI needs a core, it gets it
-  first. `FREEZEFRAME_TRAINING_NICE` sets it (0 turns it off, for example when other jobs share the
-  machine and training should not give way to them). The headless CLI is not affected.
+  middle of a paint (a 10 ms timer ran ~20 ms late at p99). The training process used to run at nice 10
+  for it, which cost the shapes DCGAN on tf.data a tenth of its speed. It now runs at nice 0 under Linux's
+  SCHED_BATCH policy: measured at a quiet hour (2026-12-02 10:14-10:24, bench/PERFORMANCE.md) it trained at
+  0.951 and 0.953 of the bare loop, against 0.861-0.893 at nice 10 and 0.877 at nice 0 under the default
+  policy, with the 10 ms timer's p99 lateness 16.8 and 22.7 ms against nice 10's 12.8-19.4 and plain nice
+  0's 21.7-25.3 (and no stall past 82 ms, against plain nice 0's 137). `FREEZEFRAME_TRAINING_NICE` and
+  `FREEZEFRAME_TRAINING_POLICY` (`other`) set them (`=10` and `other` give the old default). Off Linux there is
+  no SCHED_BATCH and nice 0 leaves the process as it is. The headless CLI is not affected.
 """
 from __future__ import annotations
 
 import os
 
 NICE_ENV = "FREEZEFRAME_TRAINING_NICE"
-DEFAULT_TRAINING_NICE = 10
+DEFAULT_TRAINING_NICE = 0
 THREADS_ENV = "FREEZEFRAME_TRAINING_THREADS"
 POLICY_ENV = "FREEZEFRAME_TRAINING_POLICY"
-DEFAULT_TRAINING_POLICY = "other"
+DEFAULT_TRAINING_POLICY = "batch"
 
 
 def gui_intra_op_threads() -> int:

@@ -1,6 +1,6 @@
 """The DCGAN on tf.data in the window: the built-in `shapes` example trained from the real window (offscreen, its
 plots, FID/KID curves and sample grid drawn live as a user sees them; its training in the training process the
-window starts, with one intra-op thread fewer than cores and at nice 10) against the bare `tf.function` loop of
+window starts, with one intra-op thread fewer than cores, at nice 0 under SCHED_BATCH) against the bare `tf.function` loop of
 bench/tfdata_bench.py over the same pipeline, in a process with the window's TensorFlow settings (bench/run.py's
 row "throughput window, shapes DCGAN on tf.data").
 

@@ -4,7 +4,7 @@ alike instead of skewing one.
 
 Each comparison runs in a child process configured as the product runs: `headless` beside `bare` and
 `fit_tb` with TensorFlow's defaults, as the CLI does; `window` (the real window; its training runs in
-the training process it starts, with one intra-op thread fewer than cores and at nice 10) beside a
+the training process it starts, with one intra-op thread fewer than cores, at nice 0 under SCHED_BATCH) beside a
 `bare` loop with that same thread count; `mirrored2` (2 replicas) beside `bare_mirrored2`, in a process
 with two devices. Every ratio is against a bare loop measured in the same run.
 """

@@ -11,7 +11,7 @@ from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-# The training process runs at nice 10 for a smooth window; on a machine where other jobs keep the cores
+# The training process could run at nice 10 (FREEZEFRAME_TRAINING_NICE); on a machine where other jobs keep the cores
 # busy that starves it (an e2e test waiting for 300 steps took 77 s instead of 8). Tests wait for steps,
 # so they train at normal priority; tests/app/test_scheduling.py checks the default and the variable.
 os.environ.setdefault("FREEZEFRAME_TRAINING_NICE", "0")
