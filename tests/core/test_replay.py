@@ -12,12 +12,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from training_core import RunConfig, plan_replay, read_events, read_scalars
+from training_core import RunConfig, append_command, plan_replay, read_events, read_scalars
 from training_core.base import events as E
-from training_core.base.commands import SetFreeze, SetLearningRate, SetRatio
+from training_core.base.commands import SampleNow, SetFreeze, SetLearningRate, SetRatio, Stop
 from training_core.base.errors import UserError
+from training_core.rundir.samples import list_samples
 
-from .helpers import error_lines, main_cmd, run_all, write_file
+from .helpers import error_lines, main_cmd, run_all, start, tiny_gan, wait_for, write_file
+from .steering import Steer
 
 TIMEOUT = 300
 
@@ -76,6 +78,54 @@ def test_the_replays_end_in_the_same_weights_optimizer_state_and_random_state(re
     for other in (first, second):
         assert orig.keys() == other.keys()
         assert [k for k in orig if orig[k].tobytes() != other[k].tobytes()] == []
+
+
+@pytest.fixture(scope="module")
+def sampled(tmp_path_factory):
+    """A `--deterministic` headless run steered through commands.jsonl as the window writes it (a sample request,
+    an lr change, another sample request, stop; samples otherwise only at the end), and its `--replay`."""
+    tmp = tmp_path_factory.mktemp("sampled")
+    exp, orig, again = tiny_gan(tmp), tmp / "orig", tmp / "replay"
+    proc = start(main_cmd("--headless", "--experiment", str(exp), "--run-dir", str(orig), "--deterministic",
+                          "--sample-every", "0", "--quiet"))
+    asked = []
+
+    def sample() -> None:  # a request is answered by its drawing, no event (as the window sees it: runs/attach.py)
+        append_command(orig, SampleNow(), f"a{len(asked)}")
+        assert wait_for(lambda: len(list_samples(orig)) > len(asked), TIMEOUT), "no samples drawn"
+        asked.append(list_samples(orig)[-1][0])
+
+    try:
+        s = Steer(orig)
+        s.advance(20)
+        sample()
+        s.advance(20)
+        s.send(SetLearningRate(phase="G", value=4e-4), "l1")
+        s.advance(20)
+        sample()
+        s.advance(20)
+        s.send(Stop(), "s1")
+        proc.communicate(timeout=TIMEOUT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0
+    r = run_all({"replay": main_cmd("--headless", "--replay", str(orig), "--run-dir", str(again), "--quiet")},
+                timeout=TIMEOUT)["replay"]
+    assert r.returncode == 0, r.stderr
+    return orig, again, s.acks, asked
+
+
+def test_a_replay_of_a_run_steered_with_sample_requests_has_its_losses_and_its_samples(sampled):
+    orig, again, acks, asked = sampled
+    a, b = read_scalars(orig), read_scalars(again)
+    assert {"loss/D", "loss/G"} <= set(a) and a.keys() == b.keys()
+    for tag in a:
+        assert np.array_equal(a[tag].steps, b[tag].steps) and np.array_equal(a[tag].values, b[tag].values), tag
+    assert len(asked) == 2 and 0 < asked[0] < acks["l1"].step < asked[1] < acks["s1"].step
+    assert [s for s, _ in list_samples(again)] == [s for s, _ in list_samples(orig)] == [*asked, acks["s1"].step]
+    assert [(e.step, e.value) for e in read_events(again) if isinstance(e, E.LearningRate)] == [(acks["l1"].step, 4e-4)]
 
 
 # -- the plan, from a hand-written record ------------------------------------------------------------------
