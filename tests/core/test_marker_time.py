@@ -36,11 +36,11 @@ def _store() -> tuple[RunData, events.Leak]:
 
 def test_a_leak_found_at_report_time_is_drawn_at_its_steps_time_on_a_time_axis():
     store, _ = _store()
+    timed = FigureData.from_runs([("run", store)], FigureSpec(plots=["losses"], x_axis="time", markers=True))
+    assert [(m[1], m[0]) for m in timed.markers] == [("freeze", pytest.approx(2.6)), ("leak", pytest.approx(4.0))]
     freeze, leak = store.markers
     assert (freeze.late, leak.late) == (False, True)
     assert store.marker_time(freeze) == T0 + 2.6 and store.marker_time(leak) == pytest.approx(T0 + 4.0)
-    timed = FigureData.from_runs([("run", store)], FigureSpec(plots=["losses"], x_axis="time", markers=True))
-    assert [(m[1], m[0]) for m in timed.markers] == [("freeze", pytest.approx(2.6)), ("leak", pytest.approx(4.0))]
     assert store.step_time(21) is None  # after the last row: not known yet (the marker keeps its own time)
 
 
