@@ -19,7 +19,7 @@ from training_core.base.errors import UserError
 from training_core.rundir.samples import list_samples
 
 from .helpers import error_lines, main_cmd, run_all, start, tiny_gan, wait_for, write_file
-from .steering import Steer
+from .steering import Steer, killed_if_left
 
 TIMEOUT = 300
 
@@ -94,22 +94,16 @@ def sampled(tmp_path_factory):
         append_command(orig, SampleNow(), f"a{len(asked)}")
         assert wait_for(lambda: len(list_samples(orig)) > len(asked), TIMEOUT), "no samples drawn"
         asked.append(list_samples(orig)[-1][0])
+        assert wait_for(lambda: (s.poll(), s.data.last_step >= asked[-1] + 20)[1], TIMEOUT), "no rows after it"
 
-    try:
+    with killed_if_left(proc):
         s = Steer(orig)
         s.advance(20)
-        sample()
-        s.advance(20)
-        s.send(SetLearningRate(phase="G", value=4e-4), "l1")
-        s.advance(20)
-        sample()
+        for step in (sample, lambda: s.send(SetLearningRate(phase="G", value=4e-4), "l1"), sample):
+            step()
         s.advance(20)
         s.send(Stop(), "s1")
         proc.communicate(timeout=TIMEOUT)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
     assert proc.returncode == 0
     r = run_all({"replay": main_cmd("--headless", "--replay", str(orig), "--run-dir", str(again), "--quiet")},
                 timeout=TIMEOUT)["replay"]
@@ -150,7 +144,11 @@ def test_the_plan_keeps_only_the_changes_that_move_the_numbers(tmp_path):
         {"step": 9, "kind": "sample", "command": {"kind": "sample"}},
         {"step": 12, "kind": "stop", "reason": "stopped", "command": {"kind": "stop"}},
     ], steps=None, on_nan="pause")
+    (run / "samples").mkdir()
+    for step in (4, 12):  # drawn at step 4 (a request: no event) and at the end
+        (run / "samples" / f"step-{step:09d}.npz").write_bytes(b"")
     plan = plan_replay(run, "new")
+    assert plan.sample_steps == [4] and plan.config.sample_every == 0  # drawn again there; the end draws anyway
     assert plan.commands == [(0, SetLearningRate(phase="D", value=0.1)), (5, SetFreeze(scopes=("generator",))),
                              (9, SetRatio(policy={"ratio": [2, 1]}))]
     assert (plan.stop_step, plan.stopped_cleanly, plan.config.steps, plan.config.run_dir) == (12, True, 12, "new")
