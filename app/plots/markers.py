@@ -229,7 +229,7 @@ class MarkerLines:
                 self.clear()
                 return self.update(view)
             for m in markers[done:]:
-                x = float(m.step) if layer.t0 is None else m.time - layer.t0
+                x = float(m.step) if layer.t0 is None else layer.data.marker_time(m) - layer.t0
                 text = f"{layer.label}: {m.label}" if view.multi else m.label
                 for pm in self.plots:
                     pm.add(m, x, text)

@@ -98,3 +98,18 @@ def test_marker_labels_never_overprint_late_in_a_crowded_run(panel_of, qtbot):
     assert hidden  # crowded: some have no label of their own ...
     tips = " ".join(ln.label.toolTip() for ln in shown)
     assert all(f"step {ln.marker.step:,}: {ln.text}" in tips for ln in hidden)  # ... but are named
+
+
+def test_a_leak_found_at_report_time_is_drawn_at_its_steps_time_when_aligned_by_time(panel_of):
+    """A leak's event carries the time it was reported (here 30 s after its step 800 ran at 0.8 s): drawn at
+    that time, the line stood far right of the step it marks. It stands at its step's time now; a freeze, at
+    its own."""
+    store = RunData()
+    store.add_event(events.Start(time=1e9, phases=["D"]))
+    store.add_batch(MetricsBatch([block("D", np.arange(1, 2001), ("d/k",))]))  # step k at 1e9 + k/1000 s
+    store.add_event(events.Freeze(step=300, time=1e9 + 0.35, scopes=["d/k"]))
+    store.add_event(events.Leak(step=1900, time=1e9 + 30.0, at_step=800, variable="d/k", phase="D"))
+    panel = panel_of(store)
+    panel.runs.set_option(align="time")
+    panel.refresh()
+    assert [round(ln.value(), 6) for ln in panel.marker_lines("loss")] == [0.35, 0.8]

@@ -7,9 +7,10 @@ not happen: a pause is checked by a checkpoint request acknowledged at the pause
 from __future__ import annotations
 
 import subprocess
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from tests import zygote
 from training_core import Continue, Pause, SaveCheckpoint, SetFreeze, SetFreezeMethod, SetRatio, Stop, append_command
@@ -76,6 +77,17 @@ class Steer:
         """Wait until the losses are recorded `steps` steps past the last acknowledgement."""
         target = max((e.step for e in self.acks.values()), default=0) + steps
         assert wait_for(lambda: (self.poll(), self.data.last_step >= target)[1], TIMEOUT), f"no rows up to {target}"
+
+
+@contextmanager
+def killed_if_left(proc: subprocess.Popen) -> Iterator[subprocess.Popen]:
+    """`proc` killed on the way out if it still runs (a failed wait), so that no run trains on behind the tests."""
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
 
 
 def steer_a_run(tmp: Path) -> SteeredRun:

@@ -235,3 +235,18 @@ def test_a_wrong_loss_key_is_one_line_naming_it_the_logs_keys_and_the_fix(tmp_pa
                                                                losses={"discriminator": "d_loss"})])
     sc = read_scalars(tmp_path / "b")
     assert sc["loss/discriminator"].steps.tolist() == sc["loss/generator"].steps.tolist() == list(range(1, 17))
+
+
+def test_losses_giving_every_sub_models_key_leaves_nothing_to_guess(tmp_path, monkeypatch):
+    """`losses=` naming every sub-model's key used to be guessed at all the same, and the guess thrown away."""
+    from training_core.monitor import keras_callback
+
+    def guess(names, keys, given, what):
+        assert what != "loss", "the loss keys were guessed although losses= gave them all"
+        return real(names, keys, given, what)
+    real = keras_callback.match
+    monkeypatch.setattr(keras_callback, "match", guess)
+    make_gan().fit(dataset(2), epochs=1, verbose=0, callbacks=[Monitor(tmp_path / "run", quiet=True, losses={
+        "discriminator": "g_loss", "generator": "d_loss"})])  # the reverse of the guess: the given keys are used
+    sc = read_scalars(tmp_path / "run")
+    assert sc["loss/discriminator"].steps.tolist() == sc["loss/generator"].steps.tolist() == [1, 2]

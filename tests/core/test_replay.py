@@ -12,12 +12,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from training_core import RunConfig, plan_replay, read_events, read_scalars
+from training_core import RunConfig, append_command, plan_replay, read_events, read_scalars
 from training_core.base import events as E
-from training_core.base.commands import SetFreeze, SetLearningRate, SetRatio
+from training_core.base.commands import SampleNow, SetFreeze, SetLearningRate, SetRatio, Stop
 from training_core.base.errors import UserError
+from training_core.rundir.samples import list_samples
 
-from .helpers import error_lines, main_cmd, run_all, write_file
+from .helpers import error_lines, main_cmd, run_all, start, tiny_gan, wait_for, write_file
+from .steering import Steer, killed_if_left
 
 TIMEOUT = 300
 
@@ -78,6 +80,48 @@ def test_the_replays_end_in_the_same_weights_optimizer_state_and_random_state(re
         assert [k for k in orig if orig[k].tobytes() != other[k].tobytes()] == []
 
 
+@pytest.fixture(scope="module")
+def sampled(tmp_path_factory):
+    """A `--deterministic` headless run steered through commands.jsonl as the window writes it (a sample request,
+    an lr change, another sample request, stop; samples otherwise only at the end), and its `--replay`."""
+    tmp = tmp_path_factory.mktemp("sampled")
+    exp, orig, again = tiny_gan(tmp), tmp / "orig", tmp / "replay"
+    proc = start(main_cmd("--headless", "--experiment", str(exp), "--run-dir", str(orig), "--deterministic",
+                          "--sample-every", "0", "--quiet"))
+    asked = []
+
+    def sample() -> None:  # a request is answered by its drawing, no event (as the window sees it: runs/attach.py)
+        append_command(orig, SampleNow(), f"a{len(asked)}")
+        assert wait_for(lambda: len(list_samples(orig)) > len(asked), TIMEOUT), "no samples drawn"
+        asked.append(list_samples(orig)[-1][0])
+        assert wait_for(lambda: (s.poll(), s.data.last_step >= asked[-1] + 20)[1], TIMEOUT), "no rows after it"
+
+    with killed_if_left(proc):
+        s = Steer(orig)
+        s.advance(20)
+        for step in (sample, lambda: s.send(SetLearningRate(phase="G", value=4e-4), "l1"), sample):
+            step()
+        s.advance(20)
+        s.send(Stop(), "s1")
+        proc.communicate(timeout=TIMEOUT)
+    assert proc.returncode == 0
+    r = run_all({"replay": main_cmd("--headless", "--replay", str(orig), "--run-dir", str(again), "--quiet")},
+                timeout=TIMEOUT)["replay"]
+    assert r.returncode == 0, r.stderr
+    return orig, again, s.acks, asked
+
+
+def test_a_replay_of_a_run_steered_with_sample_requests_has_its_losses_and_its_samples(sampled):
+    orig, again, acks, asked = sampled
+    a, b = read_scalars(orig), read_scalars(again)
+    assert {"loss/D", "loss/G"} <= set(a) and a.keys() == b.keys()
+    for tag in a:
+        assert np.array_equal(a[tag].steps, b[tag].steps) and np.array_equal(a[tag].values, b[tag].values), tag
+    assert len(asked) == 2 and 0 < asked[0] < acks["l1"].step < asked[1] < acks["s1"].step
+    assert [s for s, _ in list_samples(again)] == [s for s, _ in list_samples(orig)] == [*asked, acks["s1"].step]
+    assert [(e.step, e.value) for e in read_events(again) if isinstance(e, E.LearningRate)] == [(acks["l1"].step, 4e-4)]
+
+
 # -- the plan, from a hand-written record ------------------------------------------------------------------
 def _record(tmp: Path, events: list[dict], **config) -> Path:
     RunConfig(example="ring", **config).write_toml(tmp / "config.toml")
@@ -100,7 +144,11 @@ def test_the_plan_keeps_only_the_changes_that_move_the_numbers(tmp_path):
         {"step": 9, "kind": "sample", "command": {"kind": "sample"}},
         {"step": 12, "kind": "stop", "reason": "stopped", "command": {"kind": "stop"}},
     ], steps=None, on_nan="pause")
+    (run / "samples").mkdir()
+    for step in (4, 12):  # drawn at step 4 (a request: no event) and at the end
+        (run / "samples" / f"step-{step:09d}.npz").write_bytes(b"")
     plan = plan_replay(run, "new")
+    assert plan.sample_steps == [4] and plan.config.sample_every == 0  # drawn again there; the end draws anyway
     assert plan.commands == [(0, SetLearningRate(phase="D", value=0.1)), (5, SetFreeze(scopes=("generator",))),
                              (9, SetRatio(policy={"ratio": [2, 1]}))]
     assert (plan.stop_step, plan.stopped_cleanly, plan.config.steps, plan.config.run_dir) == (12, True, 12, "new")

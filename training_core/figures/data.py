@@ -160,7 +160,7 @@ class _Clock:
     def marker_x(self, store: "RunData", m) -> float:
         if self._counted:
             return float(self._count(store, np.asarray([m.step]))[0])
-        return float(m.step) if self.axis != "time" else (m.time - self.t0[id(store)]) / self.scale
+        return float(m.step) if self.axis != "time" else (store.marker_time(m) - self.t0[id(store)]) / self.scale
 
 
 def _wall_span(store: "RunData", t0: float) -> float:

@@ -262,16 +262,17 @@ class Monitor(keras.callbacks.Callback):
             self.model.stop_training = True
 
     def _loss_keys(self, logs: dict) -> dict[str, str]:
-        """Each phase's loss key in `logs` (`losses=` first, the names' guess for the rest); a key `logs` lacks
-        is one line naming it, the keys `logs` has and the `losses=` to pass, and the record is closed with it."""
+        """Each phase's loss key in `logs` (`losses=` first, the names' guess for the rest: none when `losses=`
+        gives them all, whose keys the guess could only be thrown away for); a key `logs` lacks is one line naming
+        it, the keys `logs` has and the `losses=` to pass, and the record is closed with it."""
         names = list(self.core.prepared.phase_names)
         candidates = [k for k in logs if "loss" in k.lower()] or list(logs)
-        guessed = match(names, candidates, None, "loss")
         given = dict(self._losses or {})
+        unknown = {n: k for n, k in given.items() if k not in logs}
+        guessed = {} if all(n in given for n in names) and not unknown else match(names, candidates, None, "loss")
         keys = {**{n: k for n, k in guessed.items() if n not in given}, **given}
         missing = [n for n in names if n not in keys]
-        unknown = {n: k for n, k in given.items() if k not in logs}
-        if unknown:
+        if unknown:  # (the guess is what its fix suggests)
             fix = {n: (guessed.get(n) or next(iter(difflib.get_close_matches(k, list(logs), 1)), None) or "...")
                    for n, k in given.items()}
             message = (f"Monitor: losses={given!r} names {', '.join(repr(k) for k in unknown.values())}, which "

@@ -6,8 +6,14 @@ Why it works: a run's starting state is all in `config.toml`, and every later ch
 and the step count when it was applied. A command logged at step N was applied after step N, so the
 `Replayer` sends it from `on_step_end` after step N of the replay (or from `on_run_begin` for N = 0),
 and the trainer applies it at the same boundary. Only the changes that move the numbers are replayed:
-`freeze`, `ratio`, `lr` and `method`. Pauses, continues, single steps, sample and checkpoint requests
-change no number, and a `rejected` command changed nothing; a replay runs straight through.
+`freeze`, `ratio`, `lr` and `method`. Pauses, continues, single steps and checkpoint requests change no
+number, and a `rejected` command changed nothing; a replay runs straight through.
+
+Samples change no number either, but they are what a user looked at: the replay draws them at every step
+the original drew them (its `samples/` files, whoever asked: a sample request, a watching window, the
+timer), and its own timer is off (`sample_every = 0`), so the replay's samples are at the original's steps.
+A sample request is no event in `events.jsonl` (a watching window asks every 2 s), so the files are
+the record of them.
 
 A planned change (`config.planned`, base/planned.py) is in the configuration the replay runs, which sends
 it again at its step: its event (id `planned-K`) is not replayed as well, or it would apply twice.
@@ -37,6 +43,7 @@ from training_core.base.errors import UserError
 from training_core.base.planned import is_planned_id
 from training_core.rundir.layout import CONFIG_FILE
 from training_core.rundir.reading import read_events, read_scalars
+from training_core.rundir.samples import list_samples
 
 #: control events whose command changes the numbers a run computes
 REPLAYED = (E.Freeze, E.Ratio, E.LearningRate, E.Method)
@@ -50,6 +57,7 @@ class ReplayPlan:
     stop_step: int = 0
     stopped_cleanly: bool = True  # False: the original has no `stop` event (killed); stop_step is its last step
     phases: list[str] = field(default_factory=list)  # the original's, as its `start` event names them
+    sample_steps: list[int] = field(default_factory=list)  # where the original drew samples, before its end
 
 
 def plan_replay(run_dir: str | Path, new_run_dir: str | None = None, deterministic: bool = False,
@@ -99,8 +107,10 @@ def plan_replay(run_dir: str | Path, new_run_dir: str | None = None, determinist
     cfg.run_dir = new_run_dir
     cfg.steps = stop_step
     cfg.on_nan = "continue"
+    cfg.sample_every = 0.0  # the replay draws at the original's steps (and at its end), not by the clock
     cfg.deterministic = cfg.deterministic or deterministic
-    return ReplayPlan(src, cfg.validate(), commands, stop_step, bool(stops), list(start.phases))
+    sample_steps = [step for step, _ in list_samples(src) if step < stop_step]  # the end draws anyway
+    return ReplayPlan(src, cfg.validate(), commands, stop_step, bool(stops), list(start.phases), sample_steps)
 
 
 #: each kind of monitored run: the code that trains it, and the call that replays it

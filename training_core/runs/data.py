@@ -59,6 +59,13 @@ class Marker:
     kind: str
     label: str
     time: float = 0.0  # when it happened (seconds since the epoch): figures aligned by wall time
+    #: found after its step (a leak, a NaN: reported once the step's numbers were fetched, `at_step` earlier),
+    #: so `time` is the report's; `RunData.marker_time` places it at its step's time instead
+    late: bool = False
+
+    @classmethod
+    def of(cls, event: E.Event, label: str) -> "Marker":
+        return cls(event.marker_step, event.kind, label, event.time, event.marker_step != event.step)
 
 
 def _nonfinite(value: str) -> str:
@@ -214,7 +221,7 @@ class RunData:
             self.stop = event
         label = marker_label(event)
         if label is not None:
-            self.markers.append(Marker(event.marker_step, event.kind, label, event.time))
+            self.markers.append(Marker.of(event, label))
         self.version += 1
 
     def cut_back(self, step: int, through: E.Event | None = None) -> None:
@@ -231,7 +238,7 @@ class RunData:
             keep = checkpoint_cut(((e.step, e.kind, i + 1) for i, e in reversed(list(enumerate(self.events)))),
                                   step) or 0
         self.events = self.events[:keep]
-        self.markers = [Marker(e.marker_step, e.kind, label) for e in self.events
+        self.markers = [Marker.of(e, label) for e in self.events
                         if (label := marker_label(e)) is not None]
         if self.stop is not None and self.stop not in self.events:
             self.stop = None
@@ -336,6 +343,22 @@ class RunData:
         firsts += [pv.wall.view()[:1] for pv in self._phases.values()]
         firsts = [float(f[0]) for f in firsts if len(f)]
         return min(firsts) if firsts else 0.0
+
+    def step_time(self, step: int) -> float | None:
+        """When `step` ran (seconds since the epoch), interpolated from the loss rows' (step, time); None after
+        the last row (or with none)."""
+        rows = [self._scalars[t].arrays()[:2] for t in self._scalars if t.startswith("loss/")]
+        steps = np.concatenate([r[0] for r in rows]) if rows else np.zeros(0)
+        if not len(steps) or step > steps.max():
+            return None
+        order = np.argsort(steps, kind="stable")
+        return float(np.interp(step, steps[order], np.concatenate([r[1] for r in rows])[order]))
+
+    def marker_time(self, m: Marker) -> float:
+        """Where `m` goes on a wall-time axis: its step's time for a marker found after its step (a leak found
+        at report time would otherwise sit seconds to the right of its step), else its own time."""
+        t = self.step_time(m.step) if m.late else None
+        return m.time if t is None else t
 
     def tags(self) -> list[str]:
         out = list(self._scalars)
