@@ -63,3 +63,19 @@ def test_a_row_is_frozen_as_the_flags_read_at_its_step_not_when_the_batch_is_rea
     assert not any(f for s, f in frozen.items() if s < 295) and all(f for s, f in frozen.items() if s >= 295)
     log.add(0, 300, 0.5)
     assert log.batch(Status(step=300)).blocks[0].frozen.tolist() == [[True]]
+
+
+def test_a_batch_on_the_host_reads_its_tensors_without_an_eager_op(monkeypatch):
+    """The flush is on the user's step path: an eager `tf.stack` of the norms cost ~0.65 ms a batch where
+    reading each tensor costs microseconds (bench/PERFORMANCE.md, 2026-12-02 ringcost). On the host no stack
+    runs, and the numbers are the same: float64 rows, losses of shape () and (1,) alike."""
+    def no_stack(*args, **kwargs):
+        raise AssertionError("tf.stack ran in a host batch")
+    log = StepLog(["D"], [("d/k", "d/b")], [[0, 1]])
+    for step in (1, 2, 3):
+        log.add(0, step, tf.constant([0.5]) if step == 3 else tf.constant(float(step)), wall=100.0 + step)
+    log.measure(2, tf.constant([4.0, 0.0, 16.0, 1.0]))
+    monkeypatch.setattr(tf, "stack", no_stack)
+    d, = log.batch(Status(step=3)).blocks
+    assert d.loss.tolist() == [1.0, 2.0, 0.5] and d.update_norm[1].tolist() == [2.0, 0.0]
+    assert d.update_ratio[1].tolist() == [0.5, 0.0] and d.record.tolist() == [False, True, False]

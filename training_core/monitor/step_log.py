@@ -8,9 +8,9 @@ This module joins the two by step, per phase, into the same packed rows (`PhaseB
 
 Cost: `add_step` appends a tuple a phase (~1 µs warm; right after the user's step, with the CPU's caches full
 of TensorFlow's work, each Python call costs several times its warm time, so the per-step path makes few); the
-host reads the device only in `batch()`: one `tf.stack` of the
-losses that were tensors and one of the measured norms, every `fetch_every` steps or `fetch_seconds`, as the
-trainer does. Gradient norms are not measured (the user's code owns its gradients): the column reads 0.
+host reads the device only in `batch()`, every `fetch_every` steps or `fetch_seconds`, as the trainer does:
+on the host each loss that was a tensor and each measured norm vector read on its own (no eager op: `_host`),
+on a GPU one `tf.stack` of each, one copy. Gradient norms are not measured (the user's code owns its gradients): the column reads 0.
 """
 from __future__ import annotations
 
@@ -150,23 +150,39 @@ class StepLog:
 
 
 def _host(values: list[Any]) -> list[float]:
-    """Numbers as floats, tensors read in one `tf.stack` (one device sync for the batch)."""
+    """Numbers as floats; tensors on the host read one by one with `float()` (on a GPU, one `tf.stack`: one
+    copy for the batch). Why not a stack on the host: an eager `tf.stack` is an op dispatch of its own, ~0.65 ms
+    for a batch on this project's CPU, where `float()` of a host scalar is a few microseconds (and cheaper than
+    `np.asarray(v).reshape(())`, measured in the ringcost session, bench/PERFORMANCE.md 2026-12-02)."""
     tensors = [k for k, v in enumerate(values) if not isinstance(v, float)]
     out = [v if isinstance(v, float) else 0.0 for v in values]
     if tensors:
         import tensorflow as tf
         items = [values[k] for k in tensors]
-        on_host = "CPU" in str(getattr(items[0], "device", "CPU"))
-        try:  # on a GPU, one copy for the batch; on the host, reading each costs less than a stack of hundreds
-            got = (np.array([np.asarray(v).reshape(()) for v in items], dtype=np.float64) if on_host else
-                   np.asarray(tf.stack(items), dtype=np.float64).reshape(len(items)))
+        try:
+            got = ([float(v) if type(v) is _EAGER and v._shape_tuple() == () else _one(v) for v in items]
+                   if _on_host(items[0]) else
+                   np.asarray(tf.stack(items), dtype=np.float64).reshape(len(items)).tolist())
         except (TypeError, ValueError, tf.errors.InvalidArgumentError):  # mixed dtypes or shapes (), (1,)
-            got = np.array([float(np.asarray(v).reshape(())) for v in items])
-        for k, v in zip(tensors, got.tolist()):
+            got = [_one(v) for v in items]
+        for k, v in zip(tensors, got):
             out[k] = v
     return out
 
 
+def _one(value: Any) -> float:
+    """One number of any kind `check_scalar` lets through (a tensor or array of shape (1,) too)."""
+    return float(np.asarray(value).reshape(()))
+
+
+def _on_host(tensor: Any) -> bool:
+    return "CPU" in str(getattr(tensor, "device", "CPU"))
+
+
 def _host_rows(tensors: list[Any]) -> list[np.ndarray]:
+    """The meter's norm vectors as float64 arrays: on the host each read with `.numpy()` (an eager `tf.stack`
+    of them cost ~0.65 ms a batch, the flush's largest cost; see `_host`), on a GPU one stack, one copy."""
+    if _on_host(tensors[0]):
+        return [np.asarray(t.numpy(), dtype=np.float64) for t in tensors]
     import tensorflow as tf
     return list(tf.stack(tensors).numpy().astype(np.float64))
