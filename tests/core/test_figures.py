@@ -227,7 +227,7 @@ def test_a_marker_of_some_groups_is_named_by_the_words_only_they_share():
     key = (1500, "freeze", "freeze: d")
     per = [{}, {key: (1500.0, None)}, {}, {key: (1500.0, None)}]
     (line,) = figure_markers(per, names)
-    assert line.label == "freeze=d@1500: freeze: d"
+    assert line.label == "freeze=d@1500"  # their word says the freeze itself: not "freeze=d@1500: freeze: d"
     per[2] = {key: (1500.0, None)}  # three owners with no word of their own: listed
     (line,) = figure_markers(per, names)
     assert line.label.startswith("ratio=1:1 freeze=d@1500, ratio=3:1 freeze=none, ")
