@@ -16,7 +16,6 @@ from training_core.figures import DASHES, minmax_decimate
 from .legend import make_pen
 
 LONE_POINT_PT = 1.5  # a point with no neighbour to join is drawn as a dash this long, so a 2-step run shows
-BAND_ALPHA = 0.22  # a band's fill over the page: the mean line stays the darkest thing, bands overlap visibly
 
 
 def decimated(panel, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -89,8 +88,17 @@ def layers(panel) -> list[list[tuple]]:
 
 def band_colour(panel, colour: int) -> QColor:
     c = QColor(panel.theme.colour(colour))
-    c.setAlphaF(BAND_ALPHA)
+    c.setAlphaF(panel.theme.band_alpha)
     return c
+
+
+def band_edges(panel, c) -> list[np.ndarray]:
+    """A band's upper and lower edges (axis units) as lines to stroke; the lower one not where a log axis cuts
+    it at its bottom (`band_low`): that is the axis, not the band's edge."""
+    low = band_low(panel, c)
+    if panel.plot.log_y:
+        low = np.where(low > panel.yr[0], low, np.nan)
+    return [panel.ty(c.high), low]
 
 
 def band_low(panel, c) -> np.ndarray:
@@ -112,6 +120,14 @@ def draw_curves(panel, p: QPainter) -> None:
                 p.setBrush(band_colour(panel, c.colour))
                 p.drawPath(path)
     p.setBrush(Qt.BrushStyle.NoBrush)
+    th = panel.theme
+    for c in panel.plot.curves:  # each band's edges over every fill, so overlapping bands keep their extents
+        if c.is_band and len(c.steps):
+            p.setPen(make_pen(th.tint(th.colour(c.colour), th.band_edge_alpha), th.band_edge_width))
+            for edge in band_edges(panel, c):
+                path = line_path(panel, c.x, np.where(np.isfinite(c.low) & np.isfinite(c.high), edge, np.nan))
+                if not path.isEmpty():
+                    p.drawPath(path)
     for layer in layers(panel):
         for pen, x, y in layer:
             path = line_path(panel, x, y)

@@ -113,15 +113,18 @@ class Legend:
                             QColor(theme.foreground), va="center")
 
 
-BAND_ALPHA = 0.22  # as the bands' fill (curves.py)
-
-
 def draw_sample(p: QPainter, theme: Theme, e: LegendEntry, x: float, y: float, length: float, height: float) -> None:
-    """An entry's line sample at (x, y) to x + length; a group of seeds gets its band behind the line."""
+    """An entry's line sample at (x, y) to x + length; a group of seeds gets its band behind the line, filled and
+    edged as the plot's bands (curves.py, with the theme's `band_*`)."""
     if e.band:
-        fill = QColor(colour_of(theme, e.colour))
-        fill.setAlphaF(BAND_ALPHA)
-        p.fillRect(QRectF(x, y - 0.3 * height, length, 0.6 * height), fill)
+        colour = colour_of(theme, e.colour)
+        fill = QColor(colour)
+        fill.setAlphaF(theme.band_alpha)
+        half = 0.3 * height
+        p.fillRect(QRectF(x, y - half, length, 2 * half), fill)
+        p.setPen(make_pen(theme.tint(colour, theme.band_edge_alpha), theme.band_edge_width))
+        for edge in (y - half, y + half):
+            p.drawLine(QLineF(x, edge, x + length, edge))
     p.setPen(entry_pen(theme, e))
     p.drawLine(QLineF(x, y, x + length, y))
 

@@ -51,6 +51,11 @@ class Theme:
     raw_alpha: float = 0.3
     marker_width: float = 0.6
     legend_frame_width: float = 0.4
+    # a group of seeds' band: a translucent fill (the mean line stays the darkest thing, bands overlap visibly)
+    # edged by a thin line of its colour, so where two settings' bands overlap each one's extent still shows
+    band_alpha: float = 0.22
+    band_edge_width: float = 0.4
+    band_edge_alpha: float = 0.65  # the edge as an opaque tint (a translucent pen: see `tint`)
 
     def colour(self, i: int) -> QColor:
         return QColor(self.palette[i % len(self.palette)])

@@ -88,3 +88,25 @@ def test_bands_from_the_command_line_named_per_group(seeds, tmp_path):
     assert all(float(r[6]) <= float(r[4]) <= float(r[7]) for r in rows if r[2] == "loss/D")
     r = export(*map(str, dirs), "--bands", "sd", "--labels", "a,b,c", "--out", str(tmp_path / "x.pdf"))
     assert r.returncode == 2 and "5 run(s) in 2 group(s)" in r.stderr and r.stderr.count("\n") == 1
+
+
+def test_each_band_is_edged_in_its_colour_as_its_legend_sample(qapp, seeds):
+    """Two settings' bands overlapping were one brownish fill: each band's upper and lower edges are a thin
+    stroke in a tint of its colour, drawn over the fills, and the legend's sample is the same band (fill
+    opacity and edges: one source, the theme's)."""
+    _, runs = seeds
+    fig = Figure(runs, FigureSpec(plots=["losses"], smoothing=0.0, bands="minmax", width_in=7.16, height_in=3.0))
+    _, shapes = svg.read(svg_bytes(fig))
+    [panel] = fig.layout()
+    th = fig.theme
+    for g in range(2):
+        edge = th.tint(th.colour(g), th.band_edge_alpha).name()
+        strokes = [s for s in shapes if s.stroke == edge and abs(s.width - th.band_edge_width) < 1e-6]
+        curve = next(c for c in fig.data.plots[0].curves if c.tag == "loss/D" and c.run == fig.data.runs[g])
+        for side in (curve.high, curve.low):
+            assert any(len(s.points) > 10 and abs(min(s.ys) - float(np.min(panel.Y(side)))) < 0.05 and
+                       abs(max(s.ys) - float(np.max(panel.Y(side)))) < 0.05 for s in strokes), g
+        samples = [s for s in strokes if svg.horizontal(s) and abs(s.xs[1] - s.xs[0] - fig.legend.sample) < 0.01]
+        assert len(samples) == 2, g  # the legend's band: its two edges
+        fills = {s.fill_opacity for s in shapes if s.fill == th.colour(g).name() and s.fill_opacity < 1}
+        assert fills and all(abs(f - th.band_alpha) < 0.01 for f in fills), fills

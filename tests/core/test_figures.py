@@ -203,8 +203,8 @@ def test_markers_by_kind_and_axis_label_keys_name_what_works():
 
 
 def test_an_event_every_run_has_is_one_plain_label():
-    both = {(100, "freeze", "freeze: g"): (100.0, False)}
-    one = {(200, "lr", "lr D=1e-05"): (200.0, False)}
+    both = {(100, "freeze", "freeze: g"): (100.0, None)}
+    one = {(200, "lr", "lr D=1e-05"): (200.0, None)}
     lines = figure_markers([{**both, **one}, dict(both)], ["1:1", "3:1"])
     assert lines == [MarkerLine(100.0, "freeze", "freeze: g"), MarkerLine(200.0, "lr", "1:1: lr D=1e-05")]
 
@@ -225,10 +225,10 @@ def test_a_marker_of_some_groups_is_named_by_the_words_only_they_share():
     from training_core.figures.markers import figure_markers
     names = ["ratio=1:1 freeze=none", "ratio=1:1 freeze=d@1500", "ratio=3:1 freeze=none", "ratio=3:1 freeze=d@1500"]
     key = (1500, "freeze", "freeze: d")
-    per = [{}, {key: (1500.0, False)}, {}, {key: (1500.0, False)}]
+    per = [{}, {key: (1500.0, None)}, {}, {key: (1500.0, None)}]
     (line,) = figure_markers(per, names)
-    assert line.label == "freeze=d@1500: freeze: d"
-    per[2] = {key: (1500.0, False)}  # three owners with no word of their own: listed
+    assert line.label == "freeze=d@1500"  # their word says the freeze itself: not "freeze=d@1500: freeze: d"
+    per[2] = {key: (1500.0, None)}  # three owners with no word of their own: listed
     (line,) = figure_markers(per, names)
     assert line.label.startswith("ratio=1:1 freeze=d@1500, ratio=3:1 freeze=none, ")
 

@@ -330,6 +330,13 @@ def _updates_one(run: tuple[str, "RunData"], paths: list[str], spec: FigureSpec,
     styles = variable_styles(live, N_COLOURS, len(DASHES))
     per_variable = len({split_path(p)[0] for p in live}) == len(live)
     leaves = leaves_of(live)
+    # a layer drawn in one colour with each leaf's own dash is named once (its leaves by the dash legend); one
+    # whose looks had to differ (more layers than colours) names each of its variables with its own look
+    looks: dict[str, set] = {}
+    for p in live:
+        parent, leaf = split_path(p)
+        looks.setdefault(parent, set()).add((styles[p][0], styles[p][1] == leaves.index(leaf)))
+    regular = {parent for parent, seen in looks.items() if len(seen) == 1 and next(iter(seen))[1]}
     curves, items = [], {}
     for p in paths:
         parent, _ = split_path(p)
@@ -342,8 +349,8 @@ def _updates_one(run: tuple[str, "RunData"], paths: list[str], spec: FigureSpec,
             curves.append(_curve(f"{kind}/{p}", series, spec.smoothing, 0, 0, frozen[p], label, x))
             continue
         colour, dash = styles[p]
-        unit = p if per_variable else parent
-        unit_dash = DASHES[dash] if per_variable or dash >= len(leaves) else None
+        unit = parent if parent in regular and not per_variable else p
+        unit_dash = DASHES[dash] if unit == p else None
         items.setdefault(unit, (unit, colour, unit_dash, False))
         curves.append(_curve(f"{kind}/{p}", series, spec.smoothing, colour, dash, frozen[p], label, x))
     legend = _tree(list(items.values()))

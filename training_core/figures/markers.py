@@ -61,14 +61,16 @@ class Flag:
 
 
 Key = tuple[int, str, str]  # (step, kind, label): the same event in two runs
+Share = tuple[int, int] | None  # (how many of an entity's seeds have a marker, how many it has); None: every one
 
 
 def entity_markers(members: Sequence[tuple[str, "RunData"]], x_of: Callable[["RunData", Any], float],
-                   kinds: Sequence[str]) -> dict[Key, tuple[float, bool]]:
+                   kinds: Sequence[str]) -> dict[Key, tuple[float, Share]]:
     """The markers of the chosen kinds of an entity (one run, or a group of seeds given as its member runs),
-    each once, as key -> (x, named): an event every member has at the same step is the entity's own (at the
-    members' mean x, which differs on a time axis); one only some members have is named after its run
-    ("seed-2: pause"), and `named` says so."""
+    each once, as key -> (x, share) at the mean x of the members that have it (which differs on a time axis):
+    an event every member has at the same step is the entity's own (share None); one only some have says how
+    many (1 of 2 seeds resumed from a checkpoint: (1, 2)), and `figure_markers` names the group with that count.
+    It named the one seed's run instead ("…-seed=1: resumed"), a run the figure draws nowhere."""
     per = []
     for _, store in members:
         marks: dict[Key, float] = {}
@@ -76,28 +78,46 @@ def entity_markers(members: Sequence[tuple[str, "RunData"]], x_of: Callable[["Ru
             if m.kind in kinds:
                 marks.setdefault((int(m.step), m.kind, m.label), x_of(store, m))
         per.append(marks)
-    common = set(per[0]).intersection(*per[1:]) if per else set()
-    out = {k: (float(np.mean([p[k] for p in per])), False) for k in (per[0] if per else {}) if k in common}
-    for (label, _), marks in zip(members, per):
-        for (step, kind, text), x in marks.items():
-            if (step, kind, text) not in common:
-                out.setdefault((step, kind, f"{label}: {text}"), (x, True))
-    return out
+    have: dict[Key, list[float]] = {}
+    for marks in per:
+        for k, x in marks.items():
+            have.setdefault(k, []).append(x)
+    return {k: (float(np.mean(xs)), None if len(xs) == len(per) else (len(xs), len(per))) for k, xs in have.items()}
 
 
-def figure_markers(per_entity: Sequence[dict[Key, tuple[float, bool]]], names: Sequence[str]) -> list[MarkerLine]:
-    """One line per event: unprefixed when every entity has it, else prefixed by the names of the entities
-    that do ("1:1, 3:1: ratio 2:1"), unless it names its run already."""
-    owners: dict[Key, list[tuple[str, float, bool]]] = {}
+def figure_markers(per_entity: Sequence[dict[Key, tuple[float, Share]]], names: Sequence[str]) -> list[MarkerLine]:
+    """One line per event: unprefixed when every entity has it (every seed of each), else prefixed by the names
+    of the entities that do ("1:1, 3:1: ratio 2:1"), a group that has it in only some of its seeds with their
+    count ("ratio=1:1 (1 of 2 seeds): resumed"; in a figure of one group the count alone)."""
+    owners: dict[Key, list[tuple[str, float, Share]]] = {}
     for name, marks in zip(names, per_entity):
-        for key, (x, named) in marks.items():
-            owners.setdefault(key, []).append((name, x, named))
+        for key, (x, share) in marks.items():
+            owners.setdefault(key, []).append((name, x, share))
     out = []
-    for (_, kind, label), who in owners.items():
-        plain = len(names) <= 1 or len(who) == len(names) or all(named for _, _, named in who)
-        text = label if plain else f"{_owners_text([n for n, _, _ in who], names)}: {label}"
+    for (step, kind, label), who in owners.items():
+        whole = [n for n, _, share in who if share is None]
+        part = [(n, share) for n, _, share in who if share is not None]
+        if not part and (len(names) <= 1 or len(who) == len(names)):
+            text = label
+        elif not part and _names_the_event(_owners_text(whole, names), step, kind, label):
+            text = _owners_text(whole, names)  # "freeze=d@150", not "freeze=d@150: freeze: d"
+        else:
+            named = [_owners_text(whole, names)] if whole else []
+            named += [f"({k} of {of} seeds)" if len(names) <= 1 else f"{n} ({k} of {of} seeds)" for n, (k, of) in part]
+            text = f"{', '.join(named)}: {label}"
         out.append(MarkerLine(float(np.mean([x for _, x, _ in who])), kind, text))
     return sorted(out)
+
+
+def _names_the_event(owners: str, step: int, kind: str, label: str) -> bool:
+    """Whether the owners' shared words are this very event: a sweep's planned freeze `freeze=SCOPES@STEP`,
+    its scopes and step those of the marker. The label then said it twice ("freeze=discriminator/dense_1@150:
+    freeze: discriminator/dense_1", wrapped onto two rows of a narrow panel)."""
+    axis, _, value = owners.partition("=")
+    scopes, at, when = value.rpartition("@")
+    if " " in owners or axis != kind or kind != "freeze" or not at or when != str(step):
+        return False
+    return set(scopes.split("+")) == set(label.partition(": ")[2].split(", "))
 
 
 def _owners_text(owners: Sequence[str], names: Sequence[str]) -> str:

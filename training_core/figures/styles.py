@@ -27,20 +27,57 @@ def split_path(path: str) -> tuple[str, str]:
 
 
 def variable_styles(paths: Sequence[str], n_colours: int, n_dashes: int) -> dict[str, tuple[int, int]]:
-    """path -> (colour index, dash index), distinct for up to `n_colours * n_dashes` variables laid out
-    as layers of the same leaves (the usual case), and for any `n_colours * n_dashes` one-variable scopes."""
+    """path -> (colour index, dash index), distinct for up to `n_colours * n_dashes` variables, whatever the
+    shape of their layers; past that a look repeats only once every look is taken, and no layer repeats an
+    earlier layer's looks.
+
+    A layer keeps one colour and each leaf its own dash (the leaf's index, which the legend names) while that
+    colour has the dashes free; a layer with no colour left that has room for all its leaves takes free looks
+    one variable at a time. Why not a formula of (layer, leaf): the dash shifted by whole sets of leaves
+    repeated a look as soon as the leaves do not divide the dashes (4 leaves of 4 dashes: layer 9 drew as
+    layer 1, 3 leaves: layer 8's kernel as layer 0's bias)."""
     paths = list(dict.fromkeys(paths))
     parents = list(dict.fromkeys(split_path(p)[0] for p in paths))
     if len(parents) == len(paths):  # one variable per scope: colour each, then change the style
         return {p: (i % n_colours, (i // n_colours) % n_dashes) for i, p in enumerate(paths)}
-    leaves = list(dict.fromkeys(split_path(p)[1] for p in paths))
-    out = {}
+    leaves = {leaf: j for j, leaf in enumerate(dict.fromkeys(split_path(p)[1] for p in paths))}
+    members: dict[str, list[str]] = {}
     for p in paths:
-        parent, leaf = split_path(p)
-        i, j = parents.index(parent), leaves.index(leaf)
-        # layers beyond the colours move on by a whole set of leaf styles, so they do not repeat a look
-        out[p] = (i % n_colours, (j + (i // n_colours) * len(leaves)) % n_dashes)
+        members.setdefault(split_path(p)[0], []).append(p)
+    used: set[tuple[int, int]] = set()
+    cycle = 0  # how many times every look has been taken (more variables than looks)
+    out: dict[str, tuple[int, int]] = {}
+    for i, parent in enumerate(parents):
+        js = [leaves[split_path(p)[1]] for p in members[parent]]
+        looks = _one_colour(i % n_colours, js, used, n_colours, n_dashes) if cycle == 0 else None
+        if looks is None:
+            looks = []
+            for j in js:
+                if len(used) == n_colours * n_dashes:  # every look taken: a new cycle of them
+                    used.clear()
+                    cycle += 1
+                # past the first cycle a layer's leaves take neighbouring colours, so it matches no earlier layer
+                first = (i + (j if cycle else 0)) % n_colours
+                looks.append(next((c % n_colours, d) for c in range(first, first + n_colours)
+                                  for d in [j % n_dashes, *range(n_dashes)] if (c % n_colours, d) not in used))
+                used.add(looks[-1])
+        used.update(looks)
+        out.update(zip(members[parent], looks))
     return out
+
+
+def _one_colour(first: int, js: list[int], used: set[tuple[int, int]], n_colours: int,
+                n_dashes: int) -> list[tuple[int, int]] | None:
+    """Looks of one colour for a layer's leaves `js` (the first colour from `first` with as many dashes free),
+    each leaf its own dash where that is free; None when no colour has the room."""
+    for c in [(first + k) % n_colours for k in range(n_colours)]:
+        free = [d for d in range(n_dashes) if (c, d) not in used]
+        if len(free) < len(js):
+            continue
+        own = {j: j for j in js if j in free}
+        rest = iter(d for d in free if d not in own.values())
+        return [(c, own[j] if j in own else next(rest)) for j in js]
+    return None
 
 
 def leaves_of(paths: Sequence[str]) -> list[str]:
