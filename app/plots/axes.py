@@ -72,11 +72,12 @@ class FloorLogAxis(TidyAxis):
     def __init__(self, orientation: str = "left", **kwargs) -> None:
         super().__init__(orientation, **kwargs)
         self.floor: float | None = None  # log10 of the floor, or None while nothing is zero
+        self.floor_text = "0"  # the floor's tick label: "0", or "≤1e-7" when a leak below it is drawn there
         self.setLogMode(True)
 
-    def set_floor(self, floor_log: float | None) -> None:
-        if floor_log != self.floor:
-            self.floor = floor_log
+    def set_floor(self, floor_log: float | None, text: str = "0") -> None:
+        if (floor_log, text) != (self.floor, self.floor_text):
+            self.floor, self.floor_text = floor_log, text
             self.picture = None
             self.update()
 
@@ -94,7 +95,7 @@ class FloorLogAxis(TidyAxis):
         strings = super().logTickStrings(values, scale, spacing)
         if self.floor is None:
             return strings
-        return ["0" if math.isclose(v, self.floor, abs_tol=1e-9) else s for v, s in zip(values, strings)]
+        return [self.floor_text if math.isclose(v, self.floor, abs_tol=1e-9) else s for v, s in zip(values, strings)]
 
 
 class PlainLogAxis(TidyAxis):
