@@ -78,7 +78,9 @@ class SweepTableWidget(QWidget):
         g.clear()
         g.setColumnCount(len(table.headers))
         g.setRowCount(len(table.rows))
-        g.setHorizontalHeaderLabels(table.headers)
+        g.setHorizontalHeaderLabels(table.titles)  # "D loss", "modes_covered": as the CLI's LaTeX table titles them
+        for c, key in enumerate(table.headers):
+            g.horizontalHeaderItem(c).setToolTip(key)  # the tag as recorded: the CSV's column, `--sort`'s name
         k = len(table.keys)
         for r, row in enumerate(table.rows):
             texts = [v for _, v in row.setting] + [str(len(row.members))] + [c.text() for c in row.cells]

@@ -21,7 +21,7 @@ from training_core import is_run_dir
 from training_core.runs import RunSet
 from training_core.runs.collection import MAX_COLOURS
 from training_core.runs.sweep import Sweep
-from training_core.runs.sweep_table import build_table, group_bands, members_of
+from training_core.runs.sweep_table import build_table, column_label, group_bands, members_of
 
 from .plots.wrap import WrapRow
 from .sweep_plot import BandPlot
@@ -140,18 +140,20 @@ class SweepView(QWidget):
         members = self.members()
         tags = list(dict.fromkeys(t for m in members for t in m.curves))
         tags = [t for t in tags if t.startswith("loss/")] + [t for t in tags if t.startswith("metric/")]
-        chosen = self.metric.currentText()
-        if tags != [self.metric.itemText(i) for i in range(self.metric.count())]:
+        chosen = self.metric.currentData()
+        if tags != [self.metric.itemData(i) for i in range(self.metric.count())]:
             self.metric.blockSignals(True)
             self.metric.clear()
-            self.metric.addItems(tags)
+            for t in tags:  # titled as the table's columns ("G loss"), the tag kept as the item's data
+                self.metric.addItem(column_label(t), t)
             if chosen in tags:
-                self.metric.setCurrentText(chosen)
+                self.metric.setCurrentIndex(tags.index(chosen))
             self.metric.blockSignals(False)
         self._show_status()
         if not members:
             return
-        tag = self.metric.currentText()
-        self.plot.show_bands(group_bands(members, tag, self.spread.currentData(), self.smoothing.value()), tag)
+        tag = self.metric.currentData()
+        self.plot.show_bands(group_bands(members, tag, self.spread.currentData(), self.smoothing.value()),
+                             column_label(tag))
         step = self.at_step.value()
         self.table.show_table(build_table(members, step=None if step < 0 else step))

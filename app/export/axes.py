@@ -8,6 +8,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from app.log_decades import two_decades  # noqa: F401 (one rule for the window's log axes and the figures')
+
 MINUS = "\u2212"  # a real minus sign: a hyphen looks too short in print
 
 
@@ -92,22 +94,6 @@ def log_range(lo: float, hi: float) -> tuple[float, float]:
         a, b = math.floor(a), max(math.ceil(b), math.floor(a) + 1)
     pad = (b - a) * 0.05
     return a - pad, b + pad
-
-
-def two_decades(lo: float, hi: float) -> tuple[float, float]:
-    """(lo, hi), positive, widened to hold at least two powers of ten, so a log axis has two labelled decades
-    to read its scale from (one "10⁻³" alone does not say how far apart the ticks are): by the nearer decade
-    when one is inside, by the decades on either side when none is."""
-    a, b = math.log10(lo), math.log10(hi)
-    k0, k1 = math.ceil(a - 1e-9), math.floor(b + 1e-9)
-    if k1 < k0:  # within one decade
-        a, b = min(a, math.floor(a)), max(b, math.floor(a) + 1)
-    elif k1 == k0:
-        if a - (k0 - 1) <= (k0 + 1) - b:
-            a = k0 - 1
-        else:
-            b = k0 + 1
-    return 10.0 ** a, 10.0 ** b
 
 
 def log_ticks(a: float, b: float, max_labels: int) -> list[Tick]:

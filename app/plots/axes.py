@@ -18,7 +18,10 @@ import math
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui
 
+from app.log_decades import two_decades
+
 LABEL_GAP_PX = 3.0  # the least room between two tick labels
+DECADE_PAD = 0.04  # of the span, beyond a decade the view was widened to: its label is not cut at the edge
 
 
 class TidyAxis(pg.AxisItem):
@@ -68,15 +71,51 @@ def label_rects(axis: pg.AxisItem) -> list[tuple[QtCore.QRectF, str]]:
     return [] if specs is None else [(r, t) for r, _, t in specs[2]]
 
 
-class FloorLogAxis(TidyAxis):
+class TwoDecadeAxis(TidyAxis):
+    """A y axis whose log mode always labels two decades: its powers of ten are the first tick level (labelled
+    before any 2…9 between them: `TidyAxis` keeps that order), and its view widens to hold two of them by the
+    export's rule (`two_decades`). Before, a plot spanning a decade or less read "2 3 4 … 9", or nothing,
+    with no power of ten to say which: pyqtgraph put decades and 2…9 in one level, labelled all or none.
+    The view's autorange stays on: the next data fit it again, and it widens again if it must."""
+
+    def logTickValues(self, minVal, maxVal, size, stdTicks):  # noqa: N802 (pyqtgraph's name)
+        ticks = super().logTickValues(minVal, maxVal, size, stdTicks)
+        if len(ticks) != 1 or ticks[0][0] is not None:  # several decades: pyqtgraph's levels are decades already
+            return ticks
+        decades = [float(k) for k in range(math.ceil(minVal - 1e-9), math.floor(maxVal + 1e-9) + 1)]
+        minors = [v for v in ticks[0][1] if not math.isclose(v, round(v), abs_tol=1e-9)]
+        return [(1.0, decades), (None, minors)]
+
+    def linkedViewChanged(self, view, newRange=None):  # noqa: N802 (pyqtgraph's name)
+        super().linkedViewChanged(view, newRange)
+        if self.logMode and self.orientation in ("left", "right") and view is not None:
+            lo, hi = view.viewRange()[1] if newRange is None else newRange
+            wide = decades_view(lo, hi)
+            if wide != (lo, hi):
+                view.setRange(yRange=wide, padding=0, disableAutoRange=False)
+
+
+def decades_view(lo: float, hi: float) -> tuple[float, float]:
+    """A log10 view (lo, hi) widened by `two_decades` to hold two decades `DECADE_PAD` of the span inside its
+    edges (a label on the edge is cut), and padded by as much on a side it moved; unchanged if it holds them."""
+    if not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo:
+        return lo, hi
+    m = (hi - lo) * DECADE_PAD
+    a, b = (math.log10(v) for v in two_decades(10.0 ** (lo + m), 10.0 ** (hi - m)))
+    pad = (b - a) * DECADE_PAD
+    return (a - pad if a < lo + m - 1e-9 else lo), (b + pad if b > hi - m + 1e-9 else hi)
+
+
+class FloorLogAxis(TwoDecadeAxis):
     def __init__(self, orientation: str = "left", **kwargs) -> None:
         super().__init__(orientation, **kwargs)
         self.floor: float | None = None  # log10 of the floor, or None while nothing is zero
+        self.floor_text = "0"  # the floor's tick label: "0", or "≤1e-7" when a leak below it is drawn there
         self.setLogMode(True)
 
-    def set_floor(self, floor_log: float | None) -> None:
-        if floor_log != self.floor:
-            self.floor = floor_log
+    def set_floor(self, floor_log: float | None, text: str = "0") -> None:
+        if (floor_log, text) != (self.floor, self.floor_text):
+            self.floor, self.floor_text = floor_log, text
             self.picture = None
             self.update()
 
@@ -94,10 +133,10 @@ class FloorLogAxis(TidyAxis):
         strings = super().logTickStrings(values, scale, spacing)
         if self.floor is None:
             return strings
-        return ["0" if math.isclose(v, self.floor, abs_tol=1e-9) else s for v, s in zip(values, strings)]
+        return [self.floor_text if math.isclose(v, self.floor, abs_tol=1e-9) else s for v, s in zip(values, strings)]
 
 
-class PlainLogAxis(TidyAxis):
+class PlainLogAxis(TwoDecadeAxis):
     """A metric's axis: on a log scale its ticks read as plain numbers (200, 20, 2, 0.1), not as pyqtgraph's
     "2·10²" beside "6": a metric plot spans a decade or two, where most labels are such minor ticks."""
 
@@ -107,8 +146,10 @@ class PlainLogAxis(TidyAxis):
 
 def plain_number(x: float) -> str:
     """`x` to 3 significant digits, as a reader writes it ("0.02", "300"), in e-notation beyond 1e5 or below 1e-3."""
-    if x == 0 or 1e-3 <= abs(x) < 1e5:
+    if x == 0 or 1e-3 <= abs(x) < 1e3:
         return f"{x:.3g}"
+    if 1e3 <= abs(x) < 1e5:  # "1000", "12300": .3g wrote 1000 as "1e+03"
+        return f"{float(f'{x:.3g}'):.0f}"
     return f"{x:.0e}".replace("e-0", "e-").replace("e+0", "e").replace("e+", "e")
 
 

@@ -189,7 +189,8 @@ class _PointsPage(CppPaint, pg.PlotWidget):
             p.getAxis(name).setPen(pg.mkPen(palette.FOREGROUND))
             p.getAxis(name).setTextPen(pg.mkPen(palette.FOREGROUND))
         p.setMenuEnabled(False)
-        legend = p.addLegend(offset=(8, 8), labelTextColor=palette.FOREGROUND, brush=pg.mkBrush(255, 255, 255, 200))
+        self.legend = legend = p.addLegend(offset=(8, 8), labelTextColor=palette.FOREGROUND,
+                                           brush=pg.mkBrush(255, 255, 255, 200))
         self.real = pg.ScatterPlotItem(size=3, pen=None, brush=pg.mkBrush(palette.REAL_POINTS + "80"), name="real")
         self.fake = pg.ScatterPlotItem(size=4, pen=None, brush=pg.mkBrush(palette.FAKE_POINTS + "c0"),
                                        name="generated")
@@ -208,9 +209,19 @@ class _PointsPage(CppPaint, pg.PlotWidget):
         self.getPlotItem().vb.setRange(xRange=(-POINT_RANGE, POINT_RANGE), yRange=(-POINT_RANGE, POINT_RANGE),
                                        padding=0)
 
+    def _entries(self, drawn: list) -> None:
+        """The legend names what is drawn: a "real" entry over no real points (an experiment whose samples
+        have only generated ones) said there was data to compare with."""
+        if [sample.item for sample, _ in self.legend.items] != drawn:
+            self.legend.clear()
+            for item in drawn:
+                self.legend.addItem(item, item.name())
+
     def show_samples(self, s: dict[str, Any]) -> None:
-        self.real.setData(pos=_xy(s.get("real")))
-        self.fake.setData(pos=_xy(s.get("fake")))
+        real, fake = _xy(s.get("real")), _xy(s.get("fake"))
+        self.real.setData(pos=real)
+        self.fake.setData(pos=fake)
+        self._entries([item for item, xy in ((self.real, real), (self.fake, fake)) if len(xy)])
         self.getPlotItem().setTitle(f"samples at step {_step(s)}", color=palette.FOREGROUND, size="9pt")
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import pyqtgraph as pg
 from PySide6 import QtCore, QtWidgets
 
+from . import palette
+
 LEGEND_MARGIN_PX = 2  # around a legend's entries (pyqtgraph: 9)
 ROW_SPACING_PX = 2  # between the column's rows: legends, plots (pyqtgraph: 6)
 TITLE_PX = 16  # a metric plot's title row, for an 8 pt title (pyqtgraph: 30 for any title)
@@ -67,10 +69,24 @@ def metric_rows(panel) -> None:
         layout.setRowStretchFactor(METRICS_ROW, stretch)
 
 
+UPDATE_TITLE = "update magnitude per variable"  # the update plot's own title: under the last metric plot 2 px away,
+# its curves read as that plot's continuation (the kid plot's axis ran on into ‖ΔW‖/‖W‖); BORDER: each metric
+# plot's frame, so where one plot ends and the next begins is drawn, not guessed
+BORDER = "#b0b0b0"
+
+
+def titled(plot: pg.PlotItem, text: str) -> None:
+    """A plot's name as a title row over it, as tall as its 8 pt text (`TITLE_PX`), on the left: the update plot's."""
+    plot.setTitle(text, size="8pt", color=palette.FOREGROUND, justify="left")
+    plot.titleLabel.setMaximumHeight(TITLE_PX)
+    plot.layout.setRowFixedHeight(0, TITLE_PX)
+
+
 def metric_plot(plot: pg.PlotItem) -> None:
     """A metric plot (titled): a title row as tall as its text, and the plot no taller than the loss plot needs it
     to be: its preferred height is its minimum, so a short column shrinks the loss and update plots last."""
     plot.titleLabel.setMaximumHeight(TITLE_PX)
     plot.layout.setRowFixedHeight(0, TITLE_PX)
+    plot.vb.setBorder(pg.mkPen(BORDER, width=1))
     plot.setMinimumHeight(METRIC_PX)
     plot.setPreferredHeight(METRIC_PX)

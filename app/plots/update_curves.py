@@ -3,7 +3,11 @@
 Curves hold log10 of the value (computed here, incrementally, instead of by pyqtgraph's log mode,
 which would take the log of every point again on each refresh). Exact zeros have no logarithm: they
 are drawn on a floor a decade below the smallest real value, along a dashed line labelled by what
-sits on it. A zero is not always a freeze: a record the core reports frozen reads "0 (frozen)" and
+sits on it. A frozen variable that leaks (the gate method: Adam's momentum decaying towards 0) reaches down
+by decades a step; the floor follows it only `LEAK_DECADES` below the lowest trained value, and a leak below
+that is drawn on the floor, which then reads "leak ≤ 1e-N": before, the floor fell to 1e-15 and the trained
+curves kept a sliver of the plot, while the axis called the leak "0" beside a tree reading LEAK.
+A zero is not always a freeze: a record the core reports frozen reads "0 (frozen)" and
 is drawn grey and dotted, stretch by stretch (update_stretches.py); a variable that is not frozen but whose update was exactly 0 (converged
 below float32 resolution, or a zero gradient) keeps its colour and reads "0 (no update)".
 
@@ -31,6 +35,7 @@ AXIS_LABEL = {"relative": "‖ΔW‖ / ‖W‖", "absolute": "‖ΔW‖"}
 MAX_LEGEND = 24        # more variables than this: no legend (the hover readout and the tree name them)
 LOWEST_FLOOR = -15.0   # log10: below this even a leak reads as zero
 DEFAULT_FLOOR = -12.0  # before any real value is known
+LEAK_DECADES = 2       # how far below the lowest trained value a frozen variable's leak may take the floor
 FLOOR_LABELS = {(True, False): "0 (frozen)", (False, True): "0 (no update)", (True, True): "0 (frozen · no update)"}
 
 
@@ -53,7 +58,8 @@ class UpdateCurves:
         self.vars: dict[str, VarCurve] = {}  # by curve name (PlotView.name of the variable's path)
         self.highlighted: str | None = None  # a variable path
         self.only: set[str] | None = None  # draw only these variables (the heat map's curves); None: all
-        self._min_pos = math.inf
+        self._min_pos = math.inf  # the smallest update > 0 of a record not frozen
+        self._min_leak = math.inf  # the smallest update > 0 of a frozen record (a leak)
         self.floor = DEFAULT_FLOOR
         self.zeros = (False, False)  # (a frozen variable at 0, an unfrozen one at 0)
         self._legend_key: tuple | None = None
@@ -81,6 +87,14 @@ class UpdateCurves:
     @property
     def has_zero(self) -> bool:
         return any(self.zeros)
+
+    @property
+    def leak_under(self) -> bool:
+        """A frozen variable leaked by less than the floor: drawn on it, which then names the leak, not "0"."""
+        return self._min_leak < 10.0 ** self.floor
+
+    def _leak_text(self) -> str:
+        return f"1e{int(self.floor)}"
 
     # -- data ------------------------------------------------------------------------------------------
     def update(self, view: PlotView) -> None:
@@ -137,11 +151,13 @@ class UpdateCurves:
                 vc.frozen_curve = self._new_curve(f"{name} (frozen)")
             self._style(vc)
             vc.draw(grown=name not in redo)
-        self.axis.set_floor(self.floor if self.has_zero else None)
+        on_floor = self.has_zero or self.leak_under
+        self.axis.set_floor(self.floor if on_floor else None, "0" if not self.leak_under else f"≤{self._leak_text()}")
         self.floor_line.setValue(self.floor)
-        self.floor_line.setVisible(self.has_zero)
-        if self.has_zero:
-            self.floor_line.label.setFormat(FLOOR_LABELS[self.zeros])
+        self.floor_line.setVisible(on_floor)
+        if on_floor:
+            parts = [FLOOR_LABELS[self.zeros]] if self.has_zero else []
+            self.floor_line.label.setFormat(" · ".join(parts + [f"leak ≤ {self._leak_text()}"] * self.leak_under))
         self._update_legend(view)
 
     def set_mode(self, mode: str, view: PlotView) -> None:
@@ -150,7 +166,7 @@ class UpdateCurves:
         if mode == self.mode:
             return
         self.mode = mode
-        self._min_pos, self.zeros, self.floor = math.inf, (False, False), DEFAULT_FLOOR
+        self._min_pos, self._min_leak, self.zeros, self.floor = math.inf, math.inf, (False, False), DEFAULT_FLOOR
         for vc in self.vars.values():
             vc.reset()
         self.reference.setVisible(mode == "relative")
@@ -160,22 +176,33 @@ class UpdateCurves:
     def _note_range(self, values: np.ndarray, frozen: np.ndarray) -> None:
         if not len(values):
             return
-        pos = values[np.isfinite(values) & (values > 0)]
-        if len(pos):
-            self._min_pos = min(self._min_pos, float(pos.min()))
+        f = np.asarray(frozen[:len(values)], dtype=bool)
+        pos = np.isfinite(values) & (values > 0)
+        for held, at in ((False, pos & ~f), (True, pos & f)):
+            if at.any():
+                low = float(values[at].min())
+                if held:
+                    self._min_leak = min(self._min_leak, low)
+                else:
+                    self._min_pos = min(self._min_pos, low)
         zero = values == 0
         if zero.any():
-            f = np.asarray(frozen[:len(values)], dtype=bool)
             self.zeros = (self.zeros[0] or bool((zero & f).any()), self.zeros[1] or bool((zero & ~f).any()))
 
     def _floor(self) -> float:
         """A whole decade below the smallest real value (and below the 1e-3 reference).
 
         The smallest value only falls, so once real values exist the floor only moves down, and every
-        move (a full recomputation) takes a new decade of data: rare."""
-        if not math.isfinite(self._min_pos):
+        move (a full recomputation) takes a new decade of data: rare. A leak (a frozen record's value) counts
+        only down to `LEAK_DECADES` below the lowest trained value: it falls by decades for as long as it is
+        frozen, and took the floor to 1e-15, the trained curves squeezed into the top of the plot."""
+        lowest = self._min_pos
+        if math.isfinite(self._min_leak):
+            lowest = min(lowest, self._min_leak if not math.isfinite(lowest)
+                         else max(self._min_leak, lowest * 10.0 ** -LEAK_DECADES))
+        if not math.isfinite(lowest):
             return self.floor
-        f = math.floor(math.log10(self._min_pos)) - 1.0
+        f = math.floor(math.log10(lowest)) - 1.0
         if self.mode == "relative":
             f = min(f, math.log10(REFERENCE_RATIO) - 1.0)
         return max(f, LOWEST_FLOOR)
@@ -324,6 +351,6 @@ class UpdateCurves:
         self.vars.clear()
         self.legend.setMaximumHeight(1e6)
         self.legend.show()
-        self._min_pos, self.zeros, self.floor = math.inf, (False, False), DEFAULT_FLOOR
+        self._min_pos, self._min_leak, self.zeros, self.floor = math.inf, math.inf, (False, False), DEFAULT_FLOOR
         self.axis.set_floor(None)
         self.floor_line.hide()

@@ -20,7 +20,7 @@ from superqt.utils import signals_blocked
 from training_core.runs.heat import scope_order, top_movers
 from training_core.base.scopes import in_scope
 
-from . import palette
+from . import palette, tight
 from .axes import FloorLogAxis, TidyAxis, quiet_axes
 from .curves import LEFT_AXIS_WIDTH, style_plot
 from .heatmap import UpdateHeatmap
@@ -67,6 +67,7 @@ class UpdateViews:
         self.legend = pg.LegendItem(colCount=4, **legend_style)  # even: kernel and bias side by side
         graphics.addItem(self.legend, row=row + 2, col=0)
         style_plot(self.plot, "‖ΔW‖ / ‖W‖")
+        tight.titled(self.plot, tight.UPDATE_TITLE)  # not read as the metric plot's axis above it
         for name in ("left", "bottom"):
             ax = self.heat_plot.getAxis(name)
             ax.setPen(pg.mkPen(palette.FOREGROUND))

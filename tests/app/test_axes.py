@@ -37,3 +37,54 @@ def test_tick_labels_never_overprint_on_log_axes(panel_of, qtbot):
                 assert not a.intersects(b), (ta, tb)
     assert panel.loss_plot.getAxis("left").logMode  # log losses: factorization's falls by decades, not flat at 0
     np.testing.assert_allclose(panel.curves()["loss/D"].yData, np.log10(np.geomspace(800, 1e-3, 300)))
+
+
+def _decades(axis) -> list[float]:
+    """The powers of ten among `axis`'s drawn labels (after two paints: an axis widens for its labels)."""
+    from app.plots.axes import label_rects
+    out = []
+    for _, text in label_rects(axis):
+        try:
+            v = float(text)  # "0.001", "0.01", "1e-4" (and not "0.002" nor "0", the floor)
+        except ValueError:
+            continue
+        if v > 0 and abs(np.log10(v) - round(np.log10(v))) < 1e-9:
+            out.append(v)
+    return out
+
+
+def _painted(panel) -> None:
+    for _ in range(2):
+        QtGui.QGuiApplication.processEvents()
+        panel.grab()
+
+
+def test_every_log_axis_labels_two_decades(panel_of, qtbot):
+    """Updates within a decade (0.002-0.008) and a metric on a log axis within a factor of 2: pyqtgraph put the
+    decades and 2…9 in one tick level and drew "0.002 … 0.009" (or nothing) with no power of ten; the view
+    widens to two decades (the export's `two_decades`) and labels them first."""
+    store = RunData()
+    paths = ("d/a/kernel", "d/b/kernel")
+    steps = np.arange(1, 301)
+    ratio = np.column_stack([np.linspace(0.002, 0.008, 300), np.full(300, 0.004)])
+    store.add_batch(MetricsBatch([block("D", steps, paths, ratio=ratio)],
+                                 scalars={"metric/kid": (np.array([0, 100, 200, 300]), np.zeros(4),
+                                                         np.array([0.03, 0.025, 0.02, 0.022]))}))
+    panel = panel_of(store)
+    panel.show()
+    qtbot.waitExposed(panel)
+    panel.refresh()
+    panel.metrics.set_scale("metric/kid", "log")
+    _painted(panel)
+    lo, hi = panel.update_plot.vb.viewRange()[1]
+    assert lo < -3 and hi > -2  # 0.001 and 0.01 inside the view, not only 0.002-0.008
+    assert len(_decades(panel.update_axis)) >= 2, panel.update_axis.kept_labels
+    kid = panel.metrics.plots["metric/kid"].getAxis("left")
+    assert kid.logMode and sorted(_decades(kid)) == [0.01, 0.1]
+    assert panel.update_plot.vb.autoRangeEnabled()[1]  # new data still fit the view
+
+
+def test_plain_numbers_read_as_written():
+    from app.plots.axes import plain_number
+    assert [plain_number(x) for x in (0.02, 300, 1000, 12345, 2e5, 1e-4)] == ["0.02", "300", "1000", "12300", "2e5",
+                                                                            "1e-4"]

@@ -159,3 +159,22 @@ def test_a_band_reaching_below_the_log_axis_runs_along_its_bottom(panel_of):
     assert bottom < np.log10(0.1) and np.all(np.isfinite(low)) and np.all(low >= bottom)
     np.testing.assert_allclose(low[:4], np.log10(np.subtract(KID, std)[:4]))
     assert low[4] == bottom
+
+
+def test_the_last_metric_plot_and_the_update_plot_read_as_two_plots(panel_of, qtbot):
+    """The kid plot sat 2 px above the update plot with nothing between: its axis read as running on into
+    ‖ΔW‖/‖W‖. Each metric plot is framed, and the update plot has a title row of its own between them."""
+    from app.plots import tight
+    store = RunData()
+    store.add_batch(MetricsBatch([block("D", np.arange(1, 101), ("d/k",))],
+                                 scalars={"metric/kid": (np.array([0, 50, 100]), np.zeros(3), np.array([.3, .2, .1]))}))
+    panel = panel_of(store)
+    panel.show()
+    qtbot.waitExposed(panel)
+    panel.refresh()
+    QtWidgets.QApplication.processEvents()
+    kid, updates = panel.metrics.plots["metric/kid"], panel.update_plot
+    assert updates.titleLabel.isVisible() and updates.titleLabel.text == tight.UPDATE_TITLE
+    assert kid.vb.border is not None and kid.vb.border.style() != 0  # a frame round the kid plot's data
+    gap = updates.vb.sceneBoundingRect().top() - kid.vb.sceneBoundingRect().bottom()
+    assert gap >= tight.TITLE_PX  # the update plot's title between them, not 2 px of nothing

@@ -66,3 +66,19 @@ def test_points_keep_their_square_in_a_tall_narrow_column(qtbot):
     qtbot.waitUntil(lambda: view.points.isVisible())
     (x0, x1), (y0, y1) = view.points.getPlotItem().vb.viewRange()
     assert x0 <= -3 + 1e-9 and y0 <= -3 + 1e-9 and (y1 - y0) < 1.3 * (x1 - x0)
+
+
+def test_the_points_legend_names_only_what_is_drawn(panel_of):
+    """Samples of generated points alone: the legend said "real" over no real points."""
+    store = RunData()
+    panel = panel_of(store)
+    view = panel.samples_view
+    rng = np.random.default_rng(1)
+    store.set_samples({"kind": "points2d", "step": 10, "fake": rng.normal(size=(300, 2))})
+    panel.refresh()
+    names = lambda: [label.text for _, label in view.points.getPlotItem().legend.items]  # noqa: E731
+    assert view.kind == "points2d" and names() == ["generated"]
+    store.set_samples({"kind": "points2d", "step": 20, "real": rng.normal(size=(64, 2)),
+                       "fake": rng.normal(size=(300, 2))})
+    panel.refresh()
+    assert names() == ["real", "generated"]

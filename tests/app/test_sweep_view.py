@@ -47,7 +47,7 @@ def test_open_shows_the_runs_labelled_by_grid_point_and_one_band_per_setting(ui,
     w, view = _view(ui, sweep_dir)
     labels = [e.label for e in w.review.runs.entries]
     assert labels == ["ratio=1:1 seed=0", "ratio=1:1 seed=1", "ratio=3:1 seed=0", "ratio=3:1 seed=1"]
-    assert view.metric.currentText() == "loss/D"
+    assert view.metric.currentText() == "D loss" and view.metric.currentData() == "loss/D"  # titled as the table
     assert [label for label, _, _ in view.plot.drawn] == ["ratio=1:1 (2 seeds)", "ratio=3:1 (2 seeds)"]
     for (label, line, fill), ratio in zip(view.plot.drawn, ("1:1", "3:1")):
         runs = _runs(sweep_dir, ratio)
@@ -75,14 +75,14 @@ def test_the_band_is_chosen_in_the_window_min_max_or_plus_minus_sd(ui, sweep_dir
     w, view = _view(ui, sweep_dir)
     view.smoothing.setValue(0.0)
     view.spread.setCurrentIndex(view.spread.findData("sd"))
-    view.metric.setCurrentText("loss/G")
+    view.metric.setCurrentText("G loss")
     _, line, fill = view.plot.drawn[1]
     runs = np.stack([r["loss/G"].values for r in _runs(sweep_dir, "3:1")])
     mean, sd = runs.mean(0), runs.std(0, ddof=1)
     assert np.allclose(line.getData()[1], mean, rtol=0, atol=1e-12)
     assert np.allclose(fill.curves[0].getData()[1], mean - sd, rtol=0, atol=1e-12)
     assert np.allclose(fill.curves[1].getData()[1], mean + sd, rtol=0, atol=1e-12)
-    assert view.plot.plotItem.getAxis("left").labelText == "loss/G"
+    assert view.plot.plotItem.getAxis("left").labelText == "G loss"
 
 
 def _expected(sweep_dir, ratio, tag, step=None):
@@ -96,18 +96,21 @@ def _expected(sweep_dir, ratio, tag, step=None):
 def test_the_table_sorts_and_exports_what_it_shows_as_csv_and_latex(ui, sweep_dir, tmp_path):
     w, view = _view(ui, sweep_dir)
     t = view.table
-    headers = [t.grid.horizontalHeaderItem(c).text() for c in range(t.grid.columnCount())]
-    assert headers[:2] == ["ratio", "seeds"] and {"loss/D", "loss/G", "metric/modes_covered"} <= set(headers)
-    col = headers.index("loss/G")
+    titles = [t.grid.horizontalHeaderItem(c).text() for c in range(t.grid.columnCount())]
+    headers = [t.grid.horizontalHeaderItem(c).toolTip() for c in range(t.grid.columnCount())]  # the tags, as recorded
+    assert titles[:2] == ["ratio", "seeds"] and {"D loss", "G loss", "modes_covered"} <= set(titles)  # as the CLI's
+    assert titles == [_title(h) for h in headers] and "loss/G" in headers  # one rule: column_label
+    col = titles.index("G loss")
     rows = {t.grid.item(r, 0).text(): t.grid.item(r, col).text() for r in range(t.grid.rowCount())}
     for ratio in ("1:1", "3:1"):
         mean, sd = _expected(sweep_dir, ratio, "loss/G")
         assert rows[ratio] == f"{mean:.3g} ± {sd:.3g}"
     view.at_step.setValue(40)  # the columns at step 40 join those at the end
-    headers = [t.grid.horizontalHeaderItem(c).text() for c in range(t.grid.columnCount())]
-    assert "loss/G @ 40" in headers
+    titles = [t.grid.horizontalHeaderItem(c).text() for c in range(t.grid.columnCount())]
+    headers = [t.grid.horizontalHeaderItem(c).toolTip() for c in range(t.grid.columnCount())]
+    assert "G loss @ 40" in titles
     # a click on a header sorts by it; a second click the other way
-    col = headers.index("loss/G @ 40")
+    col = titles.index("G loss @ 40")
     means = {r: _expected(sweep_dir, r, "loss/G", 40)[0] for r in ("1:1", "3:1")}
     t.grid.horizontalHeader().sectionClicked.emit(col)
     order = [t.grid.item(r, 0).text() for r in range(2)]

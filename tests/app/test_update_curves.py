@@ -342,3 +342,32 @@ def test_a_freeze_arriving_live_restyles_from_its_step_only(panel_of):
                                                                        (305.0, 500.0, "frozen")]
     assert c.opts["pen"].style() == QtCore.Qt.PenStyle.SolidLine
     assert panel.curves()["update/g/d1/kernel (frozen)"].opts["pen"].style() == QtCore.Qt.PenStyle.DotLine
+
+
+def test_a_gate_leak_keeps_the_trained_curves_a_usable_range(panel_of):
+    """A frozen variable under the gate method leaks by decades a step (Adam's momentum decaying): the floor fell
+    with it to 1e-15 and the trained curves (1e-3) kept two decades of fourteen. The floor stays two decades
+    under the lowest trained value; the leak below it is drawn on the floor, which names it, not "0"."""
+    from training_core import PhaseBlock
+    paths = ("g/a/kernel", "g/b/kernel")
+    store = RunData()
+    panel = panel_of(store)
+    n = 300
+    steps = np.arange(1, n + 1, dtype=np.int64)
+    leak = 1e-3 * 0.9 ** np.arange(n)  # down to ~1e-17
+    ratio = np.column_stack([np.full(n, 1e-3), leak])
+    frozen = np.zeros((n, 2), bool)
+    frozen[:, 1] = True
+    store.add_batch(MetricsBatch([PhaseBlock("G", paths, steps, 1e9 + steps * 1e-3, np.ones(n), ratio * 10, ratio,
+                                             ratio * 100, frozen, np.ones(n, bool))]))
+    panel.refresh()
+    ups = panel.updates
+    assert ups.floor == -3 - 2 - 1  # a decade under two decades below the lowest trained value: -6, not -15
+    panel.update_plot.vb.autoRange()
+    bottom, top = panel.update_plot.vb.viewRange()[1]
+    assert top - bottom < 6  # the trained curve at -3 in a few decades, not squeezed into the top of fourteen
+    fz = panel.curves()["update/g/b/kernel (frozen)"]
+    assert np.nanmin(fz.yData) == ups.floor and fz.yData[0] == pytest.approx(-3)  # the leak's start at its value
+    label = ups.floor_line.label.format
+    assert ups.floor_line.isVisible() and "leak ≤ 1e-6" in label and "0 (" not in label  # nothing is exactly 0
+    assert panel.update_axis.logTickStrings([ups.floor, -3.0], 1, 1) == ["≤1e-6", "0.001"]

@@ -101,7 +101,14 @@ class SweepTable:
 
     @property
     def headers(self) -> list[str]:
+        """The columns' keys: the CSV's, `--sort`'s and the window's sort (tags as recorded)."""
         return [*self.keys, "seeds", *(c.header for c in self.columns)]
+
+    @property
+    def titles(self) -> list[str]:
+        """The columns' readable titles, one per header: "D loss", a metric as written (`Column.label`, the
+        user's names first). The LaTeX table's head and the window's table both read them."""
+        return [*self.keys, "seeds", *(c.label(self.names) for c in self.columns)]
 
     def sorted(self, by: int, descending: bool = False) -> "SweepTable":
         """Rows sorted by header `by` (an index into `headers`): a setting column as text (numbers as numbers),
@@ -134,7 +141,7 @@ class SweepTable:
         n_all = {len(r.members) for r in self.rows}
         spec = "l" * max(1, len(self.keys)) + "r" * len(self.columns)
         head = [_tex(k) for k in self.keys] or ["setting"]
-        head += [_tex(c.label(self.names)) for c in self.columns]
+        head += [_tex(t) for t in self.titles[len(self.keys) + 1:]]
         lines = [f"\\begin{{tabular}}{{{spec}}}", "\\toprule", " & ".join(head) + " \\\\", "\\midrule"]
         for r in self.rows:
             cells = [_tex(v) for _, v in r.setting] or ["all runs"]
