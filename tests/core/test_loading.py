@@ -207,13 +207,18 @@ def _refusal(path) -> str:
 def test_a_training_script_given_as_an_experiment_says_to_run_it_with_python(tmp_path):
     """The shipped GradientTape script, its `main()` behind `if __name__ == "__main__"`, never calls `start_run`
     at import, so it read as a GAN shortcut missing real_data and noise_dim. A file that imports the monitor's
-    module itself and defines no experiment is a script too. Either: one line, nothing prepared."""
+    module itself and defines no experiment is a script too, and so is one that imports `start_run` and then fails
+    at import. Each: one line, nothing prepared."""
     from training_core.experiment.loading import EXAMPLES_DIR
     assert _refusal(EXAMPLES_DIR.parent / "examples" / "gradient_tape_ema_r1.py") == (
         "gradient_tape_ema_r1.py imports start_run: it is a script that trains with training_core.monitor, not an "
         "experiment file; run it with python gradient_tape_ema_r1.py (the window can attach to its run)")
     assert _refusal(write_file(tmp_path, "my_loop.py", "import training_core.monitor as ffm\n")).startswith(
         "my_loop.py imports training_core.monitor: it is a script that trains with ")
+    # a script that fails at import where `python my_tape.py RUN STEPS` would not (its arguments are not there)
+    tape = write_file(tmp_path, "my_tape.py", "import sys\nfrom training_core.monitor import start_run\n"
+                                              "STEPS = int(sys.argv[2])\n")
+    assert _refusal(tape).startswith("my_tape.py imports start_run: it is a script that trains with ")
 
 
 def test_a_file_without_an_experiment_points_at_the_page_that_exists(tmp_path):

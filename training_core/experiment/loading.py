@@ -91,6 +91,12 @@ def load_module(path: str | Path) -> ModuleType:
     try:
         with user_code(f"experiment file {path.name}", path):
             spec.loader.exec_module(module)
+    except UserError as e:
+        sys.modules.pop(name, None)
+        used = _monitor_use(module)  # a script failing at import, where `python file.py ARGS` would not: say so
+        if used is None or e.detail is None:  # (detail: a failure of the file's code, not a line of our own)
+            raise
+        raise UserError(_script_line(path, used), detail=e.detail) from None
     except BaseException:
         sys.modules.pop(name, None)
         raise
@@ -123,8 +129,7 @@ def build_experiment(module: ModuleType, path: Path) -> Experiment:
     elif all(hasattr(module, a) for a in GAN_NAMES):
         exp = gan_experiment(module, path)
     elif (used := _monitor_use(module)) is not None:  # no experiment, and the monitor's: a training script
-        raise UserError(f"{path.name} imports {used}: it is a script that trains with training_core.monitor, not an "
-                        f"experiment file; run it with python {path.name} (the window can attach to its run)")
+        raise UserError(_script_line(path, used))
     elif any(hasattr(module, a) for a in GAN_NAMES):  # the GAN shortcut, not quite: name what is missing
         missing = [a for a in GAN_NAMES if not hasattr(module, a)]
         raise UserError(f"experiment file {path.name} defines {', '.join(a for a in GAN_NAMES if a not in missing)} "
@@ -151,6 +156,11 @@ def _monitor_use(module: ModuleType) -> str | None:
               and value.__module__.startswith(_MONITOR + ".")):
             return getattr(value, "__name__", _MONITOR)
     return None
+
+
+def _script_line(path: Path, used: str) -> str:
+    return (f"{path.name} imports {used}: it is a script that trains with training_core.monitor, not an experiment "
+            f"file; run it with python {path.name} (the window can attach to its run)")
 
 
 def _check(exp: Experiment, path: Path) -> None:
