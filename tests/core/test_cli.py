@@ -41,7 +41,12 @@ BAD = {  # name: (arguments, a word the one line must contain)
     "lr_beyond_float32": (["--lr", "D=1e39"], "learning rate for D is 1e+39, more than float32 holds"),
     "run_dir_not_empty": (["--run-dir", "{tmp}/full"], "not empty"),
     "run_dir_is_a_file": (["--run-dir", "{tmp}/full/keep.txt"], "is a file"),
-    "negative_steps": (["--steps", "-1"], "--steps"),
+    "negative_steps": (["--steps", "-1"], "--steps must be a whole number >= 1, got -1"),
+    "steps_zero": (["--steps", "0"], "--steps must be a whole number >= 1, got 0; give the number of steps to train, "
+                                     "or leave --steps out to train until Ctrl-C"),  # it trained 0 steps, exit 0
+    "monitor_script": (["--experiment", str(REPO / "resources" / "examples" / "gradient_tape_ema_r1.py")],
+                       "gradient_tape_ema_r1.py imports start_run: it is a script that trains with training_core."
+                       "monitor, not an experiment file; run it with python gradient_tape_ema_r1.py"),
     "count_unknown_phase": (["--steps", "5", "--count", "X"], "--count X: the experiment has no phase of that name"),
     "unknown_option": (["--frezee", "generator"], "--frezee"),
     "models_do_not_fit": (["--experiment", "{tmp}/misfit.py"], "noise_dim"),
@@ -59,6 +64,8 @@ BAD = {  # name: (arguments, a word the one line must contain)
     "config_is_a_directory": (["--config", "{tmp}/full"], "is a directory"),
     "config_key_typo": (["--config", "{tmp}/key_typo.toml"], "unknown configuration key(s) learnign_rate (did you "
                                                               "mean lr?)"),
+    "config_sweep_file": (["--config", "{tmp}/sweep.toml"], "sweep.toml is a sweep file (its [base] and [grid] "
+                                                            "tables), not a run's config.toml; pass it with --sweep "),
     # experiment files that do not describe an experiment
     "models_a_list": (["--experiment", "{tmp}/models_list.py"], "must be a dict"),
     "phases_a_string": (["--experiment", "{tmp}/phases_str.py"], "must be a list of Phase"),
@@ -144,7 +151,8 @@ def build():
 """
 _CONFIGS = {"seed_zero.toml": 'seed = "zero"', "batch_big.toml": 'batch_size = "big"', "freeze_5.toml": "freeze = 5",
             "tb_no.toml": 'tensorboard = "no"', "fetch_frac.toml": "fetch_every = 2.5",
-            "example_path.toml": 'example = "../../resources/experiments/ring"', "key_typo.toml": "learnign_rate = 1e-3"}
+            "example_path.toml": 'example = "../../resources/experiments/ring"', "key_typo.toml": "learnign_rate = 1e-3",
+            "sweep.toml": '[base]\nsteps = 50\n[grid]\nseed = [0, 1]'}
 
 
 def _tree(d) -> dict[str, tuple[int, int, str | None]]:

@@ -26,6 +26,19 @@ def test_an_unknown_key_close_to_nothing_is_named_alone():
     assert str(e.value) == "unknown configuration key(s) sede (did you mean seed?), zzzz; fix or remove them"
 
 
+@pytest.mark.parametrize("text, tables", [("[base]\nsteps = 50\n[grid]\nseed = [0, 1]\n", "[base] and [grid] tables"),
+                                          ("[grid]\nratio = ['1:1', '5:1']\n", "[grid] table")])
+def test_a_sweep_file_given_as_a_config_says_to_pass_it_with_sweep(tmp_path, text, tables):
+    """`--config sweep.toml` said "unknown configuration key(s) base, grid; fix or remove them": nothing in it
+    to fix, the file is a sweep's."""
+    path = tmp_path / "sweep.toml"
+    path.write_text(text)
+    with pytest.raises(UserError) as e:
+        RunConfig.read_toml(path)
+    assert str(e.value) == f"config file {path} is a sweep file (its {tables}), not a run's config.toml; pass it " \
+                           f"with --sweep {path}"
+
+
 @pytest.mark.parametrize("value", [1e39, 3.5e38, float("inf"), -1.0, float("nan")])
 def test_a_learning_rate_the_step_cannot_take_is_refused(value):
     """1e39 is finite in float64 and passed the check, then became inf in the optimizer's float32 variable."""

@@ -195,3 +195,54 @@ def test_a_default_ratio_that_gives_a_phase_no_steps_names_the_file(tmp_path):
         prepare(RunConfig(experiment_file=str(path)), lambda *_: None)
     assert str(e.value) == ("default ratio 3:0 in ratio_zero.py gives phase 'idle' 0 steps, so it would never train; "
                             "give every phase a count >= 1 (e.g. 3:1), or freeze what idle trains to stop it")
+
+
+def _refusal(path) -> str:
+    """The one line preparing `path` as a run would ends in."""
+    with pytest.raises(UserError) as e:
+        prepare(RunConfig(experiment_file=str(path)), lambda *_: None)
+    return str(e.value)
+
+
+def test_a_training_script_given_as_an_experiment_says_to_run_it_with_python(tmp_path):
+    """The shipped GradientTape script, its `main()` behind `if __name__ == "__main__"`, never calls `start_run`
+    at import, so it read as a GAN shortcut missing real_data and noise_dim. A file that imports the monitor's
+    module itself and defines no experiment is a script too, and so is one that imports `start_run` and then fails
+    at import. Each: one line, nothing prepared."""
+    from training_core.experiment.loading import EXAMPLES_DIR
+    assert _refusal(EXAMPLES_DIR.parent / "examples" / "gradient_tape_ema_r1.py") == (
+        "gradient_tape_ema_r1.py imports start_run: it is a script that trains with training_core.monitor, not an "
+        "experiment file; run it with python gradient_tape_ema_r1.py (the window can attach to its run)")
+    assert _refusal(write_file(tmp_path, "my_loop.py", "import training_core.monitor as ffm\n")).startswith(
+        "my_loop.py imports training_core.monitor: it is a script that trains with ")
+    # a script that fails at import where `python my_tape.py RUN STEPS` would not (its arguments are not there)
+    tape = write_file(tmp_path, "my_tape.py", "import sys\nfrom training_core.monitor import start_run\n"
+                                              "STEPS = int(sys.argv[2])\n")
+    assert _refusal(tape).startswith("my_tape.py imports start_run: it is a script that trains with ")
+
+
+def test_a_file_without_an_experiment_points_at_the_page_that_exists(tmp_path):
+    """The line pointed at "README 'Experiment files'", a section the README does not have."""
+    half = write_file(tmp_path, "half_gan.py", "noise_dim = 2\ndef generator():\n    pass\n")
+    assert _refusal(half) == ("experiment file half_gan.py defines generator, noise_dim but not discriminator, "
+                              "real_data; the GAN shortcut needs all four (docs/experiments.md)")
+    assert _refusal(write_file(tmp_path, "empty.py", "x = 1\n")).endswith("; see docs/experiments.md")
+
+
+def test_an_experiment_file_sees_its_own_path_as_sys_argv_while_imported(tmp_path):
+    """A file that reads `sys.argv` at import (`int(sys.argv[1]) if len(sys.argv) > 1 else 100`) got main.py's
+    flags and raised "invalid literal for int() with base 10: '--experiment'"; `python file.py` gives it
+    `[file.py]`. The process's own argv is back afterwards."""
+    import sys
+
+    from training_core.experiment.loading import load_module
+    path = write_file(tmp_path, "argv_net.py", "import sys\nSTEPS = int(sys.argv[1]) if len(sys.argv) > 1 else 100\n"
+                      "SEEN = list(sys.argv)\n" + ONE_NET.format(loss="keras.ops.mean(ctx.models['net'](ctx.batch[:, :2]))"))
+    before = list(sys.argv)
+    sys.argv[1:] = ["--headless", "--experiment", str(path)]
+    try:
+        module = load_module(path)
+        assert module.SEEN == [str(path)] and module.STEPS == 100
+        assert sys.argv == before[:1] + ["--headless", "--experiment", str(path)]
+    finally:
+        sys.argv[:] = before

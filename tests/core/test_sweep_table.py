@@ -80,7 +80,7 @@ def test_latex_is_booktabs_with_escaped_names_and_the_sd_to_the_means_decimal_pl
 
 @pytest.mark.parametrize("x, text", [(0.000123456, "0.000123"), (1.5e-7, "1.50\\times10^{-7}"),
                                      (2.5e12, "2.50\\times10^{12}"), (-3.25, "-3.25"), (math.pi, "3.14"), (6, "6.00"),
-                                     (1234, "1.23\\times10^{3}")])
+                                     (1234, "1.23\\times10^{3}"), (0.0, "0")])  # 0 has no figures: was 0.00
 def test_numbers_in_latex(x, text):
     assert tex_number(x) == text
 
@@ -88,7 +88,8 @@ def test_numbers_in_latex(x, text):
 @pytest.mark.parametrize("mean, sd, text", [
     (1.1243, 0.0021, "1.124 \\pm 0.002"),  # the tester's sweep: was 1.12 \\pm 0.002 (two places, then three)
     (1.2, 0.0005, "1.2000 \\pm 0.0005"), (1.28, 0.04, "1.28 \\pm 0.04"), (0.749, 0.022, "0.749 \\pm 0.022"),
-    (0.0, 0.0, "0.00 \\pm 0.00"), (0.0, 0.003, "0.000 \\pm 0.003"), (9.9996, 0.00004, "9.99960 \\pm 0.00004"),
+    (0.0, 0.0, "0 \\pm 0"), (0.0, 0.5, "0.0 \\pm 0.5"),  # an exact 0 sets no place: were 0.00 \\pm 0.00, 0.00 \\pm 0.50
+    (0.0, 0.003, "0.000 \\pm 0.003"), (9.9996, 0.00004, "9.99960 \\pm 0.00004"),
     (3e-5, 1.4e-7, "(3.00 \\pm 0.01)\\times10^{-5}"), (1234.0, 5.0, "(1.234 \\pm 0.005)\\times10^{3}")])
 def test_mean_and_sd_share_one_decimal_place(mean, sd, text):
     assert mean_sd_text(mean, sd) == text

@@ -232,6 +232,10 @@ class RunConfig:
                             f"or --resume {p} to continue that run")
         raw = load_toml(p, f"config file {p}", missing="pass the config.toml of a run directory",
                         not_text="pass the config.toml of a run directory", invalid="fix or replace it")
+        tables = [t for t in ("base", "grid") if isinstance(raw.get(t), dict)]
+        if tables:  # a sweep file: its tables read as two unknown keys, which said nothing of what it is
+            raise UserError(f"config file {p} is a sweep file (its {' and '.join(f'[{t}]' for t in tables)} "
+                            f"table{'s' if len(tables) > 1 else ''}), not a run's config.toml; pass it with --sweep {p}")
         try:
             return cls.from_toml_dict(raw)
         except UserError as e:

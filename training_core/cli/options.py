@@ -36,7 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--resume", metavar="RUN_DIR", help="continue a run in its directory from its last checkpoint")
     src.add_argument("--replay", metavar="RUN_DIR",
                      help="replay a recorded run: its config.toml and its control changes, at the same steps")
-    p.add_argument("--steps", type=int, help="number of steps (default: until Ctrl-C)")
+    p.add_argument("--steps", type=int, help="number of steps, 1 or more (default: until Ctrl-C)")
     p.add_argument("--count", metavar="PHASE", help="--steps counts this phase's steps (e.g. G: generator iterations, "
                                                    "as GAN papers count); default: every phase's steps together")
     p.add_argument("--ratio", help="fixed alternation A:B[:C...], steps of each phase in turn, e.g. 5:1")
@@ -109,6 +109,15 @@ def _pairs(items: Sequence[str], what: str) -> dict[str, float]:
     return out
 
 
+def check_steps(steps: int) -> None:
+    """`--steps 0` trained no step, wrote a run directory and exited 0: 0 means nothing on the command line (the
+    window's Steps box shows 0 as "until stopped", which here is leaving `--steps` out). `RunConfig(steps=0)`
+    from Python still prepares a run without training it."""
+    if steps < 1:
+        raise UserError(f"--steps must be a whole number >= 1, got {steps}; give the number of steps to train, or "
+                        f"leave --steps out to train until Ctrl-C")
+
+
 def config_from_args(a: argparse.Namespace) -> RunConfig:
     if a.config:
         cfg = RunConfig.read_toml(a.config)
@@ -120,6 +129,7 @@ def config_from_args(a: argparse.Namespace) -> RunConfig:
         elif a.example:
             cfg.example = a.example
     if a.steps is not None:
+        check_steps(a.steps)
         cfg.steps = a.steps
     if a.count is not None:
         cfg.count = a.count

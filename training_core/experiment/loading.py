@@ -74,7 +74,8 @@ def load_module(path: str | Path) -> ModuleType:
     """Import an experiment file; a file that is missing or raises becomes a one-line `UserError`.
 
     The file imports what lies beside it, as `python file.py` would: its folder comes first on `sys.path`
-    (and stays there, as it does for a script, for imports made later inside its functions). Modules that an
+    (and stays there, as it does for a script, for imports made later inside its functions), and `sys.argv` is
+    `[path]` while it is imported (a file that parses arguments at import read main.py's flags). Modules that an
     earlier load imported from that folder are forgotten first, so a file edited between two runs of the
     window's training process is imported as it is now."""
     path = require_file(path)
@@ -86,13 +87,21 @@ def load_module(path: str | Path) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     _IMPORTING.append(path)
+    argv, sys.argv = sys.argv, [str(path)]  # what `python file.py` gives it, not main.py's flags
     try:
         with user_code(f"experiment file {path.name}", path):
             spec.loader.exec_module(module)
+    except UserError as e:
+        sys.modules.pop(name, None)
+        used = _monitor_use(module)  # a script failing at import, where `python file.py ARGS` would not: say so
+        if used is None or e.detail is None:  # (detail: a failure of the file's code, not a line of our own)
+            raise
+        raise UserError(_script_line(path, used), detail=e.detail) from None
     except BaseException:
         sys.modules.pop(name, None)
         raise
     finally:
+        sys.argv = argv
         _IMPORTING.pop()
     return module
 
@@ -119,15 +128,39 @@ def build_experiment(module: ModuleType, path: Path) -> Experiment:
                             f"return training_core.Experiment(...)")
     elif all(hasattr(module, a) for a in GAN_NAMES):
         exp = gan_experiment(module, path)
+    elif (used := _monitor_use(module)) is not None:  # no experiment, and the monitor's: a training script
+        raise UserError(_script_line(path, used))
     elif any(hasattr(module, a) for a in GAN_NAMES):  # the GAN shortcut, not quite: name what is missing
         missing = [a for a in GAN_NAMES if not hasattr(module, a)]
         raise UserError(f"experiment file {path.name} defines {', '.join(a for a in GAN_NAMES if a not in missing)} "
-                        f"but not {', '.join(missing)}; the GAN shortcut needs all four (README 'Experiment files')")
+                        f"but not {', '.join(missing)}; the GAN shortcut needs all four (docs/experiments.md)")
     else:
         raise UserError(f"experiment file {path.name} defines neither build() nor {', '.join(GAN_NAMES[:-1])} "
-                        f"and {GAN_NAMES[-1]}; see README 'Experiment files'")
+                        f"and {GAN_NAMES[-1]}; see docs/experiments.md")
     _check(exp, path)
     return exp
+
+
+_MONITOR = "training_core.monitor"
+
+
+def _monitor_use(module: ModuleType) -> str | None:
+    """What of training_core.monitor the file's namespace holds (`start_run`, `Monitor`, the module itself), or
+    None. A script whose `main()` waits behind `if __name__ == "__main__"` never calls `start_run` on import,
+    so `refuse_inside_experiment` cannot catch it; without this it read as a GAN shortcut with names missing."""
+    for value in vars(module).values():
+        if isinstance(value, ModuleType):
+            if value.__name__ == _MONITOR or value.__name__.startswith(_MONITOR + "."):
+                return value.__name__
+        elif (callable(value) and isinstance(getattr(value, "__module__", None), str)
+              and value.__module__.startswith(_MONITOR + ".")):
+            return getattr(value, "__name__", _MONITOR)
+    return None
+
+
+def _script_line(path: Path, used: str) -> str:
+    return (f"{path.name} imports {used}: it is a script that trains with training_core.monitor, not an experiment "
+            f"file; run it with python {path.name} (the window can attach to its run)")
 
 
 def _check(exp: Experiment, path: Path) -> None:

@@ -255,7 +255,9 @@ def _tex(text: str) -> str:
 
 def tex_number(x: float, digits: int = 3) -> str:
     """`digits` significant figures, trailing zeros kept (0.600, 6.00: every cell shows the same precision), in
-    math mode's notation: 1.20\\times10^{-5} for 1.2e-05."""
+    math mode's notation: 1.20\\times10^{-5} for 1.2e-05. An exact 0 has no significant figures to show: 0."""
+    if x == 0:
+        return "0"
     text = f"{x:#.{digits}g}"
     m = re.fullmatch(r"(-?[0-9.]+)e([+-])0*([0-9]+)", text)
     if m:
@@ -281,12 +283,14 @@ def _exponent(x: float) -> int:
 def mean_sd_text(mean: float, sd: float, digits: int = 3) -> str:
     """`mean \\pm sd`, both to one decimal place: the mean's `digits`-th significant figure, or the sd's first
     significant figure where that is finer (1.120 ± 0.002, not 1.12 ± 0.002, nor a spread rounded to 0.00).
-    Where the mean needs an exponent (as `tex_number` writes it), both share it: (3.00 ± 0.14)\\times10^{-5}."""
-    if not (math.isfinite(mean) and math.isfinite(sd)):
+    Where the mean needs an exponent (as `tex_number` writes it), both share it: (3.00 ± 0.14)\\times10^{-5}.
+    An exact 0 has no significant figure to set the place: a mean of 0 takes the sd's first (0.0 ± 0.5), and
+    0 ± 0 is written so (it was 0.00 ± 0.00, two places no figure of the cell asked for)."""
+    if not (math.isfinite(mean) and math.isfinite(sd)) or (mean == 0 and sd == 0):
         return f"{tex_number(mean, digits)} \\pm {tex_number(sd, digits)}"
     rounded = float(f"{mean:.{digits - 1}e}")  # the mean as shown: its exponent after rounding (9.996 -> 10.0)
     place = _exponent(rounded) - (digits - 1)
-    if sd and round(sd, -place) == 0:
+    if sd and (mean == 0 or round(sd, -place) == 0):
         place = _exponent(float(f"{sd:.0e}"))
     shared = 0 if "times" not in tex_number(mean, digits) else _exponent(rounded)
     places = max(0, shared - place)
