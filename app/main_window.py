@@ -74,7 +74,6 @@ class MainWindow(QMainWindow):
         self.review = RunReview(self.session, self.settings, self)
         self._defer_loading = bool(open_runs)  # reviewing: TensorFlow loads when the Train tab is opened
         self._run_dir_once = run_dir
-        self._shown_status: tuple | None = None  # (Status, paused) last drawn
         self._loading_started = False
         self._closing = False
         self._start_when_ready = False
@@ -354,10 +353,7 @@ class MainWindow(QMainWindow):
         states = self.session.variable_states()
         if states is not None:
             self.scope_tree.show_states(states)
-        status = self.session.status
-        if (status, self.session.paused) != self._shown_status:
-            self._shown_status = (status, self.session.paused)
-            self.status_panel.show_status(status or Status(), paused=self.session.paused)
+        self.status_panel.draw(self.session.status, self.session.paused, self.review.runs)
 
     def _show_state(self) -> None:
         """The session's state on the run buttons, the experiment panel and the status bar; a waiting Start goes."""
