@@ -326,6 +326,7 @@ class MainWindow(QMainWindow):
         self.ready.emit()
 
     def _on_problem(self, summary: str, detail: str) -> None:
+        self._start_when_ready = False  # (a failed prepare: no start is pending any more, Start is the user's)
         if self.session.prepared is None and not self.session.monitored:  # (a monitored run's tree stays)
             self.scope_tree.set_placeholder("Could not prepare the experiment: fix it, then press Start")
         self._error(summary, detail)
@@ -362,7 +363,8 @@ class MainWindow(QMainWindow):
             self._start_when_ready = False
             self.start()  # changes the state again: this method runs anew from there
             return
-        show_run_state(self._actions, s.can_start, s.tf_ready, s.running, s.paused, s.start_blocked)
+        show_run_state(self._actions, s.can_start, s.tf_ready, s.running, s.paused, s.start_blocked,
+                       pending=self._start_when_ready)
         self.experiment_panel.set_running(s.running)
         reviewing = self._defer_loading and not s.tf_ready and not s.busy
         self.status_panel.set_state(f"Reviewing {len(self.review.runs.entries)} run(s): the Train tab loads "
