@@ -31,10 +31,12 @@ from training_core.runs import Marker
 from . import palette
 from .canvas import Stroke, view_offsets
 from .plot_view import PlotView
+from .tight import TITLE_PX
 
 LABEL_ROWS = 3  # at most; the band above a plot is as tall as its labels need (0 without markers)
 ROW_PX = 17  # height of a label row (a line of the default font, without the text item's margin)
 GAP_PX = 6
+TITLE_GAP_PX = 6  # a title's text reaches this far below its row (its 8 pt text item is 21 px tall)
 SHORT = {"freeze": "freeze", "ratio": "ratio", "lr": "lr", "method": "method", "pause": "pause", "nan": "NaN",
          "leak": "leak"}
 
@@ -110,7 +112,10 @@ class _PlotMarkers:
         self.strokes: dict[tuple, Stroke] = {}
         self.pens: dict[tuple, QtGui.QPen] = {}
         self.rows = 0
-        plot.layout.setRowFixedHeight(0, 0)  # the title row: the labels' band, grown as labels need
+        # a titled plot (the update plot) keeps its title at the band's top, the label rows under it: a marker
+        # near the run's start printed its label over "update magnitude per variable"
+        self.floor = TITLE_PX if plot.titleLabel.text else 0
+        plot.layout.setRowFixedHeight(0, self.floor)  # the title row: the labels' band, grown as labels need
         plot.vb.sigRangeChanged.connect(self.layout)
         plot.vb.sigResized.connect(self.layout)
 
@@ -215,7 +220,8 @@ class _PlotMarkers:
         """Grow or shrink the band (a change re-lays out the plot, which places the labels again)."""
         if rows != self.rows:
             self.rows = rows
-            self.plot.layout.setRowFixedHeight(0, rows * ROW_PX + (4 if rows else 0))
+            title = self.floor + TITLE_GAP_PX if self.floor else 0
+            self.plot.layout.setRowFixedHeight(0, rows * ROW_PX + 4 + title if rows else self.floor)
 
     @staticmethod
     def _free_spot(taken: list[list[tuple[float, float]]], x: float, w: float, width: float

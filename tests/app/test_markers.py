@@ -131,3 +131,16 @@ def test_leaks_of_several_variables_at_one_step_share_one_label_on_each_plot(pan
         assert all(f"leak {v}" in shown[0].label.toolTip() for v in names)
         rects = [_rect(panel, ln) for ln in shown]
         assert not rects[0].intersects(rects[1])
+
+
+def test_a_marker_label_at_the_left_never_prints_over_the_update_plots_title(panel_of, qtbot):
+    """The update plot's title ("update magnitude per variable") sits in the row its marker labels use: a
+    marker near the run's start printed its label over the title."""
+    panel, _ = _labelled(panel_of, qtbot, events.Freeze(step=20, scopes=["d/k"]))
+    plot = panel.update_plot
+    line = panel.marker_lines("update")[0]
+    assert line.label.isVisible() and plot.titleLabel.isVisible()
+    title = plot.titleLabel.item.mapRectToItem(plot, plot.titleLabel.item.boundingRect())
+    label = line.label.mapRectToItem(plot, line.label.boundingRect())
+    assert not title.intersects(label), (title, label)
+    assert label.bottom() <= plot.vb.geometry().top() + 1  # still above the plot area
