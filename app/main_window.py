@@ -74,7 +74,6 @@ class MainWindow(QMainWindow):
         self.review = RunReview(self.session, self.settings, self)
         self._defer_loading = bool(open_runs)  # reviewing: TensorFlow loads when the Train tab is opened
         self._run_dir_once = run_dir
-        self._shown_status: tuple | None = None  # (Status, paused) last drawn
         self._loading_started = False
         self._closing = False
         self._start_when_ready = False
@@ -327,6 +326,7 @@ class MainWindow(QMainWindow):
         self.ready.emit()
 
     def _on_problem(self, summary: str, detail: str) -> None:
+        self._start_when_ready = False  # (a failed prepare: no start is pending any more, Start is the user's)
         if self.session.prepared is None and not self.session.monitored:  # (a monitored run's tree stays)
             self.scope_tree.set_placeholder("Could not prepare the experiment: fix it, then press Start")
         self._error(summary, detail)
@@ -354,10 +354,7 @@ class MainWindow(QMainWindow):
         states = self.session.variable_states()
         if states is not None:
             self.scope_tree.show_states(states)
-        status = self.session.status
-        if (status, self.session.paused) != self._shown_status:
-            self._shown_status = (status, self.session.paused)
-            self.status_panel.show_status(status or Status(), paused=self.session.paused)
+        self.status_panel.draw(self.session.status, self.session.paused, self.review.runs)
 
     def _show_state(self) -> None:
         """The session's state on the run buttons, the experiment panel and the status bar; a waiting Start goes."""
@@ -366,7 +363,8 @@ class MainWindow(QMainWindow):
             self._start_when_ready = False
             self.start()  # changes the state again: this method runs anew from there
             return
-        show_run_state(self._actions, s.can_start, s.tf_ready, s.running, s.paused, s.start_blocked)
+        show_run_state(self._actions, s.can_start, s.tf_ready, s.running, s.paused, s.start_blocked,
+                       pending=self._start_when_ready)
         self.experiment_panel.set_running(s.running)
         reviewing = self._defer_loading and not s.tf_ready and not s.busy
         self.status_panel.set_state(f"Reviewing {len(self.review.runs.entries)} run(s): the Train tab loads "

@@ -26,6 +26,7 @@ RUN_ACTIONS = {
     "stop": ("Stop", "Stop the run (the record is kept)", ["Ctrl+Shift+R", "Shift+F5"],
              QStyle.StandardPixmap.SP_MediaStop),
 }
+PENDING_TIP = "Training starts by itself once the experiment is prepared (asked for on the command line)"
 
 
 def shortcut_text(action: QAction) -> str:
@@ -47,17 +48,23 @@ def run_actions(window: QWidget, slots: dict[str, Any]) -> dict[str, QAction]:
 
 
 def show_run_state(actions: dict[str, QAction], can_start: bool, tf_ready: bool, running: bool, paused: bool,
-                   blocked: str = "") -> None:
+                   blocked: str = "", pending: bool = False) -> None:
     """Enable the run controls the state allows; Pause reads Continue (with its icon) while paused. `blocked`:
     why Start cannot train what the window shows (a monitored run's script): Start's tooltip says so. Step during a
     run is a command for that run; only a Step that starts a run needs the window's own TensorFlow (`tf_ready`): an
     attached run's Step was greyed out until the window's own service reported it had loaded (30 s and more on a
-    busy machine, never if that service died), its Pause and Stop not."""
+    busy machine, never if that service died), its Pause and Stop not. `pending`: a start asked for on the command
+    line (`--steps`, `--start`) waits for the experiment to be prepared: Start reads "Starting…", off (it was on
+    while "Preparing shapes…" took a minute, and a user could not tell whether to press it)."""
     go_on = running and paused
+    waiting = pending and not running
     start = actions["start"]
-    start.setEnabled(can_start)
-    start.setToolTip(f"Start is off: {blocked}" if blocked else f"{RUN_ACTIONS['start'][1]} ({shortcut_text(start)})")
-    actions["step"].setEnabled(running or (tf_ready and not blocked))
+    start.setEnabled(can_start and not waiting)
+    start.setText("Starting…" if waiting else RUN_ACTIONS["start"][0])
+    start.setIconText(start.text())  # (the button's text: Qt drops a trailing "…" from the text's default)
+    start.setToolTip(f"Start is off: {blocked}" if blocked else PENDING_TIP if waiting
+                     else f"{RUN_ACTIONS['start'][1]} ({shortcut_text(start)})")
+    actions["step"].setEnabled((running or (tf_ready and not blocked)) and not waiting)
     actions["pause"].setEnabled(running)
     actions["stop"].setEnabled(running)
     pause = actions["pause"]

@@ -13,6 +13,7 @@ from PySide6.QtGui import QDesktopServices, QFontMetrics, QResizeEvent
 from PySide6.QtWidgets import QLabel, QProgressBar, QSizePolicy, QStatusBar, QWidget
 
 from training_core import Status
+from training_core.runs import RunSet
 
 
 def format_elapsed(seconds: float) -> str:
@@ -25,6 +26,8 @@ def format_elapsed(seconds: float) -> str:
 
 STATE_MAX_PX = 560  # the width the state text asks for (it takes what the bar has, wrapping to more lines)
 STATE_TIP = "What training is doing"
+STEP_TIP = "Steps taken in this run"
+REVIEWED_TIP = "The last step of the run reviewed (no run trains in this window)"
 MAX_LINES = 3  # the state or a note wraps to this many lines at most (the bar grows); a longer one is cut
 NOTE_MS = 10_000  # a note (a warning, a refused command) is shown at least this long, a long one longer
 NOTE_MS_PER_CHAR = 60  # (reading time: 250 characters stay 15 s)
@@ -114,7 +117,7 @@ class StatusPanel(QStatusBar):
         self.note_label.setContentsMargins(6, 0, 6, 0)
         self.note_label.tip = "A warning or a refused command (the Runs tab lists them all)"
         self.note_label.hide()
-        self.step_label = self._label("Step 0", "Steps taken in this run")
+        self.step_label = self._label("Step 0", STEP_TIP)
         self.phase_label = self._label("Phase –", "The phase of the latest step")
         self.rate_label = self._label("– steps/s", "Training speed")
         self.elapsed_label = self._label("0.0 s", "Training time of this run")
@@ -133,6 +136,7 @@ class StatusPanel(QStatusBar):
                   self.device_label, self.run_dir_label):
             self.addPermanentWidget(w)
         self._run_dir = ""
+        self._drawn: tuple | None = None  # what `draw` last showed
         self.note = ""  # the note on show ("" when the state is)
         self._note_timer = QTimer(self)
         self._note_timer.setSingleShot(True)
@@ -205,10 +209,28 @@ class StatusPanel(QStatusBar):
     def run_dir(self) -> str:
         return self._run_dir
 
+    def draw(self, status: Status | None, paused: bool, runs: RunSet) -> None:
+        """The window's 25 Hz refresh, drawn only when it changed: the live run's numbers, or while no run trains
+        here and runs are opened for review, the reviewed run's last step and nothing that looks live. A
+        finished 300-step run opened with `--open` read "Step 0" and "0.0 s", the numbers of a run about to start."""
+        reviewed = [e.data.last_step for e in runs.entries if not e.live]
+        key = (status, paused) if status is not None or not reviewed else ("reviewed", *reviewed)
+        if key == self._drawn:
+            return
+        self._drawn = key
+        if status is not None or not reviewed:
+            return self.show_status(status or Status(), paused=paused)
+        self._set(self.step_label, f"Step {reviewed[0]:,}" if len(reviewed) == 1 else "Step –")
+        self.step_label.setToolTip(REVIEWED_TIP if len(reviewed) == 1 else "No run trains in this window")
+        for label, text in ((self.phase_label, "Phase –"), (self.rate_label, "– steps/s"), (self.elapsed_label, "–")):
+            self._set(label, text)
+        self.progress.hide()
+
     def show_status(self, s: Status, paused: bool = False) -> None:
         """`paused`: the session's word (from the run's events), so the speed reads "–" while paused even
         if the last numbers came from before the pause."""
         self._set(self.step_label, f"Step {s.step:,}")
+        self.step_label.setToolTip(STEP_TIP)
         self._set(self.phase_label, f"Phase {s.phase or '–'}")
         running = s.steps_per_s and s.running and not (paused or s.paused)  # a finished run has no speed
         self._set(self.rate_label, f"{s.steps_per_s:,.0f} steps/s" if running else "– steps/s")

@@ -12,7 +12,8 @@ and labels are QGraphicsTextItems (painted by Qt) placed in pixels.
 
 Labels sit in a band above the plot area (the plot's title row, grown to `LABEL_ROWS` rows), never
 over the curves. A label is shown in full where it fits (right of its line, else left of it), in the
-highest free row; consecutive markers with the same label share one ("pause (step) ×12"); a label
+highest free row; consecutive markers with the same label share one ("pause (step) ×12"), and so do
+markers of one kind at one step ("leak: discriminator/h1, out (4)" for four leaking variables); a label
 with no room shows its short form (the kind), or a "+"; labels never overprint: one with no room even
 for a "+" has its line alone, and the nearest label to its left names it in its tooltip. None is
 dropped without a trace: the tooltips and the Runs tab's event list hold the full text. Markers out of
@@ -30,10 +31,12 @@ from training_core.runs import Marker
 from . import palette
 from .canvas import Stroke, view_offsets
 from .plot_view import PlotView
+from .tight import TITLE_PX
 
 LABEL_ROWS = 3  # at most; the band above a plot is as tall as its labels need (0 without markers)
 ROW_PX = 17  # height of a label row (a line of the default font, without the text item's margin)
 GAP_PX = 6
+TITLE_GAP_PX = 6  # a title's text reaches this far below its row (its 8 pt text item is 21 px tall)
 SHORT = {"freeze": "freeze", "ratio": "ratio", "lr": "lr", "method": "method", "pause": "pause", "nan": "NaN",
          "leak": "leak"}
 
@@ -82,6 +85,26 @@ def _same_change(a: MarkerLine, b: MarkerLine) -> bool:
     return a.marker.kind == b.marker.kind and a.marker.label == b.marker.label
 
 
+def _same_kind_and_step(a: MarkerLine, b: MarkerLine) -> bool:
+    return a.marker.kind == b.marker.kind and a.marker.step == b.marker.step
+
+
+def merged_label(kind: str, labels: list[str]) -> str:
+    """One label for markers of one kind at one step with different texts: "leak: discriminator/h1, out (4)"
+    for four leaking variables (their scopes, the common head said once), "NaN ×2" for other kinds. Why:
+    a label per variable filled the band's rows and pushed the rest aside; the tooltip lists each."""
+    distinct = list(dict.fromkeys(labels))
+    short = SHORT.get(kind, kind)
+    if kind != "leak":
+        return f"{short} ×{len(distinct)}"
+    scopes = list(dict.fromkeys(lb.removeprefix("leak ").rpartition("/")[0] or lb.removeprefix("leak ")
+                                for lb in distinct))
+    head = scopes[0].rpartition("/")[0]
+    if head and all(sc.rpartition("/")[0] == head for sc in scopes):
+        scopes = [scopes[0]] + [sc.rpartition("/")[2] for sc in scopes[1:]]  # "discriminator/h1, out"
+    return f"leak: {', '.join(scopes)} ({len(distinct)})"
+
+
 class _PlotMarkers:
     def __init__(self, plot: pg.PlotItem) -> None:
         self.plot = plot
@@ -89,7 +112,10 @@ class _PlotMarkers:
         self.strokes: dict[tuple, Stroke] = {}
         self.pens: dict[tuple, QtGui.QPen] = {}
         self.rows = 0
-        plot.layout.setRowFixedHeight(0, 0)  # the title row: the labels' band, grown as labels need
+        # a titled plot (the update plot) keeps its title at the band's top, the label rows under it: a marker
+        # near the run's start printed its label over "update magnitude per variable"
+        self.floor = TITLE_PX if plot.titleLabel.text else 0
+        plot.layout.setRowFixedHeight(0, self.floor)  # the title row: the labels' band, grown as labels need
         plot.vb.sigRangeChanged.connect(self.layout)
         plot.vb.sigResized.connect(self.layout)
 
@@ -177,16 +203,25 @@ class _PlotMarkers:
                 out[-1][1] += 1
                 out[-1][3] = line.marker.label
                 out[-1][4].append(line.tip)
+                out[-1][5].append(line.marker.label)
+                line.label.hide()
+            elif out and abs(out[-1][2] - x) < 1 and _same_kind_and_step(out[-1][0], line):
+                # one event per variable at one step (a Keras run's 4 leaking variables): 4 labels stacked
+                # over one line, the band's rows full and one pushed left of it; one label names them all
+                out[-1][4].append(line.tip)
+                out[-1][5].append(line.marker.label)
+                out[-1][1], out[-1][3] = 1, merged_label(line.marker.kind, out[-1][5])
                 line.label.hide()
             else:
-                out.append([line, 1, x, line.text, []])
-        return [(ln, n, x, text, tips) for ln, n, x, text, tips in out]
+                out.append([line, 1, x, line.text, [], [line.marker.label]])
+        return [(ln, n, x, text, tips) for ln, n, x, text, tips, _labels in out]
 
     def _set_rows(self, rows: int) -> None:
         """Grow or shrink the band (a change re-lays out the plot, which places the labels again)."""
         if rows != self.rows:
             self.rows = rows
-            self.plot.layout.setRowFixedHeight(0, rows * ROW_PX + (4 if rows else 0))
+            title = self.floor + TITLE_GAP_PX if self.floor else 0
+            self.plot.layout.setRowFixedHeight(0, rows * ROW_PX + 4 + title if rows else self.floor)
 
     @staticmethod
     def _free_spot(taken: list[list[tuple[float, float]]], x: float, w: float, width: float

@@ -241,7 +241,25 @@ class _ImagesPage(CppPaint, pg.GraphicsLayoutWidget):
         self.captions = [pg.TextItem(t, color=palette.FOREGROUND, anchor=(0, 1)) for t in ("real", "generated")]
         for c in self.captions:
             self.view.addItem(c)
+        self._content: QtCore.QRectF | None = None  # what the view must show: the grids and their captions
+        self.view.sigResized.connect(self._fit)
         self.paint_in_cpp()
+
+    def _fit(self, *_args) -> None:
+        """Show the grids at the view's top, the room a tall, narrow column leaves over below them: the
+        aspect-locked view centred them, ~200 px of nothing between the heading and the "real" grid."""
+        r, vb = self._content, self.view
+        if r is None or vb.width() <= 0 or vb.height() <= 0:
+            return
+        pad_x, pad_y = 0.06 * r.width(), 0.06 * r.height()  # (autoRange's padding=0.06)
+        x0, x1 = r.left() - pad_x, r.right() + pad_x
+        caption = self.captions[0].boundingRect().height() if self.real_image.isVisible() else 0.0  # pixels
+        y0 = r.top() - pad_y - caption * (x1 - x0) / vb.width()  # the "real" caption above the real grid
+        tall = (x1 - x0) * vb.height() / vb.width()  # the data height the view's width gives at aspect 1
+        if tall >= r.bottom() + pad_y - y0:
+            vb.setRange(xRange=(x0, x1), yRange=(y0, y0 + tall), padding=0)
+        else:  # wide: the grids' height sets the scale, centred across (as before)
+            vb.autoRange(padding=0.06)
 
     def show_samples(self, s: dict[str, Any]) -> None:
         fake = image_grid(s.get("fake"))
@@ -260,7 +278,8 @@ class _ImagesPage(CppPaint, pg.GraphicsLayoutWidget):
         self.image.setPos(0, y)
         self.captions[1].setPos(0, y)
         self.captions[1].setVisible(real_grid is not None)
-        self.view.autoRange(padding=0.06)
+        self._content = QtCore.QRectF(0, 0, fake.shape[0], y + fake.shape[1])
+        self._fit()
         # short: a GraphicsLayout label is as wide as its text, and a long one pushed the images out of view
         self.title.setText(f"step {_step(s)}", color=palette.FOREGROUND, size="9pt")
 

@@ -33,6 +33,10 @@ TOP_K = 8
 MOVERS_EVERY = 10  # the top movers are chosen again after this many new records (of each phase, on average),
 # or at once when the freeze set changed: a new choice swaps curves and rebuilds the legend, a third of a
 # wide refresh when it came every tick
+MOVERS_TIP = (f"heat map: also draw the curves of the {TOP_K} variables with the largest mean update over their "
+              "last records (the tree's selection is always drawn)")
+MOVERS_OFF_TIP = (f"Applies to the heat map only: the curves view draws every variable shown (up to {AUTO_LIMIT}). "
+                  "Press Heat map to draw only the top movers' curves")
 MAX_LEGEND_COLUMNS = 6
 CLICK_PX = 6  # how near (pixels) a click must be to an update curve to select its variable
 
@@ -108,8 +112,7 @@ class UpdateViews:
                          f"above {AUTO_LIMIT} variables the heat map shows until you choose")
         self.movers_box = QtWidgets.QCheckBox(f"top {TOP_K} movers")
         self.movers_box.setChecked(self.top_movers)
-        self.movers_box.setToolTip(f"heat map: also draw the curves of the {TOP_K} variables with the largest mean "
-                                   "update over their last records (the tree's selection is always drawn)")
+        self.movers_box.setToolTip(MOVERS_TIP)
         self.controls = QtWidgets.QHBoxLayout()
         self.controls.addWidget(QtWidgets.QLabel("Updates:"))
         for w in (self.relative_button, self.absolute_button, self.curves_button, self.heat_button, self.movers_box):
@@ -223,7 +226,12 @@ class UpdateViews:
             if button.isChecked() != on:
                 with signals_blocked(button):
                     button.setChecked(on)
+        # ticked only where it applies: a ticked, greyed box beside a legend of all 18 variables read as a
+        # filter that had failed; the user's choice (`top_movers`) comes back with the heat map
         self.movers_box.setEnabled(heat)
+        with signals_blocked(self.movers_box):
+            self.movers_box.setChecked(self.top_movers and heat)
+        self.movers_box.setToolTip(MOVERS_TIP if heat else MOVERS_OFF_TIP)
 
     def fit_legend(self, width: float, also: pg.LegendItem | None = None) -> None:
         """As many legend columns as its entries fit in `width` pixels (`fit_columns`). A fixed 4 needed ~790 px and,

@@ -182,3 +182,16 @@ def test_open_with_screenshot_saves_the_comparison_and_exits_0(ring_runs, tmp_pa
     bad = subprocess.run([sys.executable, "main.py", "--open", str(tmp_path)], cwd=REPO, env={**os.environ, **env},
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "not a run directory" in bad.stderr
+
+
+def test_reviewing_a_finished_run_shows_its_last_step_not_a_live_looking_step_0(ui, ring_runs):
+    """`--open` on a finished 300-step run read "Step 0" and "0.0 s" in the status bar, the numbers of a run
+    about to start; it reads the reviewed run's last step and nothing live. Two runs: no one step is theirs."""
+    w = ui.make(fake=True, wait=False, open_runs=[str(ring_runs[0])])
+    w.refresh()
+    sp = w.status_panel
+    assert sp.step_label.text() == "Step 300" and sp.elapsed_label.text() == "–"
+    assert "no run trains" in sp.step_label.toolTip()
+    w.open_runs([str(ring_runs[1])])
+    w.refresh()
+    assert sp.step_label.text() == "Step –"

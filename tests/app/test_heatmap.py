@@ -320,3 +320,24 @@ def test_a_live_tick_computes_its_new_columns_only_and_the_image_stays_the_whole
     assert g.n_columns > 100 and sum(asked) <= 4  # 8 records, 40 steps: a few columns of 8 steps
     tick(4801, 40, record_every=1_000)  # losses only
     assert asked == []
+
+
+def test_top_movers_box_is_ticked_only_where_it_applies_and_says_why_not(panel_of):
+    """Curves mode (18 variables) showed "top 8 movers" ticked but greyed beside a legend of all 18 curves:
+    a filter that seemed on and did nothing. Unticked there, its tooltip says it applies to the heat map;
+    the heat map ticks it again and draws the 8."""
+    paths = tuple(f"net/layer_{i}/kernel" for i in range(18))
+    store = RunData()
+    store.add_batch(MetricsBatch([block("D", np.arange(1, 201), paths)]))
+    panel = panel_of(store)
+    panel.refresh()
+    views = panel.update_views
+    box = views.movers_box
+    assert not views.showing_heat and len(views.curves.vars) == 18
+    assert not box.isEnabled() and not box.isChecked() and "heat map only" in box.toolTip()
+    views.heat_button.click()
+    assert box.isEnabled() and box.isChecked() and len(views.curves.vars) == TOP_K
+    box.click()  # the user's choice holds through a switch of views
+    views.curves_button.click()
+    views.heat_button.click()
+    assert not box.isChecked() and not views.curves.vars

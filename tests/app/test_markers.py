@@ -113,3 +113,34 @@ def test_a_leak_found_at_report_time_is_drawn_at_its_steps_time_when_aligned_by_
     panel.runs.set_option(align="time")
     panel.refresh()
     assert [round(ln.value(), 6) for ln in panel.marker_lines("loss")] == [0.35, 0.8]
+
+
+def test_leaks_of_several_variables_at_one_step_share_one_label_on_each_plot(panel_of, qtbot):
+    """A Keras `Monitor` run whose 4 discriminator variables leaked at step 112 (one event per variable,
+    reported at step 117) showed four "leak …" labels stacked over the one line, the fourth pushed left of
+    it, on both plots. One label names them all now, each variable in its tooltip, and no two labels overlap."""
+    names = ["discriminator/h1/kernel", "discriminator/h1/bias", "discriminator/out/kernel", "discriminator/out/bias"]
+    leaks = [events.Leak(step=117, at_step=112, variable=v, phase="D") for v in names]
+    panel, _ = _labelled(panel_of, qtbot, *leaks, events.Freeze(step=114, scopes=["discriminator/h1"]))
+    for plot in ("loss", "update"):
+        lines = panel.marker_lines(plot)
+        assert [ln.value() for ln in lines] == [112] * 4 + [114]
+        shown = [ln for ln in lines if ln.label.isVisible()]
+        texts = [ln.label.toPlainText() for ln in shown]
+        assert texts[0] == "leak: discriminator/h1, out (4)" and len(texts) == 2, texts
+        assert all(f"leak {v}" in shown[0].label.toolTip() for v in names)
+        rects = [_rect(panel, ln) for ln in shown]
+        assert not rects[0].intersects(rects[1])
+
+
+def test_a_marker_label_at_the_left_never_prints_over_the_update_plots_title(panel_of, qtbot):
+    """The update plot's title ("update magnitude per variable") sits in the row its marker labels use: a
+    marker near the run's start printed its label over the title."""
+    panel, _ = _labelled(panel_of, qtbot, events.Freeze(step=20, scopes=["d/k"]))
+    plot = panel.update_plot
+    line = panel.marker_lines("update")[0]
+    assert line.label.isVisible() and plot.titleLabel.isVisible()
+    title = plot.titleLabel.item.mapRectToItem(plot, plot.titleLabel.item.boundingRect())
+    label = line.label.mapRectToItem(plot, line.label.boundingRect())
+    assert not title.intersects(label), (title, label)
+    assert label.bottom() <= plot.vb.geometry().top() + 1  # still above the plot area

@@ -9,6 +9,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+from PySide6 import QtGui  # noqa: E402
 
 from app.plots.samples import SamplesView, image_grid  # noqa: E402
 from training_core.runs import RunData  # noqa: E402
@@ -82,3 +83,31 @@ def test_the_points_legend_names_only_what_is_drawn(panel_of):
                        "fake": rng.normal(size=(300, 2))})
     panel.refresh()
     assert names() == ["real", "generated"]
+
+
+def test_images_sit_under_their_heading_in_a_tall_narrow_column(qtbot):
+    """The shapes window's samples column had ~200 px of nothing between its "step 133" heading and the
+    "real" grid: the aspect-locked view centred the grids in the column's height. They sit at its top now,
+    the room left over below them."""
+    view = SamplesView()
+    qtbot.addWidget(view)
+    view.resize(260, 900)
+    view.show()
+    rng = np.random.default_rng(0)
+    shapes = np.tanh(rng.normal(size=(64, 28, 28, 1))).astype(np.float32)
+    view.show_samples({"kind": "images", "step": 133, "real": shapes[:16], "fake": shapes})
+    qtbot.waitUntil(lambda: view.images.isVisible())
+    page = view.images
+    page.resize(260, 900)  # (as the stack lays it out)
+    QtGui.QGuiApplication.processEvents()
+
+    def top_px(item) -> float:  # an item's top, in the page's pixels
+        return page.mapFromScene(item.mapRectToScene(item.boundingRect()).topLeft()).y()
+
+    heading_bottom = page.mapFromScene(page.title.mapRectToScene(page.title.boundingRect()).bottomLeft()).y()
+    real_top, generated_bottom = top_px(page.real_image), page.mapFromScene(
+        page.image.mapRectToScene(page.image.boundingRect()).bottomLeft()).y()
+    assert real_top - heading_bottom < 50, (heading_bottom, real_top)  # room for the "real" caption, no more
+    assert generated_bottom < 0.8 * page.height()  # the room left over is below the grids
+    width = page.image.mapRectToScene(page.image.boundingRect()).width()
+    assert width > 0.8 * page.width()  # as wide as the column: nothing shrunk to make it fit

@@ -313,3 +313,36 @@ def test_a_long_warning_a_refusal_and_the_description_are_shown_whole(ui, qtbot,
     assert text.endswith("and sharper still by 6,000.")
     w.experiment_panel.set_description(text)
     qtbot.waitUntil(lambda: _shown_whole(w.experiment_panel.description, text), timeout=5000)
+
+
+def test_start_reads_starting_and_is_off_while_a_command_line_start_waits_for_the_experiment(ui, qtbot):
+    """`--example shapes --steps 3000` starts by itself once prepared; while "Preparing shapes…" took a minute,
+    Start was enabled, and a user could not tell whether to press it. It reads "Starting…", off, until the run
+    starts; a prepare that fails gives Start back to the user."""
+    from tests.app.fake_service import FakeTrainingService
+
+    class SlowPrepare(FakeTrainingService):
+        """Prepares only when the test says (`release`): the window waits in "Preparing …"."""
+        held: list = []
+
+        def prepare(self, config) -> None:
+            self.requests.append(("prepare", config))
+            reports = self.sim.prepare(config)
+            self._queue_reports(reports[:1])
+            self.held = reports[1:]
+
+        def release(self) -> None:
+            self._queue_reports(self.held)
+
+    w = ui.make(wait=False, service_factory=SlowPrepare)
+    w.start_when_ready()
+    qtbot.waitUntil(lambda: w.session.tf_ready and bool(w.busy), timeout=30_000)
+    start = w.experiment_panel.run_buttons["start"]
+    assert not start.isEnabled() and start.text() == "Starting…" and "by itself" in start.toolTip()
+    assert not w.step_action.isEnabled()
+    w.core.release()
+    qtbot.waitUntil(lambda: w.running, timeout=30_000)
+    assert start.text() == "Start" and not start.isEnabled()  # running: Start is off as ever, named as ever
+    click(qtbot, w, "stop")
+    ui.flush(w)
+    assert start.isEnabled() and start.text() == "Start"
