@@ -360,5 +360,6 @@ def _tree(items: list[tuple[str, int | str, list[float] | None, bool]], word: st
         if use_tree and head != current:
             out.append(LegendEntry(head, None))
             current = head
-        out.append(LegendEntry(label + (f" ({word})" if is_frozen else ""), colour, dash, frozen=is_frozen))
+        out.append(LegendEntry(label + (f" ({word})" if is_frozen else ""), colour, dash, frozen=is_frozen,
+                               under=use_tree))
     return out
