@@ -124,13 +124,17 @@ class Figure:
         rows = sorted({pn.grid[0] for pn in panels})
         bands: dict[int, tuple[BandLegend, Panel]] = {}
         for r in rows:
-            owners = [pn for pn in panels if pn.grid[0] == r and pn.legend is not None and (
-                pn.legend_mode == "below" or (pn.legend_mode == "right" and (
-                    stacked or (cols > 1 and pn.area.width() < 0.6 * pn.cell.width()))))]
-            if len(owners) == 1:
-                band = BandLegend(owners[0].plot.legend, owners[0].legend_style, self.theme)
+            row = [pn for pn in panels if pn.grid[0] == r and pn.legend is not None]
+            below = [pn for pn in row if pn.legend_mode == "below"]
+            beside = [pn for pn in row if pn.legend_mode == "right" and (
+                stacked or (cols > 1 and pn.area.width() < 0.6 * pn.cell.width()))]
+            # two legends under their panels fill the row's room; of those beside, the one whose plot it squeezes most
+            owner = below[0] if len(below) == 1 else None if below or not beside else \
+                min(beside, key=lambda pn: pn.area.width())
+            if owner is not None:
+                band = BandLegend(owner.plot.legend, owner.legend_style, self.theme)
                 if band.fit(w - 0.8 * fs):
-                    bands[r] = (band, owners[0])
+                    bands[r] = (band, owner)
         if not bands:
             return
         ch = (h - top - sum(b.size()[1] for b, _ in bands.values())) / len(rows)
