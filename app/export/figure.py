@@ -53,7 +53,7 @@ class Figure:
             self.data = FigureData.from_runs(list(runs), self.spec, groups, names)
         self._laid_out: tuple | None = None
         self.legend: FlowLegend | None = None
-        self.bands: list[tuple[BandLegend, float, float]] = []
+        self.row_legends: list[tuple[BandLegend, float, float]] = []
 
     @property
     def size_pt(self) -> tuple[float, float]:
@@ -78,7 +78,7 @@ class Figure:
         w, h = self.size_pt
         top = 0.0
         self.legend = None
-        self.bands: list[tuple[BandLegend, float, float]] = []  # (legend, x, y): under a row of panels
+        self.row_legends: list[tuple[BandLegend, float, float]] = []  # (legend, x, y): under a row of panels
         if self.spec.legend and self.data.run_legend:
             fs = self.spec.font_size
             self.legend = FlowLegend(self.data.run_legend, TextStyle(max(4.0, fs - 1)), self.theme)
@@ -148,7 +148,7 @@ class Figure:
                 band, owner = bands[r]
                 owner.in_band = True
                 bw, bh = band.size()
-                self.bands.append((band, min(max(owner.cell.center().x() - bw / 2, 0.4 * fs), w - 0.4 * fs - bw), y))
+                self.row_legends.append((band, min(max(owner.cell.center().x() - bw / 2, 0.4 * fs), w - 0.4 * fs - bw), y))
                 y += bh
         for pn in panels:
             pn.prepare()
@@ -215,7 +215,7 @@ class Figure:
             self.legend.draw(p, 0.0, 0.15 * self.spec.font_size, w)
         for pn in panels:
             pn.draw(p)
-        for band, x, y in self.bands:
+        for band, x, y in self.row_legends:
             band.draw(p, x, y)
         p.restore()
 

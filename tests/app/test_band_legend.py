@@ -52,8 +52,8 @@ def test_side_by_side_the_tall_legend_spans_the_row_and_the_figure_is_no_taller_
     fig = figure_of(gan_run(monitor, method), "row")
     losses, updates = fig.layout()
     w, h = fig.size_pt
-    assert updates.legend_rect is None and len(fig.bands) == 1  # not under (b), nor squeezing (b) beside it
-    band, x, y = fig.bands[0]
+    assert updates.legend_rect is None and len(fig.row_legends) == 1  # not under (b), nor squeezing (b) beside it
+    band, x, y = fig.row_legends[0]
     bw, bh = band.size()
     assert x >= 0 and x + bw <= w and y + bh <= h + 0.5
     assert bw > updates.cell.width()  # across the figure, in columns: a few rows, not one column of 12
@@ -70,8 +70,8 @@ def test_stacked_the_legend_goes_under_the_stack_and_the_plots_keep_the_width(fi
     fig = figure_of(gan_run("fit", "exact"), "column")
     losses, updates = fig.layout()
     w, _ = fig.size_pt
-    assert len(fig.bands) == 1 and updates.legend_rect is None
-    _, _, y = fig.bands[0]
+    assert len(fig.row_legends) == 1 and updates.legend_rect is None
+    _, _, y = fig.row_legends[0]
     assert y >= updates.area.bottom() + updates.x_block - 0.5
     assert losses.area.left() == updates.area.left() and losses.area.right() == updates.area.right()
     assert losses.area.right() > 0.9 * w  # no legend beside (b) leaving the room beside (a) empty
