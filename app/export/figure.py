@@ -25,6 +25,7 @@ from training_core.figures import FigureData, FigureSpec, counts_steps
 from training_core.runs import RunData
 
 from .axes import step_range
+from .band_legend import BandLegend
 from .legend import FlowLegend
 from .panel import MIN_AREA_IN, Panel
 from .text import TextStyle
@@ -52,6 +53,7 @@ class Figure:
             self.data = FigureData.from_runs(list(runs), self.spec, groups, names)
         self._laid_out: tuple | None = None
         self.legend: FlowLegend | None = None
+        self.row_legends: list[tuple[BandLegend, float, float]] = []
 
     @property
     def size_pt(self) -> tuple[float, float]:
@@ -76,6 +78,7 @@ class Figure:
         w, h = self.size_pt
         top = 0.0
         self.legend = None
+        self.row_legends: list[tuple[BandLegend, float, float]] = []  # (legend, x, y): under a row of panels
         if self.spec.legend and self.data.run_legend:
             fs = self.spec.font_size
             self.legend = FlowLegend(self.data.run_legend, TextStyle(max(4.0, fs - 1)), self.theme)
@@ -101,6 +104,7 @@ class Figure:
                 upper.show_xlabel = upper.xlabel != panels[-1].xlabel
         for pn in panels:
             pn.prepare()
+        self._band_legends(panels, w, h, top, cols)
         for _ in range(3):  # line the plots up: a row shares its top and bottom, a column its left and right
             bounds = {pn: self._bounds_of(pn, panels) for pn in panels}
             if all(bounds[pn] == pn.bounds for pn in panels):
@@ -109,6 +113,45 @@ class Figure:
                 pn.bounds = bounds[pn]
                 pn.prepare(pn.rows)
         return panels
+
+    def _band_legends(self, panels: list[Panel], w: float, h: float, top: float, cols: int) -> None:
+        """A legend that went under its panel, or beside it (in a grid of several rows, whose column shares its
+        left and right; side by side, when it squeezed the plot to under 60% of its cell), goes in columns under the
+        panel's whole row, across the figure, when it is the row's only one: the neighbours' room under (or beside)
+        their plots was left empty (band_legend.py). The rows share what the bands leave of the height."""
+        fs = self.spec.font_size
+        stacked = len(panels) > cols  # a legend beside one plot of a column leaves the others' room beside empty
+        rows = sorted({pn.grid[0] for pn in panels})
+        bands: dict[int, tuple[BandLegend, Panel]] = {}
+        for r in rows:
+            row = [pn for pn in panels if pn.grid[0] == r and pn.legend is not None]
+            below = [pn for pn in row if pn.legend_mode == "below"]
+            beside = [pn for pn in row if pn.legend_mode == "right" and (
+                stacked or (cols > 1 and pn.area.width() < 0.6 * pn.cell.width()))]
+            # two legends under their panels fill the row's room; of those beside, the one whose plot it squeezes most
+            owner = below[0] if len(below) == 1 else None if below or not beside else \
+                min(beside, key=lambda pn: pn.area.width())
+            if owner is not None:
+                band = BandLegend(owner.plot.legend, owner.legend_style, self.theme)
+                if band.fit(w - 0.8 * fs):
+                    bands[r] = (band, owner)
+        if not bands:
+            return
+        ch = (h - top - sum(b.size()[1] for b, _ in bands.values())) / len(rows)
+        y = top
+        for r in rows:
+            for pn in panels:
+                if pn.grid[0] == r:
+                    pn.cell = QRectF(pn.cell.left(), y, pn.cell.width(), ch)
+            y += ch
+            if r in bands:
+                band, owner = bands[r]
+                owner.in_band = True
+                bw, bh = band.size()
+                self.row_legends.append((band, min(max(owner.cell.center().x() - bw / 2, 0.4 * fs), w - 0.4 * fs - bw), y))
+                y += bh
+        for pn in panels:
+            pn.prepare()
 
     @staticmethod
     def _bounds_of(pn: Panel, panels: list[Panel]) -> tuple[float, float, float, float]:
@@ -172,6 +215,8 @@ class Figure:
             self.legend.draw(p, 0.0, 0.15 * self.spec.font_size, w)
         for pn in panels:
             pn.draw(p)
+        for band, x, y in self.row_legends:
+            band.draw(p, x, y)
         p.restore()
 
 

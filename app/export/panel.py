@@ -55,6 +55,8 @@ class Panel:
         self.grid = (0, 0)  # (row, column) in the figure
         #: the plot area's edges the figure imposes, to line this panel up with its neighbours
         self.bounds: Bounds = (None, None, None, None)
+        #: the legend is drawn by the figure, in columns under the panel's whole row (band_legend.py)
+        self.in_band = False
         # metrics are drawn as measured (a few points, not smoothed): no faint copy behind them
         self.show_raw = self.spec.raw and self.spec.smoothing > 0 and not plot.name.startswith("metric")
         self._data_ranges()
@@ -182,7 +184,7 @@ class Panel:
 
     def _choose_legend(self) -> None:
         self.legend_rect = None
-        if not (self.spec.legend and self.plot.legend and not self.plot.empty):
+        if not (self.spec.legend and self.plot.legend and not self.plot.empty) or self.in_band:
             self.layout("none", None)
             return
         legend = Legend(self.plot.legend, self.legend_style)

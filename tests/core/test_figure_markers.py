@@ -52,3 +52,27 @@ def test_a_planned_freeze_named_by_its_settings_is_not_said_twice():
     other = dict(groups, **{names[1]: [run((150, "freeze", "freeze: g")), run((150, "freeze", "freeze: g"))]})
     assert {m.label for m in lines_of(other)} == {"ratio=3:1 freeze=d/dense_1@150: freeze: d/dense_1",
                                                   "ratio=1:1 freeze=d/dense_1@150: freeze: g"}
+
+
+def leaks(step: int, *variables: str) -> list[tuple[int, str, str]]:
+    return [(step, "leak", f"leak {v}") for v in variables]
+
+
+D = ("discriminator/h1/kernel", "discriminator/h1/bias", "discriminator/out/kernel", "discriminator/out/bias")
+
+
+def test_the_leaks_of_one_step_are_one_label_naming_their_scope():
+    """fit() ignoring `discriminator.trainable = False` leaks all four weights at one step: one line, one label
+    (four stacked over one line said the same thing four times); a leak alone keeps its variable's name."""
+    r = run(*leaks(112, *D), *leaks(200, "generator/out/bias"), *leaks(250, D[0], D[1]), FREEZE)
+    lines = figure_markers([entity_markers([("a", r)], lambda _, m: float(m.step), ["leak", "freeze"])], ["a"])
+    assert lines == [MarkerLine(112.0, "leak", "leak: discriminator (4 variables)"),
+                     MarkerLine(150.0, "freeze", "freeze: d/dense_1"),
+                     MarkerLine(200.0, "leak", "leak generator/out/bias"),
+                     MarkerLine(250.0, "leak", "leak: discriminator/h1 (2 variables)")]
+
+
+def test_leaks_in_two_models_at_one_step_name_no_scope():
+    r = run(*leaks(112, D[0], "generator/out/bias"))
+    marks = entity_markers([("a", r)], lambda _, m: float(m.step), ["leak"])
+    assert list(marks) == [(112, "leak", "leak: 2 variables")]

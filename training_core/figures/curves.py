@@ -47,6 +47,8 @@ class LegendEntry:
     dash: list[float] | None = None
     frozen: bool = False
     band: bool = False  # a group of seeds: the sample shows its band behind the line
+    #: listed under the header above it (a scope's layers): a legend in columns keeps it in its header's column
+    under: bool = False
 
 
 @dataclass

@@ -27,6 +27,7 @@ from training_core.base.scopes import in_scope
 from training_core.base.smoothing import ema_smooth
 from training_core.figures.bands import SPREAD_TEXT, Entity, band_curve, entities, seed_groups
 from training_core.figures.curves import DASHES, N_COLOURS, Curve, LegendEntry, PlotData
+from training_core.figures.frozen import FROZEN_EXACT, FROZEN_LEAKING, frozen_entry, frozen_word  # noqa: F401 - tests read them
 from training_core.figures.markers import MarkerLine, entity_markers, figure_markers
 from training_core.base.errors import UserError
 from training_core.figures.metric_groups import band_edges, metric_groups, wants_log
@@ -251,10 +252,6 @@ def _with_spread(curve: Curve, spread: tuple) -> None:
     curve.low[idx], curve.high[idx] = lo, hi
 
 
-FROZEN_EXACT = "frozen (ΔW = 0)"
-FROZEN_LEAKING = "frozen (gate: ΔW ≠ 0, the leak)"
-
-
 def _updates(runs: list, spec: FigureSpec, clock: _Clock) -> PlotData:
     kind = spec.update_kind
     chosen = [[p for p in s.var_paths if not spec.variables or any(in_variables(s, p, v) for v in spec.variables)]
@@ -281,7 +278,7 @@ def _updates(runs: list, spec: FigureSpec, clock: _Clock) -> PlotData:
         if len(paths) == 1:  # the one variable compared: named, since no line style stands for it
             legend.insert(0, LegendEntry(paths[0], None))
         if any(c.frozen is not None and c.frozen.any() for c in curves):
-            legend.append(frozen_entry(curves))
+            legend.append(frozen_entry(curves, dict(runs)))
         plot = PlotData("updates", curves, legend, log_y=True, zero_floor=True, problem=problem)
     if _has_unfrozen_zero(plot.curves):
         plot.legend.append(LegendEntry(NO_UPDATE_NOTE, None))
@@ -295,15 +292,6 @@ def in_variables(store: "RunData", key: str, scope: str) -> bool:
     """Whether the series `key` (a variable's path, or path@phase: RunData.var_paths) is under `scope`, which
     may name the variable itself (both phases of a shared variable) or one phase's series of it."""
     return in_scope(key, scope) or in_scope(store.var_path(key), scope)
-
-
-def frozen_entry(curves: list[Curve]) -> LegendEntry:
-    """The legend's entry for frozen stretches. "ΔW = 0" only when every frozen record is exactly 0: with
-    the gate method a frozen variable still moves (Adam's momentum, AdamW's decay), and the figure then
-    says so instead of claiming the zero the plot does not show."""
-    leaks = any(c.frozen is not None and np.any(c.values[np.asarray(c.frozen, bool)[:len(c.values)]] != 0)
-                for c in curves)
-    return LegendEntry(FROZEN_LEAKING if leaks else FROZEN_EXACT, "muted", frozen=True)
 
 
 def _has_unfrozen_zero(curves: list[Curve]) -> bool:
@@ -353,16 +341,17 @@ def _updates_one(run: tuple[str, "RunData"], paths: list[str], spec: FigureSpec,
         unit_dash = DASHES[dash] if unit == p else None
         items.setdefault(unit, (unit, colour, unit_dash, False))
         curves.append(_curve(f"{kind}/{p}", series, spec.smoothing, colour, dash, frozen[p], label, x))
-    legend = _tree(list(items.values()))
+    legend = _tree(list(items.values()), frozen_word(store))
     if not per_variable and len(leaves) > 1:
         legend += [LegendEntry(leaf, "fg", DASHES[i % len(DASHES)]) for i, leaf in enumerate(leaves)]
     if any(frozen[p].any() for p in live):
-        legend.append(frozen_entry(curves))
+        legend.append(frozen_entry(curves, {label: store}))
     return PlotData("updates", curves, legend, log_y=True, zero_floor=True)
 
 
-def _tree(items: list[tuple[str, int | str, list[float] | None, bool]]) -> list[LegendEntry]:
-    """Entries under a header per top-level scope when that saves width (several entries per head)."""
+def _tree(items: list[tuple[str, int | str, list[float] | None, bool]], word: str = "frozen") -> list[LegendEntry]:
+    """Entries under a header per top-level scope when that saves width (several entries per head); a variable
+    frozen the whole run is marked by `word` ("frozen", or "not trainable" in a monitor run: figures/frozen.py)."""
     heads = [u.partition("/")[0] for u, _, _, _ in items]
     use_tree = all("/" in u for u, _, _, _ in items) and len(set(heads)) < len(items)
     out, current = [], None
@@ -371,5 +360,6 @@ def _tree(items: list[tuple[str, int | str, list[float] | None, bool]]) -> list[
         if use_tree and head != current:
             out.append(LegendEntry(head, None))
             current = head
-        out.append(LegendEntry(label + (" (frozen)" if is_frozen else ""), colour, dash, frozen=is_frozen))
+        out.append(LegendEntry(label + (f" ({word})" if is_frozen else ""), colour, dash, frozen=is_frozen,
+                               under=use_tree))
     return out

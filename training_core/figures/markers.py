@@ -77,12 +77,43 @@ def entity_markers(members: Sequence[tuple[str, "RunData"]], x_of: Callable[["Ru
         for m in list(store.markers):
             if m.kind in kinds:
                 marks.setdefault((int(m.step), m.kind, m.label), x_of(store, m))
-        per.append(marks)
+        per.append(merge_leaks(marks))
     have: dict[Key, list[float]] = {}
     for marks in per:
         for k, x in marks.items():
             have.setdefault(k, []).append(x)
     return {k: (float(np.mean(xs)), None if len(xs) == len(per) else (len(xs), len(per))) for k, xs in have.items()}
+
+
+LEAK_PREFIX = "leak "  # a leak marker's label: "leak <variable>" (runs/data.py)
+
+
+def merge_leaks(marks: dict[Key, float]) -> dict[Key, float]:
+    """A run's leaks found at one step as one marker, "leak: discriminator (4 variables)" (the scope they share),
+    not a label per variable: a model whose `trainable = False` fit() ignored leaks in all its weights at once,
+    and four labels stacked over one line (six for a DCGAN) said one thing four times."""
+    leaks: dict[int, list[tuple[Key, float]]] = {}
+    for key, x in marks.items():
+        if key[1] == "leak" and key[2].startswith(LEAK_PREFIX):
+            leaks.setdefault(key[0], []).append((key, x))
+    out = {k: x for k, x in marks.items() if not (k[1] == "leak" and len(leaks.get(k[0], ())) > 1)}
+    for step, group in leaks.items():
+        if len(group) > 1:
+            out[(step, "leak", leak_text([k[2][len(LEAK_PREFIX):] for k, _ in group]))] = group[0][1]
+    return out
+
+
+def leak_text(variables: Sequence[str]) -> str:
+    """The label of several variables' leaks at one step: their shared scope and how many they are."""
+    parts = [v.split("/") for v in variables]
+    shared: list[str] = []
+    for names in zip(*parts):
+        if len(set(names)) > 1:
+            break
+        shared.append(names[0])
+    shared = shared[:min(len(p) for p in parts) - 1]  # a scope, never a variable's own name
+    n = f"{len(set(variables))} variables"
+    return f"leak: {'/'.join(shared)} ({n})" if shared else f"leak: {n}"
 
 
 def figure_markers(per_entity: Sequence[dict[Key, tuple[float, Share]]], names: Sequence[str]) -> list[MarkerLine]:

@@ -169,6 +169,9 @@ class RunData:
         self.samples: dict[str, Any] | None = None
         self.start: E.Start | None = None
         self.stop: E.Stop | None = None
+        #: "fit" or "loop" when training_core.monitor recorded the run (config.toml's `monitor`, read by
+        #: `RunFollower`), "" for a run Freezeframe trains: a figure says what a frozen mark meant (figures/frozen.py)
+        self.monitor = ""
         self.last_step = 0
         self.version += 1
         self.generation += 1

@@ -19,7 +19,9 @@ from pathlib import Path
 import numpy as np
 
 from training_core.base import events as E
-from training_core.rundir.layout import EVENTS_FILE, SCALARS_FILE, VARIABLES_DIR
+from training_core.base.config import RunConfig
+from training_core.base.errors import UserError
+from training_core.rundir.layout import CONFIG_FILE, EVENTS_FILE, SCALARS_FILE, VARIABLES_DIR
 from training_core.rundir.reading import LineTail, parse_event_lines, parse_scalar_lines
 from training_core.rundir.varstore import VarFileReader
 from training_core.runs.data import RunData
@@ -42,6 +44,7 @@ class RunFollower:
         self._events = LineTail(self.dir / EVENTS_FILE)
         self._vars: dict[Path, VarFileReader] = {}
         self._read_any = False  # whether `data` holds anything these readers read
+        self._config_read = False  # whether the record's config.toml (its `monitor`) was read into `data`
 
     def poll(self) -> bool:
         """Read what is new; True if the model changed."""
@@ -61,7 +64,19 @@ class RunFollower:
             self.data.add_scalar(tag, np.array(s, dtype=np.int64), np.array(w), np.array(v))
         for rows in var_rows:
             self.data.add_var_rows(rows)
+        if not self._config_read:
+            self._read_monitor()
         return self.data.version != version
+
+    def _read_monitor(self) -> None:
+        """`data.monitor` from config.toml, once it is there (a run just begun may not have written it yet)."""
+        if not (self.dir / CONFIG_FILE).is_file():
+            return
+        try:
+            self.data.monitor = RunConfig.read_toml(self.dir / CONFIG_FILE).monitor or ""
+        except UserError:
+            return  # damaged or half-written: asked again at the next poll
+        self._config_read = True
 
     def _read(self) -> tuple[list[str], list[str], list] | None:
         """The new lines and rows, or None if any file is no longer what was read of it."""
