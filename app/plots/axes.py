@@ -86,13 +86,26 @@ class TwoDecadeAxis(TidyAxis):
         minors = [v for v in ticks[0][1] if not math.isclose(v, round(v), abs_tol=1e-9)]
         return [(1.0, decades), (None, minors)]
 
-    def linkedViewChanged(self, view, newRange=None):  # noqa: N802 (pyqtgraph's name)
-        super().linkedViewChanged(view, newRange)
-        if self.logMode and self.orientation in ("left", "right") and view is not None:
-            lo, hi = view.viewRange()[1] if newRange is None else newRange
-            wide = decades_view(lo, hi)
-            if wide != (lo, hi):
-                view.setRange(yRange=wide, padding=0, disableAutoRange=False)
+    def linkToView(self, view) -> None:  # noqa: N802 (pyqtgraph's name)
+        """Widens the view's autorange to two decades where it is computed (its children's bounds), so a refresh
+        changes the range once or not at all: widening the range after autorange had set it changed it twice a
+        refresh, and a changed range repaints every curve whole (`canvas.SplitStroke` repaints a strip)."""
+        super().linkToView(view)
+        if self.orientation not in ("left", "right") or getattr(view, "_two_decades", False):
+            return
+        bounds = view.childrenBounds
+
+        def widened(*args, **kwargs):
+            got = bounds(*args, **kwargs)
+            if self.logMode and got is not None and got[1] is not None:
+                lo, hi = got[1]
+                if hi <= lo:  # one value: `decades_view` needs a span
+                    lo, hi = lo - 1e-6, hi + 1e-6
+                got[1] = list(decades_view(lo, hi))
+            return got
+
+        view.childrenBounds = widened
+        view._two_decades = True
 
 
 def decades_view(lo: float, hi: float) -> tuple[float, float]:

@@ -22,7 +22,7 @@ from PySide6 import QtGui
 from training_core.figures.metric_groups import MetricGroup, band_edges, metric_groups, wants_log
 
 from . import palette, tight
-from .axes import PlainLogAxis, TidyAxis, quiet_axes
+from .axes import PlainLogAxis, TidyAxis, decades_view, quiet_axes
 from .curves import dashed_pen, style_plot
 from .losses import log10_or_nan
 from .plot_view import PlotView
@@ -182,6 +182,7 @@ class MetricPlots:
             if hi - lo < 0.3:  # a flat measure on a log axis you chose: a factor of 2 around it at least
                 mid = (hi + lo) / 2
                 lo, hi = mid - 0.15, mid + 0.15
+            lo, hi = decades_view(lo, hi)  # two labelled decades (this range is set, not autoranged)
         else:
             lo, hi = min(float(vals.min()), 0.0), float(vals.max())
             if hi <= lo:
