@@ -13,7 +13,7 @@ and labels are QGraphicsTextItems (painted by Qt) placed in pixels.
 Labels sit in a band above the plot area (the plot's title row, grown to `LABEL_ROWS` rows), never
 over the curves. A label is shown in full where it fits (right of its line, else left of it), in the
 highest free row; consecutive markers with the same label share one ("pause (step) ×12"), and so do
-markers of one kind at one step ("leak: discriminator/h1, out (4)" for four leaking variables); a label
+markers of one kind at one step ("leak: discriminator (4 variables)", as the export says it); a label
 with no room shows its short form (the kind), or a "+"; labels never overprint: one with no room even
 for a "+" has its line alone, and the nearest label to its left names it in its tooltip. None is
 dropped without a trace: the tooltips and the Runs tab's event list hold the full text. Markers out of
@@ -26,6 +26,7 @@ import html
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
+from training_core.figures import LEAK_PREFIX, leak_text
 from training_core.runs import Marker
 
 from . import palette
@@ -90,19 +91,13 @@ def _same_kind_and_step(a: MarkerLine, b: MarkerLine) -> bool:
 
 
 def merged_label(kind: str, labels: list[str]) -> str:
-    """One label for markers of one kind at one step with different texts: "leak: discriminator/h1, out (4)"
-    for four leaking variables (their scopes, the common head said once), "NaN ×2" for other kinds. Why:
-    a label per variable filled the band's rows and pushed the rest aside; the tooltip lists each."""
+    """One label for markers of one kind at one step with different texts: "leak: discriminator (4 variables)"
+    for four leaking variables (the export's words, `leak_text`), "NaN ×2" for other kinds. Why: a label per
+    variable filled the band's rows and pushed the rest aside; the tooltip lists each."""
     distinct = list(dict.fromkeys(labels))
-    short = SHORT.get(kind, kind)
     if kind != "leak":
-        return f"{short} ×{len(distinct)}"
-    scopes = list(dict.fromkeys(lb.removeprefix("leak ").rpartition("/")[0] or lb.removeprefix("leak ")
-                                for lb in distinct))
-    head = scopes[0].rpartition("/")[0]
-    if head and all(sc.rpartition("/")[0] == head for sc in scopes):
-        scopes = [scopes[0]] + [sc.rpartition("/")[2] for sc in scopes[1:]]  # "discriminator/h1, out"
-    return f"leak: {', '.join(scopes)} ({len(distinct)})"
+        return f"{SHORT.get(kind, kind)} ×{len(distinct)}"
+    return leak_text([lb.removeprefix(LEAK_PREFIX) for lb in distinct])
 
 
 class _PlotMarkers:

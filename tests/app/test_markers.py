@@ -127,7 +127,7 @@ def test_leaks_of_several_variables_at_one_step_share_one_label_on_each_plot(pan
         assert [ln.value() for ln in lines] == [112] * 4 + [114]
         shown = [ln for ln in lines if ln.label.isVisible()]
         texts = [ln.label.toPlainText() for ln in shown]
-        assert texts[0] == "leak: discriminator/h1, out (4)" and len(texts) == 2, texts
+        assert texts[0] == "leak: discriminator (4 variables)" and len(texts) == 2, texts
         assert all(f"leak {v}" in shown[0].label.toolTip() for v in names)
         rects = [_rect(panel, ln) for ln in shown]
         assert not rects[0].intersects(rects[1])

@@ -16,8 +16,8 @@ from training_core.figures.bands import Entity, band_curve, group_name, seed_gro
 from training_core.figures.curves import DASHES, N_COLOURS, Curve, LegendEntry, PlotData
 from training_core.figures.data import NO_UPDATE_NOTE, REFERENCE_RATIO, FigureData, metric_tags
 from training_core.figures.decimate import minmax_decimate
-from training_core.figures.markers import (Flag, MarkerLine, label_lines, merge_repeats, place_flags, repeat_text,
-                                          wrap_label)
+from training_core.figures.markers import (LEAK_PREFIX, Flag, MarkerLine, label_lines, leak_text, merge_repeats,
+                                          place_flags, repeat_text, wrap_label)
 from training_core.figures.metric_groups import MetricGroup, band_edges, metric_groups, wants_log
 from training_core.figures.spec import (
     BANDS,
