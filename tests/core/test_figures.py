@@ -106,7 +106,7 @@ def test_decimation_is_identity_on_short_series():
 @pytest.mark.parametrize("leak, runs", [(0.0, 1), (3e-6, 1), (0.0, 2), (3e-6, 2)])
 def test_the_frozen_entry_claims_dw_0_only_when_every_frozen_record_is_0(leak, runs):
     """With the gate method a frozen variable keeps moving: its figure must not call the stretch "ΔW = 0"."""
-    from training_core.figures.data import FROZEN_EXACT, FROZEN_LEAKING
+    from training_core.figures.frozen import FROZEN_EXACT, FROZEN_LEAKING
     store = RunData()
     n, steps = 40, np.arange(1, 41, dtype=np.int64)
     frozen = np.zeros((n, 4), bool)

@@ -27,7 +27,7 @@ from training_core.base.scopes import in_scope
 from training_core.base.smoothing import ema_smooth
 from training_core.figures.bands import SPREAD_TEXT, Entity, band_curve, entities, seed_groups
 from training_core.figures.curves import DASHES, N_COLOURS, Curve, LegendEntry, PlotData
-from training_core.figures.frozen import FROZEN_EXACT, FROZEN_LEAKING, frozen_entry, frozen_word  # noqa: F401 - tests read them
+from training_core.figures.frozen import frozen_entry, frozen_word
 from training_core.figures.markers import MarkerLine, entity_markers, figure_markers
 from training_core.base.errors import UserError
 from training_core.figures.metric_groups import band_edges, metric_groups, wants_log
