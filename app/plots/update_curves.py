@@ -178,13 +178,11 @@ class UpdateCurves:
             return
         f = np.asarray(frozen[:len(values)], dtype=bool)
         pos = np.isfinite(values) & (values > 0)
-        for held, at in ((False, pos & ~f), (True, pos & f)):
-            if at.any():
-                low = float(values[at].min())
-                if held:
-                    self._min_leak = min(self._min_leak, low)
-                else:
-                    self._min_pos = min(self._min_pos, low)
+        trained, leaked = pos & ~f, pos & f
+        if trained.any():
+            self._min_pos = min(self._min_pos, float(values[trained].min()))
+        if leaked.any():
+            self._min_leak = min(self._min_leak, float(values[leaked].min()))
         zero = values == 0
         if zero.any():
             self.zeros = (self.zeros[0] or bool((zero & f).any()), self.zeros[1] or bool((zero & ~f).any()))
