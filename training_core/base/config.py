@@ -58,6 +58,16 @@ def load_toml(path: str | Path, name: str, missing: str, not_text: str, invalid:
         raise UserError(f"{name} is not valid TOML ({e}); {invalid}") from None
 
 
+def refuse_no_steps(steps: Any, where: str, fix: str) -> None:
+    """`steps = 0` (or less) in a file a new run is made from trained no step, wrote an empty run and exited 0,
+    as `--steps 0` on the command line did (cli/options.check_steps): refused in one line where such a file is
+    read (`--config`, a sweep file's `[base]`; its `[grid]` checks its own values). Not in `validate`:
+    `RunConfig(steps=0)` from Python still prepares a run without training it. `where` names the key in
+    its file (`config file c.toml: steps`), `fix` says what to write instead."""
+    if isinstance(steps, int) and not isinstance(steps, bool) and steps < 1:
+        raise UserError(f"{where} = {steps} trains no step; {fix}")
+
+
 def file_sha256(path: str | Path) -> str:
     """The `experiment_sha256` of a file: how a rerun (or the window's Start) tells the file was edited."""
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
