@@ -66,9 +66,11 @@ BAD = {  # name: (arguments, a word the one line must contain)
                                                               "mean lr?)"),
     # steps = 0 in the file trained no step and wrote an empty run, as --steps 0 did (even beside --steps 5:
     # the file is what is wrong)
-    "config_steps_zero": (["--config", "{tmp}/steps_zero.toml"], "steps_zero.toml: steps = 0 trains no step; set it "
-                                                                 "to a whole number >= 1 in the file, or remove the line"),
-    "config_steps_negative": (["--config", "{tmp}/steps_negative.toml"], "steps = -5 trains no step"),
+    "config_steps_zero": (["--config", "{tmp}/steps_zero.toml"],
+                          "steps_zero.toml: steps = 0 trains no step; set it to a whole number >= 1 in the file, or "
+                          "remove the line"),
+    "config_steps_negative": (["--config", "{tmp}/steps_negative.toml"],
+                              "steps must be a whole number >= 1 (or left out, to train until stopped), got -5"),
     "config_sweep_file": (["--config", "{tmp}/sweep.toml"], "sweep.toml is a sweep file (its [base] and [grid] "
                                                             "tables), not a run's config.toml; pass it with --sweep "),
     # experiment files that do not describe an experiment
