@@ -6,6 +6,7 @@ instead of 20000) can be reasoned about and tested without Qt.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 from app.log_decades import two_decades  # noqa: F401 (one rule for the window's log axes and the figures')
@@ -77,12 +78,23 @@ def linear_ticks(lo: float, hi: float, max_ticks: int, steps_axis: bool = False,
         if v > hi + 1e-9 * spacing:
             break
         text = f"{v / scale:.{d}f}"
-        if float(text) == 0:
-            text, sfx, exp = "0", "", ""
+        if float(text) == 0:  # zero in any unit (no 0k, no 0×10⁵, no −0.0), with the axis's decimals: 0.0 beside
+            text, sfx, exp = f"{0:.{d}f}", "", ""  # 0.5 and 1.0 (a "0" there read as another precision)
         else:
             sfx, exp = suffix, exponent
         ticks.append(Tick(v, text.replace("-", MINUS) + sfx, exp))
     return ticks
+
+
+def whole_ticks(ticks: list[Tick]) -> list[Tick]:
+    """The ticks at whole numbers, for a count (modes covered: no tick at 0.5 of a mode), labelled without the
+    decimals the spacing before had given them all (1, 2, 3, not 1.0, 2.0, 3.0); every tick when none is whole."""
+    whole = [t for t in ticks if float(t.value).is_integer()]
+    if not whole:
+        return ticks
+    if all(re.fullmatch(r"[0-9\u2212]+\.0+", t.text) for t in whole):
+        whole = [Tick(t.value, t.text.split(".")[0], t.exponent) for t in whole]
+    return whole
 
 
 def log_range(lo: float, hi: float) -> tuple[float, float]:

@@ -17,7 +17,7 @@ from PySide6.QtGui import QColor, QPainter
 
 from training_core.figures import PlotData, counts_steps, default_labels, short_label
 
-from .axes import Tick, linear_range, linear_ticks, log_range, log_ticks, two_decades
+from .axes import Tick, linear_range, linear_ticks, log_range, log_ticks, two_decades, whole_ticks
 from .curves import LONE_POINT_PT, band_low, draw_curves, layers, line_path  # noqa: F401 - LONE_POINT_PT: tests read it
 from .legend import Legend, best_corner, make_pen
 from .markers import assign_marker_labels, draw_marker_labels, draw_marker_lines, label_row_height
@@ -126,7 +126,7 @@ class Panel:
                     break
                 ticks = linear_ticks(*self.yr, more, scientific=True)
             if self._whole_numbers():  # a count (modes covered): no tick at 0.5 of a mode
-                ticks = [t for t in ticks if float(t.value).is_integer()] or ticks
+                ticks = whole_ticks(ticks)
             return ticks
         if self.floor is None:
             return log_ticks(*self.yr, n)

@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 from app.export import Figure, csv_text, svg_bytes
+from app.export.text import TextStyle
 from tests.app import svg_shapes as svg
 from tests.app.blocks import block
 from training_core import MetricsBatch
@@ -76,3 +77,22 @@ def test_the_csv_gives_a_banded_metric_its_edges(qapp):
     np.testing.assert_allclose([float(r[6]) for r in kid], KID - KID_STD)
     np.testing.assert_allclose([float(r[7]) for r in kid], KID + KID_STD)
     assert all(r.split(",")[6:] == ["", ""] for r in lines[1:] if ",metric/fid," in r)
+
+
+def test_a_metric_axis_labels_its_ticks_with_one_number_of_decimals(qapp):
+    """A fraction's axis read "0, 0.2, 0.4, ..., 1.0" in the exported figure: zero was written without the
+    decimals of the other labels. Read from the SVG: every label left of the panel has the same decimals."""
+    store = RunData()
+    s = np.array([0, 100, 200])
+    store.add_batch(MetricsBatch([block("D", np.arange(1, 201), ("d/k",))],
+                                 scalars={"metric/high_quality": (s, s * 1.0, np.array([0.0, 0.5, 1.0]))}))
+    fig = Figure(store, FigureSpec(plots=["metrics"], width_in=3.5, height_in=2.5))
+    (panel,) = fig.layout()
+    assert not fig.data.plots[0].log_y
+    a = panel.area
+    texts, _ = svg.read(svg_bytes(fig))
+    labels = [t.text for t in texts if not t.rotated and t.x + TextStyle(t.size).width(t.text) < a.left()
+              and a.top() - 4 <= t.y <= a.bottom() + 4]
+    assert len(labels) >= 3 and any(float(x) == 0 for x in labels), labels
+    decimals = {len(x.partition(".")[2]) for x in labels}
+    assert len(decimals) == 1 and decimals != {0}, labels  # 0.0, 0.5, 1.0 (or 0.0, 0.2, ...): not 0 beside 1.0

@@ -64,6 +64,13 @@ BAD = {  # name: (arguments, a word the one line must contain)
     "config_is_a_directory": (["--config", "{tmp}/full"], "is a directory"),
     "config_key_typo": (["--config", "{tmp}/key_typo.toml"], "unknown configuration key(s) learnign_rate (did you "
                                                               "mean lr?)"),
+    # steps = 0 in the file trained no step and wrote an empty run, as --steps 0 did (even beside --steps 5:
+    # the file is what is wrong)
+    "config_steps_zero": (["--config", "{tmp}/steps_zero.toml"],
+                          "steps_zero.toml: steps = 0 trains no step; set it to a whole number >= 1 in the file, or "
+                          "remove the line"),
+    "config_steps_negative": (["--config", "{tmp}/steps_negative.toml"],
+                              "steps must be a whole number >= 1 (or left out, to train until stopped), got -5"),
     "config_sweep_file": (["--config", "{tmp}/sweep.toml"], "sweep.toml is a sweep file (its [base] and [grid] "
                                                             "tables), not a run's config.toml; pass it with --sweep "),
     # experiment files that do not describe an experiment
@@ -152,6 +159,7 @@ def build():
 _CONFIGS = {"seed_zero.toml": 'seed = "zero"', "batch_big.toml": 'batch_size = "big"', "freeze_5.toml": "freeze = 5",
             "tb_no.toml": 'tensorboard = "no"', "fetch_frac.toml": "fetch_every = 2.5",
             "example_path.toml": 'example = "../../resources/experiments/ring"', "key_typo.toml": "learnign_rate = 1e-3",
+            "steps_zero.toml": "steps = 0", "steps_negative.toml": "steps = -5",
             "sweep.toml": '[base]\nsteps = 50\n[grid]\nseed = [0, 1]'}
 
 

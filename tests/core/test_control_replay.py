@@ -19,17 +19,18 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from training_core import (Continue, Pause, SetFreeze, SetLearningRate, SetRatio, Stop, append_command, read_events,
-                           read_scalars)
+from training_core import (Continue, Pause, SampleNow, SetFreeze, SetLearningRate, SetRatio, Stop, append_command,
+                           read_events, read_scalars)
 from training_core.base import events as E
 from training_core.base.errors import UserError
 from training_core.monitor import Monitor, start_run
 from training_core.rundir.replay_plan import plan_replay
+from training_core.rundir.samples import list_samples
 from training_core.rundir.varstore import read_variables
 
 from .helpers import config, tiny_gan, wait_for
 from .helpers import run as train_file
-from .keras_gan import GAN, dataset, make_gan
+from .keras_gan import GAN, dataset, make_gan, points
 
 CONTROLS = (E.Freeze, E.LearningRate, E.Ratio, E.Method)
 
@@ -248,3 +249,47 @@ def test_a_replay_from_other_starting_settings_says_so_in_its_record(tmp_path):
     assert warning.message.startswith(f"this replay starts from other settings than {tmp_path / 'old'}: seed 7 (was 0);")
     assert [(e.step, e.value) for e in _kinds(tmp_path / "new", "lr")] == [(0, 0.01)]
     assert read_scalars(tmp_path / "new")["loss/D"].steps.tolist() == [1, 2, 3]
+
+
+def _draws(models) -> dict:
+    return {"fake": np.asarray(models["generator"](np.ones((4, 2), "float32"))), "real": np.ones((4, 2), "float32")}
+
+
+def _sample_steps(run_dir) -> list[int]:
+    return [step for step, _ in list_samples(run_dir)]
+
+
+def test_a_loop_replay_draws_samples_at_the_old_runs_sample_steps_and_no_others(tmp_path):
+    """The replay kept the script's own `sample_every` clock on, beside the plan's requests: it drew at steps
+    the old run never drew at. Here the old run drew at a request (`run.send` after step 3) and at its end; the
+    replay is given a clock that would draw after every step, and must still draw at exactly those steps."""
+    orig, again = tmp_path / "orig", tmp_path / "replay"
+    with _small(orig, sample=_draws, sample_every=0) as run:  # no clock: the request and the end
+        for step in run.steps():
+            run.log(step, {"D": 1.0, "G": 1.0})
+            if step == 3:
+                run.send(SampleNow())
+            if step == 8:
+                break
+    assert _sample_steps(orig) == [3, 8]
+    with _small(again, sample=_draws, sample_every=1e-9, replay=orig) as run:
+        for step in run.steps():
+            run.log(step, {"D": 1.0, "G": 1.0})
+    assert _sample_steps(again) == _sample_steps(orig)
+    assert "sample_every = 0.0" in (again / "config.toml").read_text()  # the record says its timer was off
+
+
+def test_a_fit_replay_draws_samples_at_the_old_runs_sample_steps_and_no_others(tmp_path):
+    orig, again = tmp_path / "fit", tmp_path / "fit-replay"
+    monitor = Monitor(orig, sample=points, sample_every=0, quiet=True, tensorboard=False)
+
+    class Ask(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            if batch == 2:  # after step 3
+                monitor.core.send(SampleNow())
+
+    make_gan().fit(dataset(8), epochs=1, verbose=0, callbacks=[monitor, Ask()])
+    assert _sample_steps(orig) == [4, 8]  # asked after the Monitor's boundary of step 3: drawn at the next one
+    make_gan().fit(dataset(8), epochs=1, verbose=0, callbacks=[Monitor(again, sample=points, sample_every=1e-9,
+                                                                       quiet=True, tensorboard=False, replay=orig)])
+    assert _sample_steps(again) == _sample_steps(orig)

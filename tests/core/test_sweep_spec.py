@@ -64,6 +64,13 @@ BAD = {  # name: (sweep file text or None, extra arguments, what the one line sa
     "bad_freeze_step": ("[grid]\nfreeze = ['discriminator@soon']\n", [], "after @ comes the step to freeze from"),
     "bad_method": ("[grid]\nmethod = ['leaky']\n", [], "the method is exact or gate"),
     "seed_twice": ("[grid]\nseed = [0, 0]\n", [], "grid.seed lists 0 twice"),
+    # a point of 0 steps trained nothing and the sweep exited 0, as --steps 0 did before it was refused
+    "base_steps_zero": ("[base]\nsteps = 0\n" + GRID, [], "base_steps_zero.toml: base.steps = 0 trains no step; set "
+                                                          "it to the steps every point trains"),
+    "base_steps_negative": ("[base]\nsteps = -3\n" + GRID, [], "base: steps must be a whole number >= 1 (or left "
+                                                               "out, to train until stopped), got -3"),
+    "grid_steps_zero": ("[grid]\nsteps = [100, 0]\n", [], "grid.steps[1] = 0: the number of steps must be a whole "
+                                                          "number from 1 or more"),
     "no_axes": ("[base]\nsteps = 5\n", [], "the grid has no axes"),
     "base_and_axis": ("[base]\nseed = 3\n" + GRID, [], "base.seed is also set by the axis seed; keep one of them"),
     "base_typo": ("[base]\nstepz = 3\n" + GRID, [], "unknown configuration key(s) stepz (did you mean steps?)"),

@@ -40,7 +40,7 @@ from training_core.rundir.samples import list_samples, load_samples
 from training_core.rundir.tensorboard import HPARAMS_FILE
 from training_core.rundir.tb_views import control_line, sample_picture
 
-from .helpers import Script
+from .helpers import Script, config, nan_experiment
 
 
 def served(run_dir: Path, run: str = "training") -> EventAccumulator:
@@ -278,6 +278,41 @@ def test_a_resumed_run_shows_its_own_target_and_count_in_the_hparams(tmp_path):
     assert (info.hparams["steps"].number_value, info.hparams["count"].string_value) == (6, "G")
 
 
+def session_end(run_dir: Path):
+    """The hparams plugin's session end info of a run's `tb/training`, as TensorBoard's reader serves it."""
+    return metadata.parse_session_end_info_plugin_data(
+        served(run_dir).PluginTagToContent("hparams")[metadata.SESSION_END_INFO_TAG])
+
+
+def test_a_finished_run_ends_its_hparams_session_with_success(logdir, ring_run):
+    """Only the session start was written: the table's Status column read Unknown for every run, finished
+    or not. A run that reached its target ends its session with success, at its `stop` event's time."""
+    from tensorboard.plugins.hparams import api_pb2
+    d, _ = ring_run
+    stop = read_events(d)[-1]
+    assert (stop.kind, stop.reason) == ("stop", "done")
+    end = session_end(d)
+    assert end.status == api_pb2.STATUS_SUCCESS and end.end_time_secs == pytest.approx(stop.time)
+    _, groups = hparams_table(logdir)
+    row = next(g for g in groups if g.name == "ring-run/tb/training")
+    assert row.sessions[0].status == api_pb2.STATUS_SUCCESS  # what the plugin's table shows
+
+
+def test_a_run_halted_on_a_nan_ends_its_hparams_session_with_failure(tmp_path):
+    from tensorboard.plugins.hparams import api_pb2
+    d = tmp_path / "logdir" / "nan"
+    Trainer(config(nan_experiment(tmp_path), d, steps=50, on_nan="stop", tensorboard=True)).run()
+    stop = read_events(d)[-1]
+    assert (stop.kind, stop.reason) == ("stop", "halted") and stop.step < 50
+    end = session_end(d)
+    assert end.status == api_pb2.STATUS_FAILURE and end.end_time_secs == pytest.approx(stop.time)
+    info = metadata.parse_session_start_info_plugin_data(
+        served(d).PluginTagToContent("hparams")[metadata.SESSION_START_INFO_TAG])
+    assert info.hparams["experiment"].string_value  # the start info is still there, before the end
+    _, groups = hparams_table(tmp_path / "logdir")
+    assert [g.sessions[0].status for g in groups] == [api_pb2.STATUS_FAILURE]
+
+
 # -- control changes --------------------------------------------------------------------------------------
 def test_control_changes_are_lines_of_text_at_their_steps(ring_run):
     d, _ = ring_run
@@ -332,6 +367,7 @@ def test_a_resumed_run_is_one_timeline_in_tensorboard(resumed_run):
     assert [g.name for g in groups] == ["training"] and len(groups[0].sessions) == 1
     hp = {k: _value(v) for k, v in groups[0].hparams.items()}
     assert (hp["freeze"], hp["steps"]) == ("generator/dense_1", 70)  # the resumed process's start
+    assert session_end(d).end_time_secs == pytest.approx(read_events(d)[-1].time)  # and its end, not the first's
 
 
 def test_tensorboard_off_writes_no_tb(tmp_path):

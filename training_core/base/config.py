@@ -58,6 +58,16 @@ def load_toml(path: str | Path, name: str, missing: str, not_text: str, invalid:
         raise UserError(f"{name} is not valid TOML ({e}); {invalid}") from None
 
 
+def refuse_no_steps(steps: Any, where: str, fix: str) -> None:
+    """`steps = 0` in a file a new run is made from trained no step, wrote an empty run and exited 0,
+    as `--steps 0` on the command line did (cli/options.check_steps): refused in one line where such a file is
+    read (`--config`, a sweep file's `[base]`; its `[grid]` checks its own values; `validate` refuses a
+    negative one). Not in `validate`: `RunConfig(steps=0)` from Python still prepares a run without training
+    it. `where` names the key in its file (`config file c.toml: steps`), `fix` says what to write instead."""
+    if isinstance(steps, int) and not isinstance(steps, bool) and steps < 1:
+        raise UserError(f"{where} = {steps} trains no step; {fix}")
+
+
 def file_sha256(path: str | Path) -> str:
     """The `experiment_sha256` of a file: how a rerun (or the window's Start) tells the file was edited."""
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
@@ -160,7 +170,8 @@ class RunConfig:
             raise UserError(f"fetch_seconds must be > 0 and sample_seconds >= 0, got {self.fetch_seconds} and "
                             f"{self.sample_seconds}")
         if self.steps is not None and self.steps < 0:
-            raise UserError(f"--steps must be >= 0, got {self.steps}")
+            raise UserError(f"steps must be a whole number >= 1 (or left out, to train until stopped), "
+                            f"got {self.steps}")
         if self.count is not None and self.steps is None:
             raise UserError(f"--count {self.count} says which phase's steps --steps counts, but no --steps is given; "
                             f"add --steps N, or drop --count")

@@ -14,7 +14,7 @@ import os
 from typing import Any, Sequence
 
 from training_core.base.argparsing import ArgParser
-from training_core.base.config import RunConfig, check_learning_rate
+from training_core.base.config import RunConfig, check_learning_rate, refuse_no_steps
 from training_core.base.errors import UserError
 from training_core.experiment.loading import builtin_examples
 
@@ -121,6 +121,8 @@ def check_steps(steps: int) -> None:
 def config_from_args(a: argparse.Namespace) -> RunConfig:
     if a.config:
         cfg = RunConfig.read_toml(a.config)
+        refuse_no_steps(cfg.steps, f"config file {a.config}: steps", "set it to a whole number >= 1 in the file, "
+                        "or remove the line to train until Ctrl-C")
         cfg.run_dir = None  # a rerun gets a fresh directory unless --run-dir says otherwise
     else:
         cfg = RunConfig()

@@ -202,7 +202,7 @@ class Monitor(keras.callbacks.Callback):
         replaying = [] if self._replay is None else [ControlReplayer(self._replay, list(described.phase_names), config)]
         model = self.model
         every = s["checkpoint_every"]
-        observers = [*replaying, *([Sampler(2.0, s["sample_every"])] if self._sample is not None else []),
+        observers = [*replaying, *([Sampler(2.0, config.sample_every)] if self._sample is not None else []),
                      *([Checkpointer(every)] if every else []), LeakAlarm(), NanAlarm("continue"), CommandFileReader(),
                      TerminalReport(quiet=self._quiet), SampleRecord(), RunRecord()]
         self.core = MonitoredRun(described, observers, False, self._refuse, leak_method="fit",

@@ -224,7 +224,7 @@ def start_run(run_dir: str | Path, models: Mapping[str, Any], phases: Mapping[st
             update.set_frozen(mask)
 
     holder: dict[str, Run] = {}
-    observers = [*replaying, *([Sampler(2.0, sample_every)] if sample is not None else []),
+    observers = [*replaying, *([Sampler(2.0, config.sample_every)] if sample is not None else []),
                  Checkpointer(checkpoint_every), LeakAlarm(), NanAlarm("continue"), CommandFileReader(),
                  TerminalReport(quiet=quiet), SampleRecord(), RunRecord()]
     core = MonitoredRun(described, observers, resuming, lambda c: holder["run"]._refuse(c), on_freeze=on_freeze,

@@ -7,9 +7,10 @@ come from the `tensorboard` package, so the files are exactly what TensorBoard r
 Write failures surface as TensorFlow errors on `flush`/`close` (the record writer names them).
 
 Besides scalars: pictures (the images plugin's own `Summary.Image`, PNG-encoded by `tf.io.encode_png`),
-Markdown text (the text plugin) and an HParams session (the hparams plugin's session start info, and no
-experiment summary: TensorBoard then derives the table's columns from the sessions of every run in the
-logdir, and each row's metrics from the last values of its run's scalars). TensorBoard keeps the metadata
+Markdown text (the text plugin) and an HParams session (the hparams plugin's session start info, its end
+info with the run's status once it has ended, and no experiment summary: TensorBoard then derives the
+table's columns from the sessions of every run in the logdir, and each row's metrics from the last values
+of its run's scalars). TensorBoard keeps the metadata
 (plugin, description) of the first value of a tag it reads and ignores the rest, so a file gives it with
 a tag's first value only, as TensorFlow's own writer does. Whoever owns the writer writes all of it: in a
 run, the record writer's thread.
@@ -106,17 +107,30 @@ class EventWriter:
 HPARAMS_FILE = "events.out.tfevents.0.hparams"
 
 
-def write_session(logdir: str | Path, hparams: dict[str, Any], start_time: float) -> Path:
+#: the hparams plugin's status of a session, by the reason of its run's `stop` event (base/events.py): a run
+#: that reached its target (done) or was stopped by someone (stopped) ended as asked; one that halted (a NaN
+#: it stopped on, nothing left to train) or failed (error) did not. Another reason: unknown.
+END_STATUS = {"done": "STATUS_SUCCESS", "stopped": "STATUS_SUCCESS", "halted": "STATUS_FAILURE",
+              "error": "STATUS_FAILURE"}
+
+
+def write_session(logdir: str | Path, hparams: dict[str, Any], start_time: float,
+                  end: tuple[str, float] | None = None) -> Path:
     """The hparams plugin's session start info of a TensorBoard run, at step 0 (a SessionLog START later never
     discards it), in a file of its own that each process replaces whole (os.replace: a reader never sees
     half of it). Why its own file: TensorBoard keeps the first metadata of a tag it reads in a run and ignores
     every later one, so a resumed process's session appended to an event file would never show; here the
     plugin shows the latest process's settings (its `steps` target, its `count`). Its group name is left
     empty, so TensorBoard names the row after the run's directory: one row per run, even for two runs with
-    the same settings."""
+    the same settings.
+
+    `end`: (the `stop` event's reason, its time) at the run's end: the file is written again with the same
+    start info and the session end info after it (`END_STATUS`), so that the table's Status column says how
+    the run ended; a run still training, or killed, has none (TensorBoard's "unknown"). A resumed process
+    writes the start alone again, which takes the end of the process before it away."""
     import tensorflow as tf
     from tensorboard.compat.proto import event_pb2, summary_pb2
-    from tensorboard.plugins.hparams import metadata, plugin_data_pb2
+    from tensorboard.plugins.hparams import api_pb2, metadata, plugin_data_pb2
     info = plugin_data_pb2.SessionStartInfo(group_name="", start_time_secs=start_time)
     for name in sorted(hparams):
         v = hparams[name]
@@ -126,15 +140,24 @@ def write_session(logdir: str | Path, hparams: dict[str, Any], start_time: float
             info.hparams[name].number_value = v
         else:
             info.hparams[name].string_value = str(v)
-    data = plugin_data_pb2.HParamsPluginData(session_start_info=info)
-    value = summary_pb2.Summary.Value(tag=metadata.SESSION_START_INFO_TAG, tensor=metadata.NULL_TENSOR,
-                                      metadata=metadata.create_summary_metadata(data))
+    values = [(start_time, summary_pb2.Summary.Value(tag=metadata.SESSION_START_INFO_TAG, tensor=metadata.NULL_TENSOR,
+                                                     metadata=metadata.create_summary_metadata(
+                                                         plugin_data_pb2.HParamsPluginData(session_start_info=info))))]
+    if end is not None:
+        reason, end_time = end
+        status = getattr(api_pb2, END_STATUS.get(reason, "STATUS_UNKNOWN"))
+        data = plugin_data_pb2.HParamsPluginData(session_end_info=plugin_data_pb2.SessionEndInfo(
+            status=status, end_time_secs=end_time))
+        values.append((end_time, summary_pb2.Summary.Value(tag=metadata.SESSION_END_INFO_TAG,
+                                                           tensor=metadata.NULL_TENSOR,
+                                                           metadata=metadata.create_summary_metadata(data))))
     path = Path(logdir) / HPARAMS_FILE
     part = path.with_name(".hparams.part")  # no "tfevents" in its name: TensorBoard never reads it
     w = tf.io.TFRecordWriter(str(part))
     w.write(event_pb2.Event(wall_time=start_time, file_version="brain.Event:2").SerializeToString())
-    w.write(event_pb2.Event(wall_time=start_time, step=0, summary=summary_pb2.Summary(value=[value]))
-            .SerializeToString())
+    for wall_time, value in values:  # (the start first, as the file held it before the end)
+        w.write(event_pb2.Event(wall_time=wall_time, step=0, summary=summary_pb2.Summary(value=[value]))
+                .SerializeToString(deterministic=True))
     w.close()
     os.replace(part, path)
     return path

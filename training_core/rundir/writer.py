@@ -13,8 +13,8 @@ and `stop` events, which are written if the disk still takes them and never rais
 
 TensorBoard (`tb/`) sees what the window sees, in two TensorBoard runs: `tb/training/` holds the losses
 and the `metric/<name>` measures as scalars, each drawing of samples as a picture (`samples`), each control
-change as a line of text (`controls`) and the run's settings as an HParams session; `tb/variables/` the
-per-variable norms. Two runs because the HParams table's metrics are the scalars of the session's run
+change as a line of text (`controls`) and the run's settings as an HParams session, ended with its status
+(success, or failure for a NaN halt or an error); `tb/variables/` the per-variable norms. Two runs because the HParams table's metrics are the scalars of the session's run
 (and of the runs below it): with the norms beside the losses, they would be dozens of columns, and an
 experiment summary naming the metrics would name them for every run of the logdir alike (TensorBoard
 reads one), wrong for runs of other experiments. rundir/tb_views.py says what each looks like.
@@ -57,6 +57,7 @@ _SESSION_START = "session_start"  # step: TensorBoard forgets what a rollback un
 _SAMPLES = "samples"  # a drawing, for tb/
 _TEXT = "text"  # an event, for tb/'s controls
 _HPARAMS = "hparams"  # (values, start time), for tb/'s HParams
+_HPARAMS_END = "hparams_end"  # (the stop's reason, its time): how the HParams session ended
 _FINAL = (E.Error, E.Stop)  # written if possible, never raising: the run is ending anyway
 #: TensorBoard gets every variable's norms up to this many variables; above, one summary per model
 #: (top-level scope): per-variable TensorBoard files of a 500-variable model grew by ~650 MB per 10^6 steps.
@@ -107,11 +108,19 @@ class _TensorBoard:
         self.training = EventWriter(run_dir / TB_DIR / TB_TRAINING, session_start)
         self.variables = EventWriter(run_dir / TB_DIR / TB_VARIABLES, session_start)
         self.per_variable = sum(len(p) for p in phase_paths.values()) <= TB_PER_VARIABLE_MAX
+        self._session: tuple[dict, float] | None = None  # this process's HParams settings and start time
 
     def hparams(self, values: dict, start_time: float) -> None:
         """This process's HParams session for `training/`, replacing an earlier process's (a resume)."""
         from training_core.rundir.tensorboard import write_session
+        self._session = (values, start_time)
         write_session(self.training.path.parent, values, start_time)
+
+    def session_end(self, reason: str, end_time: float) -> None:
+        """The session again, with how it ended (the `stop` event's reason); none without a session begun."""
+        from training_core.rundir.tensorboard import write_session
+        if self._session is not None:
+            write_session(self.training.path.parent, *self._session, end=(reason, end_time))
 
     def session_start(self, step: int) -> None:
         for w in (self.training, self.variables):
@@ -189,7 +198,8 @@ class RecordWriter:
 
     def event(self, event: E.Event) -> None:
         """Write one event now (TensorBoard gets it as a line of text on the writer's thread, a rollback also
-        as a SessionLog START, `start` and `resumed` as the HParams session; `stop` closes the record)."""
+        as a SessionLog START, `start` and `resumed` as the HParams session, `stop` as its end; `stop` closes
+        the record)."""
         self._write_event(event)
         if self._tb is not None:
             if isinstance(event, (E.Start, E.Resumed)):
@@ -197,6 +207,8 @@ class RecordWriter:
             if isinstance(event, E.Rollback):
                 self._queue.put((_SESSION_START, event.step + 1))
             self._queue.put((_TEXT, event))
+            if isinstance(event, E.Stop):
+                self._queue.put((_HPARAMS_END, (event.reason, event.time)))
         if isinstance(event, E.Stop):
             self.close()
 
@@ -278,6 +290,8 @@ class RecordWriter:
                                               line, CONTROLS_DESCRIPTION)
                     elif kind == _HPARAMS:
                         self._tensorboard(self._tb.hparams, *payload)
+                    elif kind == _HPARAMS_END:
+                        self._tensorboard(self._tb.session_end, *payload)
             except BaseException as e:  # noqa: BLE001 - surfaced to the trainer on its next batch
                 self._error = e
             finally:

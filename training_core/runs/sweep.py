@@ -23,7 +23,7 @@ from typing import Any
 import tomli_w
 
 from training_core.base import events as E
-from training_core.base.config import RunConfig, load_toml
+from training_core.base.config import RunConfig, load_toml, refuse_no_steps
 from training_core.base.errors import UserError
 from training_core.rundir.layout import checkpoint_steps
 from training_core.rundir.lock import refusal
@@ -186,4 +186,7 @@ def read_spec_file(path: str | Path) -> SweepSpec:
     if isinstance(base, dict) and isinstance(base.get("experiment_file"), str):
         # relative to the sweep file, not to wherever the sweep is started from
         base["experiment_file"] = str((p.parent / base["experiment_file"]).resolve())
-    return spec_from_dict(raw, str(p))
+    spec = spec_from_dict(raw, str(p))
+    refuse_no_steps(spec.base.get("steps"), f"{p}: base.steps", "set it to the steps every point trains, a whole "
+                    "number >= 1 (e.g. steps = 3000)")
+    return spec

@@ -311,7 +311,7 @@ def _method(name: str, v: Any) -> tuple[str, str]:
 
 def _plain(name: str, v: Any) -> tuple[int, str]:
     low, high = {"seed": (0, MAX_SEED), "batch_size": (1, None), "steps": (1, None)}[name]
-    x = _whole(v, f"a {name.replace('_', ' ')}", low, high)
+    x = _whole(v, {"seed": "a seed", "batch_size": "a batch size", "steps": "the number of steps"}[name], low, high)
     return x, str(x)
 
 
