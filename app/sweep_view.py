@@ -130,8 +130,9 @@ class SweepView(QWidget):
     def fit_split(self) -> None:
         """The table beside the plot when its columns fit there whole with the plot still `PLOT_MIN_PX` wide; else
         under the plot, across the view, when its rows fit with the plot still `PLOT_MIN_PX` tall; else beside,
-        the plot at its minimum, the table scrolled. Why: a tab beside the window's plots at 1440x900 is ~1,000 px
-        wide, and split 1:1 the table had ~500 px for twice that of columns; a dock below the plots is wide and
+        the plot at its minimum, the table scrolled. Why: a tab beside the window's plots at 1440x900 is 998 px
+        wide, and split 1:1 the table had ~500 px for the 586 its columns need (the ring, 2 ratios × 2 seeds; 965
+        with the columns at a step too, 724 for docs/sweeps.md's ablation); a dock below the plots is wide and
         short. Again when the table or the view changes size, until the user drags the handle."""
         w, h, gap = self.split.width(), self.split.height(), self.split.handleWidth()
         if self.split_by_user or w <= 0 or h <= 0:

@@ -163,7 +163,7 @@ def _cut_columns(grid) -> list[str]:
 
 
 def test_at_1440x900_every_column_of_the_table_reads_in_full(ui, qtbot, sweep_dir):
-    """The window's default size: the sweep is a tab beside the plots (~1,000 px wide), and split 1:1 beside its
+    """The window's default size: the sweep is a tab beside the plots (998 px wide), and split 1:1 beside its
     band plot the table had half of that for its columns; the metrics' columns were cut at its edge. Now the
     table goes under the plot when its columns do not fit beside it, and every value reads unscrolled."""
     from PySide6.QtWidgets import QApplication
