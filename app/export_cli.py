@@ -54,8 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-raw", action="store_true", help="draw only the smoothed curves")
     p.add_argument("--markers", metavar="KINDS", default=",".join(PAPER_MARKERS),
                    help=f"the events marked by a labelled line, comma-separated from: {', '.join(MARKER_KINDS)} "
-                        f"(default: {','.join(PAPER_MARKERS)}, what the experiment changed; all for every kind, "
-                        "none for no markers)")
+                        f"(default: {','.join(PAPER_MARKERS)}, what the experiment changed and any leak; all "
+                        "for every kind, none for no markers)")
     p.add_argument("--no-markers", action="store_true", help="no marker lines (as --markers none)")
     p.add_argument("--bands", choices=BANDS, default="off",
                    help="runs of one setting that differ only by seed: one mean line with a band from the lowest "

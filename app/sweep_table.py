@@ -7,9 +7,11 @@ exported here is the one `main.py --export SWEEP_DIR --table` writes from the sa
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QSize, Qt, Signal
+from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import (QFileDialog, QHBoxLayout, QHeaderView, QPushButton, QTableWidget, QTableWidgetItem,
                                QVBoxLayout, QWidget)
 
@@ -19,6 +21,23 @@ from training_core.runs.sweep import check_sweep_output
 from training_core.runs.sweep_table import SweepTable
 
 FORMATS = {".csv": "CSV (*.csv)", ".tex": "LaTeX table (*.tex)"}
+#: where a column's title may break: after an underscore, or at a space not before a number ("@ 40" stays whole)
+BREAKS = re.compile(r"(?<=_)|(?= (?!\d))")
+
+
+def wrapped(title: str, width: int, fm: QFontMetrics) -> str:
+    """`title` on as many lines as keep it within `width` px (never narrower than its widest piece), broken at
+    `BREAKS`. Why: sized to its one-line title, a column of short values ("0 ± 0" under "modes_covered @ 40",
+    166 px for 33 of values) pushed the next ones out of a 1,000 px table; the title as recorded is the tooltip."""
+    pieces = BREAKS.split(title)
+    width = max([width] + [fm.horizontalAdvance(p.strip()) for p in pieces])
+    lines = [pieces[0]]
+    for p in pieces[1:]:
+        if fm.horizontalAdvance(lines[-1] + p) <= width:
+            lines[-1] += p
+        else:
+            lines.append(p.strip())
+    return "\n".join(lines)
 
 
 class SweepTableWidget(QWidget):
@@ -92,11 +111,27 @@ class SweepTableWidget(QWidget):
                     item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 g.setItem(r, c, item)
         header = g.horizontalHeader()
+        fm = header.fontMetrics()
+        for c, title in enumerate(table.titles):  # a title wider than its column's values, on two or three lines
+            values = max((fm.horizontalAdvance(g.item(r, c).text()) for r in range(g.rowCount())), default=0)
+            g.horizontalHeaderItem(c).setText(wrapped(title, values, fm))
         if self.order and self.order[0] in table.headers:
             header.setSortIndicator(table.headers.index(self.order[0]),
                                     Qt.SortOrder.DescendingOrder if self.order[1] else Qt.SortOrder.AscendingOrder)
         else:
             header.setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
+
+    def needed_size(self) -> QSize:
+        """The size at which every column and row shows whole, unscrolled (the grid's columns as sized to their
+        contents, its frame, a vertical scroll bar's width to spare, the buttons under it): what the sweep view
+        gives the table when it can (app/sweep_view.py)."""
+        g, header = self.grid, self.grid.horizontalHeader()
+        frame = 2 * g.frameWidth()
+        width = sum(max(g.sizeHintForColumn(c), header.sectionSizeHint(c)) for c in range(g.columnCount()))
+        rows = sum(g.rowHeight(r) for r in range(g.rowCount()))
+        buttons = self.csv_button.sizeHint().height() + self.layout().spacing()
+        return QSize(width + frame + g.verticalScrollBar().sizeHint().width(),
+                     header.sizeHint().height() + rows + frame + buttons)
 
     def text(self, fmt: str) -> str:
         """The table as shown, as CSV (`csv`) or LaTeX (`tex`)."""

@@ -1,7 +1,7 @@
 """A sweep shown as a group (File → Open Run… or `--open` on a sweep directory): its runs grouped by setting,
 each setting one mean line over its seeds with a band (min–max or ± sd, chosen here), and the table of settings ×
-final metrics beside it (app/sweep_table.py), a tab per sweep in a dock below the plots, or beside them in a short
-window (app/sweep_dock.py).
+final metrics beside it, or under it when its columns would not fit there whole (app/sweep_table.py), a tab per
+sweep in a dock below the plots, or beside them in a short window (app/sweep_dock.py).
 
 Why a view of its own: the window's plots draw runs; a sweep's runs join them too (the Runs tab lists each, by
 its grid point), but what an ablation asks is whether settings differ by more than their seeds do. The
@@ -14,6 +14,7 @@ recorded values, as `main.py --export SWEEP_DIR --table` writes them.
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QHBoxLayout, QLabel, QSpinBox, QSplitter, QVBoxLayout,
                                QWidget)
 
@@ -31,6 +32,7 @@ ADOPT_MS = 2000  # how often a sweep still being run is looked at for points tha
 REDRAW_MS = 250  # a run that grew is redrawn at most this often
 SPREADS = {"min–max over seeds": "minmax", "mean ± sd over seeds": "sd"}
 DEFAULT_SMOOTHING = 0.6  # as the window's plots
+PLOT_MIN_PX = (380, 240)  # the band plot beside (wide) or over (tall) the table still reads: axes, legend, bands
 
 
 class SweepView(QWidget):
@@ -74,11 +76,15 @@ class SweepView(QWidget):
         self.plot = BandPlot()
         self.table = SweepTableWidget(sweep.dir)
         self.table.failed.connect(self.failed.emit)
-        split = QSplitter(Qt.Orientation.Horizontal)
+        self.split = split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(self.plot)
         split.addWidget(self.table)
         split.setStretchFactor(0, 1)
-        split.setStretchFactor(1, 1)
+        split.setStretchFactor(1, 0)  # the table keeps the room fit_split gave it, the plot takes the rest
+        split.setChildrenCollapsible(False)
+        self.split_by_user = False  # the user dragged the handle: the sizes are theirs from then on
+        split.splitterMoved.connect(lambda *_: setattr(self, "split_by_user", True))
+        self._fit_soon = QTimer(self, singleShot=True, interval=0, timeout=self.fit_split)
         col = QVBoxLayout(self)
         col.setContentsMargins(4, 4, 4, 4)
         col.addWidget(controls)
@@ -116,6 +122,31 @@ class SweepView(QWidget):
         self._adopt.stop()
         self._redraw_soon.stop()
         self.runs.grew.disconnect(self._grew)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 (Qt name)
+        super().resizeEvent(event)
+        self._fit_soon.start()  # once the splitter has its new size
+
+    def fit_split(self) -> None:
+        """The table beside the plot when its columns fit there whole with the plot still `PLOT_MIN_PX` wide; else
+        under the plot, across the view, when its rows fit with the plot still `PLOT_MIN_PX` tall; else beside,
+        the plot at its minimum, the table scrolled. Why: a tab beside the window's plots at 1440x900 is 998 px
+        wide, and split 1:1 the table had ~500 px for the 586 its columns need (the ring, 2 ratios × 2 seeds; 965
+        with the columns at a step too, 724 for docs/sweeps.md's ablation); a dock below the plots is wide and
+        short. Again when the table or the view changes size, until the user drags the handle."""
+        w, h, gap = self.split.width(), self.split.height(), self.split.handleWidth()
+        if self.split_by_user or w <= 0 or h <= 0:
+            return
+        need = self.table.needed_size()
+        if need.width() + PLOT_MIN_PX[0] + gap > w and need.height() + PLOT_MIN_PX[1] + gap <= h:
+            scroll = self.table.grid.horizontalScrollBar().sizeHint().height() if need.width() > w else 0
+            table = need.height() + scroll
+            self.split.setOrientation(Qt.Orientation.Vertical)
+            self.split.setSizes([h - gap - table, table])
+            return
+        self.split.setOrientation(Qt.Orientation.Horizontal)
+        table = max(min(need.width(), w - gap - PLOT_MIN_PX[0]), 0)
+        self.split.setSizes([w - gap - table, table])
 
     def _show_status(self) -> None:
         self.status.setText(f"{len(self.keys)} of {len(self.sweep.points)} runs open, {self.done} done")
@@ -157,3 +188,4 @@ class SweepView(QWidget):
                              column_label(tag))
         step = self.at_step.value()
         self.table.show_table(build_table(members, step=None if step < 0 else step))
+        self._fit_soon.start()  # (after the grid has laid its columns out)

@@ -5,7 +5,8 @@ reference: a dozen entries) went in one column under its own panel; the row's pl
 neighbour's cell was left empty under its plot and the figure was twice as tall as its plots needed (a 7.16 in
 figure of losses and updates: 2.85 in, half of it blank). Under the row the entries take as few rows as the
 figure's width allows, a scope's header keeping its layers in its column (`LegendEntry.under`), so no header
-ends a column with its entries in the next.
+ends a column with its entries in the next. It is centred under the row's plots, from (a)'s axis to the last plot's
+right edge (figure.py `_centre_bands`), so it reads as one legend for the row, not as (b)'s.
 """
 from __future__ import annotations
 

@@ -79,6 +79,7 @@ class Figure:
         top = 0.0
         self.legend = None
         self.row_legends: list[tuple[BandLegend, float, float]] = []  # (legend, x, y): under a row of panels
+        self._band_rows: list[int] = []  # the row of panels each of row_legends is under
         if self.spec.legend and self.data.run_legend:
             fs = self.spec.font_size
             self.legend = FlowLegend(self.data.run_legend, TextStyle(max(4.0, fs - 1)), self.theme)
@@ -112,6 +113,7 @@ class Figure:
             for pn in panels:
                 pn.bounds = bounds[pn]
                 pn.prepare(pn.rows)
+        self._centre_bands(panels, w)
         return panels
 
     def _band_legends(self, panels: list[Panel], w: float, h: float, top: float, cols: int) -> None:
@@ -147,11 +149,22 @@ class Figure:
             if r in bands:
                 band, owner = bands[r]
                 owner.in_band = True
-                bw, bh = band.size()
-                self.row_legends.append((band, min(max(owner.cell.center().x() - bw / 2, 0.4 * fs), w - 0.4 * fs - bw), y))
-                y += bh
+                self.row_legends.append((band, 0.0, y))  # its x once the row's plots are lined up (_centre_bands)
+                self._band_rows.append(r)
+                y += band.size()[1]
         for pn in panels:
             pn.prepare()
+
+    def _centre_bands(self, panels: list[Panel], w: float) -> None:
+        """Each row's legend centred under its whole row of plots, from the first plot's left axis to the last
+        plot's right edge: centred on the panel it came from (b), it sat under (a) only partly and read as
+        (b)'s alone. Kept on the page (0.4 em from its edges) when it is wider than the row's plots."""
+        fs = self.spec.font_size
+        for i, (band, _, y) in enumerate(self.row_legends):
+            areas = [pn.area for pn in panels if pn.grid[0] == self._band_rows[i]]
+            bw = band.size()[0]
+            x = (min(a.left() for a in areas) + max(a.right() for a in areas) - bw) / 2
+            self.row_legends[i] = (band, min(max(x, 0.4 * fs), w - 0.4 * fs - bw), y)
 
     @staticmethod
     def _bounds_of(pn: Panel, panels: list[Panel]) -> tuple[float, float, float, float]:

@@ -89,3 +89,28 @@ def test_a_header_keeps_its_layers_in_its_column(qapp):
         for col in band.columns:
             assert col[-1].colour is not None  # no header at a column's foot
             assert not col[0].under  # no layer cut off from its header
+
+
+def test_side_by_side_the_legend_is_centred_under_the_whole_row_in_the_exported_svg(figure_of):
+    """Centred on panel (b), the legend sat under (a) only partly and read as (b)'s: in the SVG its entries (each
+    text with its line sample) span the row's plots, from (a)'s axis to (b)'s right edge, with equal margins."""
+    from app.export import svg_bytes
+    from tests.app import svg_shapes as svg
+    fig = figure_of(gan_run("fit", "exact"), "row")
+    losses, updates = fig.layout()
+    band, _, top = fig.row_legends[0]
+    entries = {e.label: e for col in band.columns for e in col}
+    lefts, rights, seen = [], [], set()
+    for t in svg.read(svg_bytes(fig))[0]:
+        e = entries.get(t.text)
+        if e is None or t.y < top:  # a text of the plots, not of the legend under them
+            continue
+        seen.add(t.text)
+        header = e.colour is None
+        lefts.append(t.x if header else t.x - band.sample - 0.5 * band.style.size)
+        rights.append(t.x + (band.header if header else band.style).width(t.text))
+    assert seen == set(entries)  # every entry drawn
+    left, right = min(lefts), max(rights)
+    row_left, row_right = losses.area.left(), updates.area.right()
+    assert left < losses.area.right() and right > updates.area.left()  # under (a) and (b) alike
+    assert abs((left - row_left) - (row_right - right)) < 0.5  # centred under the row, not under (b)

@@ -167,3 +167,35 @@ def test_a_scalars_file_whose_header_is_damaged_is_refused_as_read_scalars_refus
     from training_core import read_scalars
     with pytest.raises(ValueError, match="does not start with its header line"):
         read_scalars(cut)
+
+
+@pytest.fixture(scope="module")
+def leak_run(tmp_path_factory) -> Path:
+    """A real monitor run with leaks: the keras.io GAN's `discriminator.trainable = False` after compile(), which
+    fit()'s compiled step ignores (tests/core/keras_gan.py --leak)."""
+    from tests.core.helpers import env
+    d = tmp_path_factory.mktemp("leak") / "run"
+    r = zygote.run([sys.executable, "-m", "tests.core.keras_gan", str(d), "3", "--leak"], cwd=REPO, env=env(),
+                   capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return d
+
+
+def test_a_leak_is_marked_by_default_and_markers_still_choose(leak_run, tmp_path):
+    """What the plots say must be what happened: a figure of the run whose "frozen" discriminator trained on
+    showed no leak unless `--markers leak` was given. Now the default marks it; `--markers` still chooses."""
+    from tests.app import svg_shapes as svg
+    from training_core import read_events
+    leaks = [e for e in read_events(leak_run) if e.kind == "leak"]
+    assert {e.variable.split("/")[0] for e in leaks} == {"discriminator"}
+
+    def labels(*args: str) -> list[str]:
+        out = tmp_path / "fig.svg"
+        r = export(str(leak_run), "--plots", "losses,updates", "--size", "7.16", "--out", str(out), *args)
+        assert r.returncode == 0, r.stderr
+        return [t.text for t in svg.read(out.read_bytes())[0] if t.text.startswith("leak")]
+
+    shown = labels()
+    assert shown and all(t.startswith(("leak: discriminator", "leak discriminator/")) for t in shown), shown
+    assert labels("--markers", "freeze,ratio,lr,method") == []
+    assert labels("--markers", "leak") == shown

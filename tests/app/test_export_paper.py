@@ -276,15 +276,15 @@ def test_the_dialog_ticks_the_runs_metrics_and_offers_markers_and_bands(qtbot, r
     d.show()
     d.refresh_preview()
     assert [n for n, b in d.plot_boxes.items() if b.isChecked()] == ["losses", "updates", "metrics"]
-    # the kinds a paper wants ticked, the run's history and the alarms not
+    # the kinds a paper wants ticked, a leak among them (what happened), the run's history and a NaN not
     assert [k for k, b in d.marker_boxes.items() if b.isChecked()] == list(PAPER_MARKERS) == ["freeze", "ratio", "lr",
-                                                                                             "method"]
+                                                                                             "method", "leak"]
     assert d.markers.isChecked() and d.spec().markers == PAPER_MARKERS and d.bands.currentData() == "off"
     d.marker_boxes["pause"].setChecked(True)
     d.marker_boxes["lr"].setChecked(False)
     d.bands.setCurrentIndex(d.bands.findData("sd"))
     spec = d.spec()
-    assert spec.markers == ("freeze", "ratio", "method", "pause") and spec.bands == "sd"
+    assert spec.markers == ("freeze", "ratio", "method", "pause", "leak") and spec.bands == "sd"
     d.markers.setChecked(False)
     assert d.spec().markers == ()
     d.plot_boxes["metrics"].click()  # the user's choice stands from now on

@@ -85,6 +85,12 @@ def test_the_band_is_chosen_in_the_window_min_max_or_plus_minus_sd(ui, sweep_dir
     assert view.plot.plotItem.getAxis("left").labelText == "G loss"
 
 
+def _titles(grid) -> list[str]:
+    """The columns' titles as a reader reads them: a title wrapped onto lines (after an underscore, or at a space)
+    joined again."""
+    return [grid.horizontalHeaderItem(c).text().replace("_\n", "_").replace("\n", " ") for c in range(grid.columnCount())]
+
+
 def _expected(sweep_dir, ratio, tag, step=None):
     values = []
     for r in _runs(sweep_dir, ratio):
@@ -96,7 +102,7 @@ def _expected(sweep_dir, ratio, tag, step=None):
 def test_the_table_sorts_and_exports_what_it_shows_as_csv_and_latex(ui, sweep_dir, tmp_path):
     w, view = _view(ui, sweep_dir)
     t = view.table
-    titles = [t.grid.horizontalHeaderItem(c).text() for c in range(t.grid.columnCount())]
+    titles = _titles(t.grid)
     headers = [t.grid.horizontalHeaderItem(c).toolTip() for c in range(t.grid.columnCount())]  # the tags, as recorded
     assert titles[:2] == ["ratio", "seeds"] and {"D loss", "G loss", "modes_covered"} <= set(titles)  # as the CLI's
     assert titles == [_title(h) for h in headers] and "loss/G" in headers  # one rule: column_label
@@ -106,7 +112,7 @@ def test_the_table_sorts_and_exports_what_it_shows_as_csv_and_latex(ui, sweep_di
         mean, sd = _expected(sweep_dir, ratio, "loss/G")
         assert rows[ratio] == f"{mean:.3g} ± {sd:.3g}"
     view.at_step.setValue(40)  # the columns at step 40 join those at the end
-    titles = [t.grid.horizontalHeaderItem(c).text() for c in range(t.grid.columnCount())]
+    titles = _titles(t.grid)
     headers = [t.grid.horizontalHeaderItem(c).toolTip() for c in range(t.grid.columnCount())]
     assert "G loss @ 40" in titles
     # a click on a header sorts by it; a second click the other way
@@ -140,6 +146,38 @@ def _title(header: str) -> str:
     tag, at, step = header.partition(" @ ")
     name = f"{tag.removeprefix('loss/')} loss" if tag.startswith("loss/") else tag.removeprefix("metric/")
     return name + at + step
+
+
+def _cut_columns(grid) -> list[str]:
+    """The columns a reader cannot read whole: narrower than their longest value (by the grid's font), or reaching
+    past the grid's viewport (cut at its edge, or scrolled out of sight)."""
+    fm, header, k = grid.fontMetrics(), grid.horizontalHeader(), grid.columnCount()
+    cut = []
+    for c in range(k):
+        title = grid.horizontalHeaderItem(c).text()
+        longest = max(fm.horizontalAdvance(grid.item(r, c).text()) for r in range(grid.rowCount()))
+        left = header.sectionViewportPosition(c)
+        if grid.columnWidth(c) < longest or left < 0 or left + grid.columnWidth(c) > grid.viewport().width():
+            cut.append(title)
+    return cut
+
+
+def test_at_1440x900_every_column_of_the_table_reads_in_full(ui, qtbot, sweep_dir):
+    """The window's default size: the sweep is a tab beside the plots (998 px wide), and split 1:1 beside its
+    band plot the table had half of that for its columns; the metrics' columns were cut at its edge. Now the
+    table goes under the plot when its columns do not fit beside it, and every value reads unscrolled."""
+    from PySide6.QtWidgets import QApplication
+    w, view = _view(ui, sweep_dir)
+    assert (w.width(), w.height()) == (1440, 900)
+    qtbot.waitUntil(lambda: w.review.sweeps.as_tabs, timeout=10_000)
+    for step in (-1, 40):  # the columns at the end, then those at step 40 beside them
+        view.at_step.setValue(step)
+        for _ in range(5):
+            QApplication.processEvents()
+        grid = view.table.grid
+        assert grid.columnCount() >= 6 and grid.rowCount() == 2
+        assert _cut_columns(grid) == [], (step, view.split.sizes(), grid.viewport().width())
+        assert view.plot.plotItem.vb.height() >= 250  # the band plot over the table keeps room to be read
 
 
 def test_an_export_that_would_damage_the_sweep_is_refused_with_one_line(ui, sweep_dir):

@@ -1,7 +1,9 @@
 """A keras.io-style GAN for the monitor's tests: a `keras.Model` subclass whose own `train_step` trains the
 discriminator then the generator, each with its own optimizer, trained by `fit()` (the pattern of the keras.io
 GAN, DCGAN and WGAN-GP examples, on 2-D points so that a test runs in seconds). `python -m tests.core.keras_gan
-RUN_DIR EPOCHS` trains it under `Monitor(RUN_DIR)` in a process of its own (the window's attach test)."""
+RUN_DIR EPOCHS` trains it under `Monitor(RUN_DIR)` in a process of its own (the window's attach test); with `--leak`
+after a first epoch unrecorded and `discriminator.trainable = False` (the keras.io bug: fit()'s compiled step trains it
+on), a monitor run whose discriminator leaks (the export's default markers)."""
 from __future__ import annotations
 
 import sys
@@ -64,4 +66,9 @@ if __name__ == "__main__":
     from training_core.monitor import Monitor
     run_dir, epochs = sys.argv[1], int(sys.argv[2])
     gan = make_gan()
-    gan.fit(dataset(), epochs=epochs, verbose=0, callbacks=[Monitor(run_dir, sample=points, quiet=True)])
+    leak = sys.argv[3:] == ["--leak"]
+    if leak:
+        gan.fit(dataset(), epochs=1, verbose=0)  # the step is traced and compiled
+        gan.discriminator.trainable = False  # the bug: the compiled step still updates it
+    gan.fit(dataset(), epochs=epochs, verbose=0,
+            callbacks=[Monitor(run_dir, sample=points, quiet=True, **({"var_every": 4} if leak else {}))])

@@ -192,7 +192,7 @@ def test_flags_climb_over_the_lines_their_texts_cover():
 def test_markers_by_kind_and_axis_label_keys_name_what_works():
     assert marker_kinds("ratio,freeze") == ("freeze", "ratio") and marker_kinds("all") == MARKER_KINDS
     assert marker_kinds("none") == () and marker_kinds(False) == ()
-    assert FigureSpec().validate().markers == ("freeze", "ratio", "lr", "method")  # by default what the run changed
+    assert FigureSpec().validate().markers == ("freeze", "ratio", "lr", "method", "leak")  # what the run changed, leaks
     with pytest.raises(UserError, match="unknown marker kind 'lrate'; choose from: freeze, ratio, lr"):
         marker_kinds("freeze,lrate")
     plots, metrics = ["losses", "metrics"], ["pca_fd", "modes"]

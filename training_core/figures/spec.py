@@ -26,10 +26,12 @@ MM_PER_IN = 25.4
 #: the kinds of event a figure can mark (runs/data.py labels each), in the order the options list them
 MARKER_KINDS = ("freeze", "ratio", "lr", "method", "pause", "nan", "leak", "rollback", "resumed")
 #: the kinds a figure marks unless asked for others: what the experiment did to training (the freeze set, the
-#: phase ratio, a learning rate, the freeze method), which a reader needs to read the curves. Left out: how the
-#: run was kept (pause, resumed, rollback: the record is one timeline across them) and alarms (nan, leak: the
-#: window's business; a paper about them asks with `--markers all` or names them)
-PAPER_MARKERS = ("freeze", "ratio", "lr", "method")
+#: phase ratio, a learning rate, the freeze method), which a reader needs to read the curves, and a leak (a
+#: variable meant frozen that moved): what the plots say must be what happened, and a figure of a run whose
+#: "frozen" discriminator trained on, unmarked, says it was frozen. Left out: how the run was kept (pause,
+#: resumed, rollback: the record is one timeline across them) and a NaN (the window's alarm; a paper
+#: about it asks with `--markers all` or names it)
+PAPER_MARKERS = ("freeze", "ratio", "lr", "method", "leak")
 #: runs of one setting that differ only by their seed: separate lines (off), or one mean line with a band
 #: from the lowest to the highest seed (minmax) or of one standard deviation either side (sd)
 BANDS = ("off", "minmax", "sd")
