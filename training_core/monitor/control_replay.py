@@ -49,7 +49,7 @@ class ControlReplayer(Replayer):
     settings. The timer is off as in the command line's replay (rundir/replay_plan.py): the `Replayer` asks for
     samples at each step the old run drew them, and the script's own `sample_every` clock drew others between,
     so a replay's samples were not at the old run's steps. The run's `Sampler` reads `config.sample_every`,
-    which this sets to 0 before the run begins."""
+    which this sets to the plan's (0) before the run begins."""
 
     def __init__(self, plan: ReplayPlan, phase_names: list[str], config: RunConfig) -> None:
         if list(phase_names) != plan.phases:
@@ -58,7 +58,7 @@ class ControlReplayer(Replayer):
                             f"this run the same phases, in the same order")
         super().__init__(plan)
         config.steps = plan.stop_step
-        config.sample_every = 0.0  # (the old run's sample steps are the plan's; its config says the same)
+        config.sample_every = plan.config.sample_every  # 0: the plan's (rundir/replay_plan.py) decides it
         self._differences = [f"{name} {getattr(config, name)!r} (was {getattr(plan.config, name)!r})"
                              for name in STARTING if getattr(config, name) != getattr(plan.config, name)]
 
