@@ -1,6 +1,7 @@
 """engine/beside.py: metrics(ctx) beside training, on shadows of the models and a snapshot of one step's weights.
 On its own: a snapshot keeps the values of its step while the training writes on, a failing measure comes back as
-its error, and the models that cannot have a shadow say why. In real runs: each measure equals the weights of the
+its error, a measure beside training equals the end's on the training thread (same step, same weights), and the
+models that cannot have a shadow say why. In real runs: each measure equals the weights of the
 step it is recorded at (BatchNormalization's statistics too), making the shadows leaves the training's noise as it
 was, and a model Keras cannot clone is measured on the training thread with a warning saying why."""
 from __future__ import annotations
@@ -90,6 +91,30 @@ def test_a_failing_measure_comes_back_as_its_error():
     assert got.step == 1 and got.values is None and isinstance(got.error, ZeroDivisionError)
     b.close()
 
+
+
+def test_the_ends_measure_on_the_training_thread_equals_one_beside_training_of_the_same_step():
+    """Issue 24's last KID ten times the one before: the end's measure (on the models themselves, the training
+    thread's `compute_metrics`) and a measure beside training (on the shadows) of the same weights at the same step
+    are one value, bit for bit: the same noise (keyed by the seed and the step, which does change it), the same
+    BatchNormalization statistics (moved after the shadows were made), inference mode in both."""
+    from training_core.engine.measuring import compute_metrics
+    net = _net()
+
+    def metrics(ctx):
+        y = np.asarray(ctx.models.net(ctx.normal((ctx.n, 2)), training=False), np.float64)
+        return {"mean": float(y.mean()), "sq": float((y ** 2).mean())}
+
+    prepared = _prepared({"net": net}, metrics)
+    b = MetricsBeside.create(prepared)
+    assert isinstance(b, MetricsBeside)
+    net(np.random.default_rng(1).normal(3.0, 2.0, (64, 2)).astype("float32"), training=True)  # moves bn's stats
+    net.get_layer("dense").kernel.assign_add(np.ones((2, 3), "float32"))  # and a weight: the shadows' are older
+    b.start(7)
+    beside = b.result(wait=True)
+    b.close()
+    assert beside.error is None and beside.values == compute_metrics(prepared, 7)
+    assert compute_metrics(prepared, 8) != beside.values  # another step, other noise: the test can tell them apart
 
 class _Sub(keras.Model):
     def __init__(self):
