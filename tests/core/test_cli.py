@@ -71,8 +71,21 @@ BAD = {  # name: (arguments, a word the one line must contain)
                           "remove the line"),
     "config_steps_negative": (["--config", "{tmp}/steps_negative.toml"],
                               "steps must be a whole number >= 1 (or left out, to train until stopped), got -5"),
-    "config_sweep_file": (["--config", "{tmp}/sweep.toml"], "sweep.toml is a sweep file (its [base] and [grid] "
-                                                            "tables), not a run's config.toml; pass it with --sweep "),
+    # a file given to the option for another kind of file: what it is, and the option that takes it
+    "config_sweep_file": (["--config", "{tmp}/sweep.toml"], "sweep.toml is a sweep file, not a run's config.toml; "
+                                                            "run it with python main.py --headless --sweep "),
+    "config_experiment_file": (["--config", "{tmp}/models_list.py"], "models_list.py is an experiment file, not a "
+                               "run's config.toml; train it with python main.py --experiment "),
+    "experiment_sweep_file": (["--experiment", "{tmp}/sweep.toml"], "sweep.toml is a sweep file, not an experiment "
+                              "file; run it with python main.py --headless --sweep "),
+    "sweep_config_file": (["--sweep", "{tmp}/rerun.toml"], "rerun.toml is a run's configuration, not a sweep file; "
+                          "run it again with python main.py --headless --config "),
+    "resume_sweep_file": (["--resume", "{tmp}/sweep.toml"], "sweep.toml is a sweep file, not a run directory; run it "
+                          "with python main.py --headless --sweep "),
+    "resume_experiment_file": (["--resume", "{tmp}/models_list.py"], "models_list.py is an experiment file, not a "
+                               "run directory; train it with python main.py --experiment "),
+    "resume_config_file": (["--resume", "{tmp}/rerun.toml"], "rerun.toml is a run's configuration, not a run "
+                           "directory; run it again with python main.py --headless --config "),
     # experiment files that do not describe an experiment
     "models_a_list": (["--experiment", "{tmp}/models_list.py"], "must be a dict"),
     "phases_a_string": (["--experiment", "{tmp}/phases_str.py"], "must be a list of Phase"),
@@ -90,7 +103,8 @@ BAD = {  # name: (arguments, a word the one line must contain)
     # --resume (no --steps or --run-dir added)
     "resume_missing": (["--resume", "{tmp}/nope"], "does not exist"),
     "resume_not_a_run": (["--resume", "{tmp}/full"], "not a Freezeframe run directory"),
-    "resume_a_file": (["--resume", "{tmp}/done/config.toml"], "is a file; --resume takes the run's directory"),
+    "resume_a_file": (["--resume", "{tmp}/done/config.toml"], "config.toml is the config.toml of the run in "),
+    "resume_a_file_of_a_run": (["--resume", "{tmp}/done/events.jsonl"], "events.jsonl is a file of the run in "),
     "resume_done": (["--resume", "{tmp}/done"], "pass --steps N with N > 20"),
     "resume_new_seed": (["--resume", "{tmp}/done", "--steps", "30", "--seed", "3"], "--seed cannot change"),
     "resume_changed_model": (["--resume", "{tmp}/arch", "--steps", "30"], "does not fit the experiment as it is now"),
@@ -209,7 +223,7 @@ def cli(tmp_path_factory):
     commands = {}
     for name, (args, _) in BAD.items():
         args = [a.format(tmp=tmp) for a in args]
-        if "--resume" in args:
+        if "--resume" in args or "--sweep" in args:  # (no --run-dir: a sweep refuses one)
             commands[name] = main_cmd("--headless", *args)
             continue
         run_dir = [] if "--run-dir" in args else ["--run-dir", str(tmp / f"out_{name}")]

@@ -68,6 +68,68 @@ def refuse_no_steps(steps: Any, where: str, fix: str) -> None:
         raise UserError(f"{where} = {steps} trains no step; {fix}")
 
 
+#: what each option that takes a path takes, for the line that says a file was given to the wrong one
+TAKES = {"--open": "a run or sweep directory", "--export": "a run or sweep directory", "--attach": "a run directory",
+         "--resume": "a run directory", "--replay": "a run directory", "--sweep": "a sweep file",
+         "--config": "a run's config.toml", "--experiment": "an experiment file"}
+
+
+def file_kind(path: str | Path) -> str:
+    """What a file is, from its contents: `sweep` (TOML with [base] or [grid]), `config` (TOML of RunConfig's
+    keys), `script` (Python that trains with training_core.monitor), `experiment` (other Python), or `other`."""
+    p = Path(path)
+    try:
+        if p.stat().st_size > 1 << 20:
+            return "other"
+        text = p.read_bytes().decode("utf-8", errors="replace")
+    except OSError:
+        return "other"
+    if p.suffix == ".py":
+        return "script" if "training_core.monitor" in text and ("start_run" in text or "Monitor(" in text) \
+            else "experiment"
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return "other"
+    if any(isinstance(raw.get(t), dict) for t in ("base", "grid")):
+        return "sweep"
+    keys = {f.name for f in dataclasses.fields(RunConfig)} | {"pause_on_nan"}
+    return "config" if raw and set(raw) <= keys else "other"
+
+
+def wrong_file(path: str | Path, flag: str) -> str | None:
+    """One line for a file given to `flag`, which takes something else (TAKES): what the file is and the
+    option that takes it. None for a file of no kind known here, which the caller refuses in its own words.
+    (A sweep file given to --open said "does not exist"; a config.toml to --attach, "has no events.jsonl".)"""
+    p = Path(path)
+    kind, wanted = file_kind(p), TAKES.get(flag, "a run directory")
+    in_run = "directory" in wanted and (p.parent / "events.jsonl").is_file()
+    if kind == "sweep" and flag != "--sweep":
+        return f"{p} is a sweep file, not {wanted}; run it with python main.py --headless --sweep {p}"
+    if kind == "config" and flag != "--config":
+        if in_run:
+            return f"{p} is the config.toml of the run in {p.parent}; pass {flag} {p.parent}"
+        return f"{p} is a run's configuration, not {wanted}; run it again with python main.py --headless --config {p}"
+    if kind == "experiment" and flag != "--experiment":
+        return f"{p} is an experiment file, not {wanted}; train it with python main.py --experiment {p}"
+    if kind == "script":
+        return (f"{p} is a script that trains with training_core.monitor, not {wanted}; run it with python {p} "
+                f"(the window can attach to its run)")
+    return None
+
+
+def file_not_dir(path: str | Path, flag: str) -> str:
+    """The line for a file given to `flag`, an option that takes a directory (--open, --export, --attach,
+    --resume): what the file is and the option that takes it, or the run directory it is in."""
+    p = Path(path)
+    if (line := wrong_file(p, flag)) is not None:
+        return line
+    if (p.parent / "events.jsonl").is_file():
+        return f"{p} is a file of the run in {p.parent}; pass {flag} {p.parent}"
+    wanted = TAKES.get(flag, "a run directory")
+    return f"{p} is a file; {flag} takes {wanted}, the folder a run{'' if 'sweep' not in wanted else ' or a sweep'} wrote"
+
+
 def file_sha256(path: str | Path) -> str:
     """The `experiment_sha256` of a file: how a rerun (or the window's Start) tells the file was edited."""
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
@@ -238,15 +300,15 @@ class RunConfig:
     @classmethod
     def read_toml(cls, path: str | Path) -> "RunConfig":
         p = Path(path)
+        if p.suffix == ".py" and p.is_file():  # (not TOML: it would read as a parse error at its first line)
+            raise UserError(wrong_file(p, "--config") or f"config file {p} is Python, not TOML; pass a config.toml")
         if p.is_dir():
             raise UserError(f"{p} is a directory; pass the config.toml inside it ({p / 'config.toml'}), "
                             f"or --resume {p} to continue that run")
         raw = load_toml(p, f"config file {p}", missing="pass the config.toml of a run directory",
                         not_text="pass the config.toml of a run directory", invalid="fix or replace it")
-        tables = [t for t in ("base", "grid") if isinstance(raw.get(t), dict)]
-        if tables:  # a sweep file: its tables read as two unknown keys, which said nothing of what it is
-            raise UserError(f"config file {p} is a sweep file (its {' and '.join(f'[{t}]' for t in tables)} "
-                            f"table{'s' if len(tables) > 1 else ''}), not a run's config.toml; pass it with --sweep {p}")
+        if any(isinstance(raw.get(t), dict) for t in ("base", "grid")):  # a sweep file: its tables read as two
+            raise UserError(wrong_file(p, "--config") or "")  # unknown keys, which said nothing of what it is
         try:
             return cls.from_toml_dict(raw)
         except UserError as e:
