@@ -64,6 +64,17 @@ BAD = {  # name: (arguments, a word the one line must contain)
     "config_is_a_directory": (["--config", "{tmp}/full"], "is a directory"),
     "config_key_typo": (["--config", "{tmp}/key_typo.toml"], "unknown configuration key(s) learnign_rate (did you "
                                                               "mean lr?)"),
+    # a bad value in the file is named by the file and its key, not by the option that sets it (--lr)
+    "config_lr_negative": (["--config", "{tmp}/lr_neg.toml"], "lr_neg.toml: lr.D must be a finite number >= 0, got -1.0"),
+    "config_lr_phase": (["--config", "{tmp}/lr_phase.toml"], "lr_phase.toml: lr.X names no phase of the experiment; "
+                                                             "phases are D, G: fix the key"),
+    "config_ratio_zero": (["--config", "{tmp}/ratio_0.toml"], "ratio_0.toml: schedule: ratio 0:1 gives phase 'D' 0 "
+                                                              "steps"),
+    "config_freeze_typo": (["--config", "{tmp}/freeze_typo.toml"], "freeze_typo.toml: freeze: unknown scope "
+                                                                   "'generatr'; did you mean generator?"),
+    "config_nan_lr_factor": (["--config", "{tmp}/nan_factor.toml"], "nan_factor.toml: nan_lr_factor = 2.0 must be "
+                                                                    "in (0, 1]"),
+    "config_sync_every": (["--config", "{tmp}/sync_0.toml"], "sync_0.toml: sync_every must be a whole number"),
     # steps = 0 in the file trained no step and wrote an empty run, as --steps 0 did (even beside --steps 5:
     # the file is what is wrong)
     "config_steps_zero": (["--config", "{tmp}/steps_zero.toml"],
@@ -174,7 +185,10 @@ _CONFIGS = {"seed_zero.toml": 'seed = "zero"', "batch_big.toml": 'batch_size = "
             "tb_no.toml": 'tensorboard = "no"', "fetch_frac.toml": "fetch_every = 2.5",
             "example_path.toml": 'example = "../../resources/experiments/ring"', "key_typo.toml": "learnign_rate = 1e-3",
             "steps_zero.toml": "steps = 0", "steps_negative.toml": "steps = -5",
-            "sweep.toml": '[base]\nsteps = 50\n[grid]\nseed = [0, 1]'}
+            "sweep.toml": '[base]\nsteps = 50\n[grid]\nseed = [0, 1]', "lr_neg.toml": "lr = {D = -1.0}",
+            "lr_phase.toml": "lr = {X = 1e-3}", "ratio_0.toml": 'schedule = {policy = "fixed", ratio = [0, 1]}',
+            "freeze_typo.toml": 'freeze = ["generatr"]', "nan_factor.toml": "nan_lr_factor = 2.0",
+            "sync_0.toml": "sync_every = 0"}
 
 
 def _tree(d) -> dict[str, tuple[int, int, str | None]]:
