@@ -186,6 +186,20 @@ def test_a_phase_given_model_then_optimizer_is_told_to_swap_them(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
+def test_a_schedule_that_is_no_dict_is_said_in_python_not_toml(tmp_path):
+    """The alternation's own line shows a TOML table ({policy = "fixed", ...}), not what a script writes."""
+    g, d = _models()
+    phases = {"D": (keras.optimizers.Adam(), d), "G": (keras.optimizers.Adam(), g)}
+    with pytest.raises(UserError) as e:
+        start_run(tmp_path / "run", models={"generator": g, "discriminator": d}, phases=phases, schedule=[5, 1])
+    assert str(e.value) == "schedule must be a dict such as {'ratio': [5, 1]}, got [5, 1]"
+    with pytest.raises(UserError) as e:  # the line docs/monitor.md shows
+        start_run(tmp_path / "run", models={"generator": g, "discriminator": d}, phases=phases, schedule={"ratio": [5]})
+    assert str(e.value) == ("ratio 5 has 1 count but the experiment has 2 phases (D, G); give one count per phase, "
+                            "e.g. 1:1")
+    assert not (tmp_path / "run").exists()
+
+
 def test_a_freeze_sent_by_the_script_names_its_scopes_not_a_cli_option(tmp_path, capsys):
     """run.send(SetFreeze(...)) of a typo: refused at the next boundary with did-you-mean and the models'
     top-level scopes (no --list-scopes: a script has no such option); one string is one scope there too."""

@@ -103,7 +103,8 @@ def wrong_file(path: str | Path, flag: str) -> str | None:
     (A sweep file given to --open said "does not exist"; a config.toml to --attach, "has no events.jsonl".)"""
     p = Path(path)
     kind, wanted = file_kind(p), TAKES.get(flag, "a run directory")
-    in_run = "directory" in wanted and (p.parent / "events.jsonl").is_file()
+    # a run's own config.toml (its directory began, even if it never recorded a step): the directory is meant
+    in_run = "directory" in wanted and (p.name == "config.toml" or (p.parent / "events.jsonl").is_file())
     if kind == "sweep" and flag != "--sweep":
         return f"{p} is a sweep file, not {wanted}; run it with python main.py --headless --sweep {p}"
     if kind == "config" and flag != "--config":

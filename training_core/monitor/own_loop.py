@@ -215,6 +215,8 @@ def start_run(run_dir: str | Path, models: Mapping[str, Any], phases: Mapping[st
             raise UserError(f"phase {name!r}: give (optimizer, what it trains), got ({_kind(spec[0])}, an optimizer): "
                             f"swap them")
     frozen = scope_list(freeze, "freeze")  # (checked against the models once they are described)
+    if schedule is not None and not isinstance(schedule, Mapping):  # (TOML's {policy = ...} said it otherwise)
+        raise UserError(f"schedule must be a dict such as {{'ratio': [5, 1]}}, got {schedule!r:.60}")
     listed = [(name, opt, resolve_trains(trains, models, f"phase {name!r}")) for name, (opt, trains) in phases.items()]
     config = _config(d, steps, seed, var_every, checkpoint_every, sample_every, tensorboard, listed)
     described = describe(models, listed, config, schedule)
