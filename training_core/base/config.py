@@ -1,7 +1,9 @@
 """The resolved configuration of a run, as written to `config.toml`.
 
 It holds the starting state only; every later change is a command logged in `events.jsonl`. Together
-they are enough to run the same training again.
+they are enough to run the same training again. Also here, as this module reads TOML and knows the keys: what
+a file given to an option for another kind of file is (`wrong_file`, `file_not_dir`), in one wording for
+every option that takes a path.
 """
 from __future__ import annotations
 

@@ -152,9 +152,9 @@ class BatchMeans:
 
 
 class Monitor(keras.callbacks.Callback):
-    """See the module docstring. `frozen`: scopes declared frozen from the start (a move is a leak);
-    `checkpoint_every`: batches between checkpoints (0: only on request); `var_every`: one batch in each
-    `var_every` has its per-variable update measured; `keep_open`: several fit() calls are one run, ended by
+    """See the module docstring. `frozen`: a scope, or a list of scopes, declared frozen from the start (a move
+    is a leak); `checkpoint_every`: batches between checkpoints (0: only on request); `var_every`: one batch in
+    each `var_every` has its per-variable update measured; `keep_open`: several fit() calls are one run, ended by
     `close()`; `replay`: an old run of this fit() whose learning-rate changes are applied at the same batches."""
 
     def __init__(self, run_dir: str | Path, *, models: Mapping[str, Any] | None = None,
