@@ -20,6 +20,7 @@ from training_core import UserError, is_run_dir
 from training_core.rundir.outputs import check_output
 from training_core.rundir.reading import scalars_header_problem
 from training_core.base.argparsing import ArgParser, run_cli
+from training_core.base.config import file_not_dir
 
 from training_core.figures import (BANDS, COLOUR_BY, FORMATS, LAYOUTS, MARKER_KINDS, PAPER_MARKERS, PLOT_NAMES,
                                    THEMES, UNITS, FigureSpec, format_from_path, label_key, marker_kinds, parse_size)
@@ -171,6 +172,8 @@ def expand_sweeps(dirs: Sequence[str], labels: dict[str, str] | None = None) -> 
 def _check_paths(a: argparse.Namespace) -> None:
     for d in a.export:
         run = Path(d)
+        if run.is_file():  # a sweep file, a config.toml, an experiment: said as such
+            raise UserError(file_not_dir(run, "--export"))
         if not run.exists():
             raise UserError(f"run directory {d} does not exist; give a directory a run wrote, e.g. runs/ring-...")
         if not is_run_dir(run):

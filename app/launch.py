@@ -18,6 +18,7 @@ from typing import Sequence
 
 from training_core import UserError, builtin_examples, example_path, is_run_dir
 from training_core.base.argparsing import ArgParser, run_cli
+from training_core.base.config import file_not_dir
 from training_core.base.device_names import DEVICE_HELP, check_device_name
 from training_core.experiment.loading import require_file
 from training_core.rundir.outputs import check_output
@@ -76,6 +77,9 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
         example_path(a.example)  # an unknown name is a one-line UserError
     if a.experiment:
         require_file(a.experiment)
+    for path, flag in [(a.attach, "--attach"), *((d, "--open") for d in a.open or [])]:
+        if path and Path(path).is_file():  # a sweep file, a config.toml, an experiment: said as such
+            raise UserError(file_not_dir(path, flag))
     if a.attach and not (Path(a.attach) / "events.jsonl").is_file():
         raise UserError(f"{a.attach} has no events.jsonl; --attach needs the run directory of a run")
     if a.attach and (a.steps or a.start or a.screenshot):

@@ -72,6 +72,12 @@ def test_x_counts_generator_steps_with_x_g(run_dir, tmp_path):
 @pytest.mark.parametrize("args,needle", [
     (["{missing}", "--out", "{out}"], "does not exist"),
     (["{tmp}", "--out", "{out}"], "not a run directory"),
+    # a file for the wrong option: what it is, and the option that takes it
+    (["{tmp}/x.toml", "--out", "{out}"], "x.toml is a sweep file, not a run or sweep directory; run it with python "
+                                         "main.py --headless --sweep "),
+    (["{tmp}/exp.py", "--out", "{out}"], "exp.py is an experiment file, not a run or sweep directory; train it with "
+                                         "python main.py --experiment "),
+    (["{run}/config.toml", "--out", "{out}"], "config.toml is the config.toml of the run in "),
     (["{run}", "--plots", "losses,gradients", "--out", "{out}"], "unknown plot"),
     (["{run}", "--size", "7x", "--out", "{out}"], "WIDTHxHEIGHT"),
     (["{run}", "--format", "tiff", "--out", "{out}"], "invalid choice"),
@@ -94,6 +100,8 @@ def test_x_counts_generator_steps_with_x_g(run_dir, tmp_path):
 def test_bad_input_is_one_line_and_exit_2(run_dir, tmp_path, args, needle):
     out = tmp_path / "fig.pdf"
     (tmp_path / "dir.pdf").mkdir()
+    (tmp_path / "x.toml").write_text('[base]\nexample = "ring"\n[grid]\nseed = [0, 1]\n')
+    (tmp_path / "exp.py").write_text("def build():\n    pass\n")
     subs = {"missing": str(tmp_path / "nope"), "tmp": str(tmp_path), "run": str(run_dir), "out": str(out)}
     record = {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file()}
     r = export(*[a.format(**subs) for a in args])

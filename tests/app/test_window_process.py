@@ -60,6 +60,8 @@ def test_screenshot_writes_the_trained_window(tmp_path):
 
 def test_bad_options_fail_in_one_line(tmp_path):
     (tmp_path / "shots.png").mkdir()
+    (tmp_path / "x.toml").write_text('[base]\nexample = "ring"\n[grid]\nseed = [0, 1]\n')
+    (tmp_path / "c.toml").write_text('example = "ring"\nsteps = 10\n')
     for args, expected in ((["--example", "nope"], "unknown example 'nope'"),
                            (["--experiment", "missing.py"], "experiment file missing.py does not exist"),
                            (["--steps", "-3"], "--steps must be >= 0"),
@@ -70,6 +72,10 @@ def test_bad_options_fail_in_one_line(tmp_path):
                             "use auto (default), cpu, gpu:N or mirrored"),
                            (["--screenshot", "shots.png"], "is a folder"),  # a folder named like a PNG
                            (["--attach", "."], "has no events.jsonl"),
+                           (["--open", "x.toml"], "x.toml is a sweep file, not a run or sweep directory; run it "
+                                                  "with python main.py --headless --sweep x.toml"),
+                           (["--attach", "c.toml"], "c.toml is a run's configuration, not a run directory; run it "
+                                                    "again with python main.py --headless --config c.toml"),
                            (["--attach", ".", "--example", "ring"], "not allowed with")):
         p = run_main(args, tmp_path, timeout=60)
         assert p.returncode == 2

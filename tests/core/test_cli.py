@@ -64,6 +64,17 @@ BAD = {  # name: (arguments, a word the one line must contain)
     "config_is_a_directory": (["--config", "{tmp}/full"], "is a directory"),
     "config_key_typo": (["--config", "{tmp}/key_typo.toml"], "unknown configuration key(s) learnign_rate (did you "
                                                               "mean lr?)"),
+    # a bad value in the file is named by the file and its key, not by the option that sets it (--lr)
+    "config_lr_negative": (["--config", "{tmp}/lr_neg.toml"], "lr_neg.toml: lr.D must be a finite number >= 0, got -1.0"),
+    "config_lr_phase": (["--config", "{tmp}/lr_phase.toml"], "lr_phase.toml: lr.X names no phase of the experiment; "
+                                                             "phases are D, G: fix the key"),
+    "config_ratio_zero": (["--config", "{tmp}/ratio_0.toml"], "ratio_0.toml: schedule: ratio 0:1 gives phase 'D' 0 "
+                                                              "steps"),
+    "config_freeze_typo": (["--config", "{tmp}/freeze_typo.toml"], "freeze_typo.toml: freeze: unknown scope "
+                                                                   "'generatr'; did you mean generator?"),
+    "config_nan_lr_factor": (["--config", "{tmp}/nan_factor.toml"], "nan_factor.toml: nan_lr_factor = 2.0 must be "
+                                                                    "in (0, 1]"),
+    "config_sync_every": (["--config", "{tmp}/sync_0.toml"], "sync_0.toml: sync_every must be a whole number"),
     # steps = 0 in the file trained no step and wrote an empty run, as --steps 0 did (even beside --steps 5:
     # the file is what is wrong)
     "config_steps_zero": (["--config", "{tmp}/steps_zero.toml"],
@@ -71,8 +82,21 @@ BAD = {  # name: (arguments, a word the one line must contain)
                           "remove the line"),
     "config_steps_negative": (["--config", "{tmp}/steps_negative.toml"],
                               "steps must be a whole number >= 1 (or left out, to train until stopped), got -5"),
-    "config_sweep_file": (["--config", "{tmp}/sweep.toml"], "sweep.toml is a sweep file (its [base] and [grid] "
-                                                            "tables), not a run's config.toml; pass it with --sweep "),
+    # a file given to the option for another kind of file: what it is, and the option that takes it
+    "config_sweep_file": (["--config", "{tmp}/sweep.toml"], "sweep.toml is a sweep file, not a run's config.toml; "
+                                                            "run it with python main.py --headless --sweep "),
+    "config_experiment_file": (["--config", "{tmp}/models_list.py"], "models_list.py is an experiment file, not a "
+                               "run's config.toml; train it with python main.py --experiment "),
+    "experiment_sweep_file": (["--experiment", "{tmp}/sweep.toml"], "sweep.toml is a sweep file, not an experiment "
+                              "file; run it with python main.py --headless --sweep "),
+    "sweep_config_file": (["--sweep", "{tmp}/rerun.toml"], "rerun.toml is a run's configuration, not a sweep file; "
+                          "run it again with python main.py --headless --config "),
+    "resume_sweep_file": (["--resume", "{tmp}/sweep.toml"], "sweep.toml is a sweep file, not a run directory; run it "
+                          "with python main.py --headless --sweep "),
+    "resume_experiment_file": (["--resume", "{tmp}/models_list.py"], "models_list.py is an experiment file, not a "
+                               "run directory; train it with python main.py --experiment "),
+    "resume_config_file": (["--resume", "{tmp}/rerun.toml"], "rerun.toml is a run's configuration, not a run "
+                           "directory; run it again with python main.py --headless --config "),
     # experiment files that do not describe an experiment
     "models_a_list": (["--experiment", "{tmp}/models_list.py"], "must be a dict"),
     "phases_a_string": (["--experiment", "{tmp}/phases_str.py"], "must be a list of Phase"),
@@ -90,7 +114,8 @@ BAD = {  # name: (arguments, a word the one line must contain)
     # --resume (no --steps or --run-dir added)
     "resume_missing": (["--resume", "{tmp}/nope"], "does not exist"),
     "resume_not_a_run": (["--resume", "{tmp}/full"], "not a Freezeframe run directory"),
-    "resume_a_file": (["--resume", "{tmp}/done/config.toml"], "is a file; --resume takes the run's directory"),
+    "resume_a_file": (["--resume", "{tmp}/done/config.toml"], "config.toml is the config.toml of the run in "),
+    "resume_a_file_of_a_run": (["--resume", "{tmp}/done/events.jsonl"], "events.jsonl is a file of the run in "),
     "resume_done": (["--resume", "{tmp}/done"], "pass --steps N with N > 20"),
     "resume_new_seed": (["--resume", "{tmp}/done", "--steps", "30", "--seed", "3"], "--seed cannot change"),
     "resume_changed_model": (["--resume", "{tmp}/arch", "--steps", "30"], "does not fit the experiment as it is now"),
@@ -160,7 +185,10 @@ _CONFIGS = {"seed_zero.toml": 'seed = "zero"', "batch_big.toml": 'batch_size = "
             "tb_no.toml": 'tensorboard = "no"', "fetch_frac.toml": "fetch_every = 2.5",
             "example_path.toml": 'example = "../../resources/experiments/ring"', "key_typo.toml": "learnign_rate = 1e-3",
             "steps_zero.toml": "steps = 0", "steps_negative.toml": "steps = -5",
-            "sweep.toml": '[base]\nsteps = 50\n[grid]\nseed = [0, 1]'}
+            "sweep.toml": '[base]\nsteps = 50\n[grid]\nseed = [0, 1]', "lr_neg.toml": "lr = {D = -1.0}",
+            "lr_phase.toml": "lr = {X = 1e-3}", "ratio_0.toml": 'schedule = {policy = "fixed", ratio = [0, 1]}',
+            "freeze_typo.toml": 'freeze = ["generatr"]', "nan_factor.toml": "nan_lr_factor = 2.0",
+            "sync_0.toml": "sync_every = 0"}
 
 
 def _tree(d) -> dict[str, tuple[int, int, str | None]]:
@@ -209,7 +237,7 @@ def cli(tmp_path_factory):
     commands = {}
     for name, (args, _) in BAD.items():
         args = [a.format(tmp=tmp) for a in args]
-        if "--resume" in args:
+        if "--resume" in args or "--sweep" in args:  # (no --run-dir: a sweep refuses one)
             commands[name] = main_cmd("--headless", *args)
             continue
         run_dir = [] if "--run-dir" in args else ["--run-dir", str(tmp / f"out_{name}")]

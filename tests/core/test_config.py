@@ -35,8 +35,8 @@ def test_a_sweep_file_given_as_a_config_says_to_pass_it_with_sweep(tmp_path, tex
     path.write_text(text)
     with pytest.raises(UserError) as e:
         RunConfig.read_toml(path)
-    assert str(e.value) == f"config file {path} is a sweep file (its {tables}), not a run's config.toml; pass it " \
-                           f"with --sweep {path}"
+    assert str(e.value) == f"{path} is a sweep file, not a run's config.toml; run it with python main.py --headless " \
+                           f"--sweep {path}"  # (the line every option given a sweep file says: base/config.py)
 
 
 @pytest.mark.parametrize("value", [1e39, 3.5e38, float("inf"), -1.0, float("nan")])

@@ -159,7 +159,9 @@ def test_an_unknown_frozen_scope_is_one_line_at_construction_with_models(tmp_pat
     models = {"discriminator": gan.discriminator, "generator": gan.generator}
     with pytest.raises(UserError) as e:
         Monitor(tmp_path / "run", models=models, frozen=["discriminatr"])
-    assert str(e.value).startswith("unknown scope 'discriminatr'; did you mean discriminator?")
+    assert str(e.value).startswith("unknown scope 'discriminatr'; did you mean discriminator? (scopes start with "
+                                   "discriminator, generator: ")
+    Monitor(tmp_path / "one", models=models, frozen="discriminator")  # one string: one scope, not its letters
     monitor = Monitor(tmp_path / "run", frozen=["discriminatr"], quiet=True)  # the models are fit()'s: known there
     with pytest.raises(UserError, match="unknown scope 'discriminatr'"):
         gan.fit(dataset(), epochs=1, verbose=0, callbacks=[monitor])

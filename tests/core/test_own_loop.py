@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from training_core import read_events, read_scalars
+from training_core import RunConfig, read_events, read_scalars
 from training_core.base.errors import UserError
 from training_core.monitor import start_run
 from training_core.rundir.varstore import read_variables
@@ -156,9 +156,68 @@ def test_an_unknown_freeze_scope_points_at_the_models_paths_not_a_cli_option(tmp
     phases = {"D": (keras.optimizers.Adam(), d), "G": (keras.optimizers.Adam(), g)}
     with pytest.raises(UserError) as e:
         start_run(tmp_path / "run", models={"generator": g, "discriminator": d}, phases=phases, freeze=["discriminatr"])
-    assert str(e.value) == ("unknown scope 'discriminatr'; did you mean discriminator? (scopes are prefixes of your "
-                            "models' variable paths, v.path)")
+    assert str(e.value) == ("unknown scope 'discriminatr'; did you mean discriminator? (scopes start with "
+                            "discriminator, generator: prefixes of your models' variable paths, v.path)")
     assert not (tmp_path / "run").exists()
+
+
+def test_freeze_given_one_string_freezes_that_scope_not_its_letters(tmp_path):
+    """`list("discriminator")` made the freeze set 'd', 'i', 's', ...: refused as an unknown scope 'd'."""
+    g, d = _models()
+    phases = {"D": (keras.optimizers.Adam(), d), "G": (keras.optimizers.Adam(), g)}
+    with start_run(tmp_path / "run", models={"generator": g, "discriminator": d}, phases=phases,
+                   freeze="discriminator", quiet=True) as run:
+        run.log(1, {"D": 1.0})
+        assert [bool(all(u.frozen.numpy())) for u in run._updates.values()] == [True, False]  # D's all frozen
+    assert RunConfig.read_toml(tmp_path / "run" / "config.toml").freeze == ["discriminator"]
+    with pytest.raises(UserError) as e:
+        start_run(tmp_path / "run2", models={"generator": g, "discriminator": d}, phases=phases, freeze=5)
+    assert str(e.value) == "freeze must be a scope or a list of scopes, e.g. freeze=['discriminator'], got 5"
+    assert not (tmp_path / "run2").exists()
+
+
+def test_a_phase_given_model_then_optimizer_is_told_to_swap_them(tmp_path):
+    g, d = _models()
+    with pytest.raises(UserError) as e:
+        start_run(tmp_path / "run", models={"generator": g, "discriminator": d},
+                  phases={"D": (d, keras.optimizers.Adam()), "G": (keras.optimizers.Adam(), g)})
+    assert str(e.value) == ("phase 'D': give (optimizer, what it trains), got (a keras.Model, an optimizer): "
+                            "swap them")
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_schedule_that_is_no_dict_is_said_in_python_not_toml(tmp_path):
+    """The alternation's own line shows a TOML table ({policy = "fixed", ...}), not what a script writes."""
+    g, d = _models()
+    phases = {"D": (keras.optimizers.Adam(), d), "G": (keras.optimizers.Adam(), g)}
+    with pytest.raises(UserError) as e:
+        start_run(tmp_path / "run", models={"generator": g, "discriminator": d}, phases=phases, schedule=[5, 1])
+    assert str(e.value) == "schedule must be a dict such as {'ratio': [5, 1]}, got [5, 1]"
+    with pytest.raises(UserError) as e:  # the line docs/monitor.md shows
+        start_run(tmp_path / "run", models={"generator": g, "discriminator": d}, phases=phases, schedule={"ratio": [5]})
+    assert str(e.value) == ("ratio 5 has 1 count but the experiment has 2 phases (D, G); give one count per phase, "
+                            "e.g. 1:1")
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_freeze_sent_by_the_script_names_its_scopes_not_a_cli_option(tmp_path, capsys):
+    """run.send(SetFreeze(...)) of a typo: refused at the next boundary with did-you-mean and the models'
+    top-level scopes (no --list-scopes: a script has no such option); one string is one scope there too."""
+    from training_core.base.commands import SetFreeze
+    g, d = _models()
+    phases = {"D": (keras.optimizers.Adam(), d), "G": (keras.optimizers.Adam(), g)}
+    with start_run(tmp_path / "run", models={"generator": g, "discriminator": d}, phases=phases) as run:
+        run.send(SetFreeze("discrimnator"))
+        assert run.boundary()
+        run.send(SetFreeze("generator"))
+        assert run.boundary()
+        run.log(1, {"D": 1.0})
+    events = read_events(tmp_path / "run")
+    refused = [e.message for e in events if e.kind == "rejected"]
+    assert refused == ["unknown scope 'discrimnator'; did you mean discriminator? (scopes start with discriminator, "
+                       "generator: prefixes of your models' variable paths, v.path)"]
+    assert [e.scopes for e in events if e.kind == "freeze"] == [["generator"]]
+    assert "--list-scopes" not in capsys.readouterr().err
 
 
 def test_a_run_directory_that_holds_a_run_is_refused_without_resume(tmp_path):

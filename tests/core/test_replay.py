@@ -166,7 +166,7 @@ def test_a_killed_run_is_replayed_up_to_its_last_recorded_step(tmp_path):
 BAD = {  # name: (arguments after --headless, a word the one line must contain)
     "no_such_dir": (["--replay", "{tmp}/nope"], "does not exist; pass the directory of a recorded run"),
     "not_a_run": (["--replay", "{tmp}"], "config.toml"),
-    "a_file": (["--replay", "{tmp}/unstarted/config.toml"], "is a file; --replay takes the run's directory"),
+    "a_file": (["--replay", "{tmp}/unstarted/config.toml"], "unstarted/config.toml is the config.toml of the run in "),
     "never_started": (["--replay", "{tmp}/unstarted"], "never started"),
     "no_step": (["--replay", "{tmp}/stepless"], "recorded no step"),  # killed during its step-0 checkpoint
     "changed_experiment": (["--replay", "{tmp}/changed"], "changed since"),

@@ -72,6 +72,15 @@ BAD = {  # name: (sweep file text or None, extra arguments, what the one line sa
     "grid_steps_zero": ("[grid]\nsteps = [100, 0]\n", [], "grid.steps[1] = 0: the number of steps must be a whole "
                                                           "number from 1 or more"),
     "no_axes": ("[base]\nsteps = 5\n", [], "the grid has no axes"),
+    # a bad value in the base is named by its key there, not by the option that sets it (--lr, --nan-lr-factor)
+    "base_lr_negative": ("[base]\nsteps = 5\nlr = {D = -1.0}\n" + GRID, [],
+                         "base_lr_negative.toml: base: lr.D must be a finite number >= 0, got -1.0"),
+    "base_nan_lr_factor": ("[base]\nsteps = 5\nnan_lr_factor = 2.0\n" + GRID, [],
+                           "base_nan_lr_factor.toml: base: nan_lr_factor = 2.0 must be in (0, 1]"),
+    "base_lr_phase": ("[base]\nsteps = 5\nlr = {X = 1e-4}\n" + GRID, [],
+                      "base_lr_phase.toml: base: lr.X names no phase of the experiment; phases are D, G: fix the key"),
+    "base_ratio_zero": ("[base]\nsteps = 5\nschedule = {policy = 'fixed', ratio = [0, 1]}\n" + GRID, [],
+                        "base_ratio_zero.toml: base: schedule: ratio 0:1 gives phase 'D' 0 steps"),
     "base_and_axis": ("[base]\nseed = 3\n" + GRID, [], "base.seed is also set by the axis seed; keep one of them"),
     "base_typo": ("[base]\nstepz = 3\n" + GRID, [], "unknown configuration key(s) stepz (did you mean steps?)"),
     "base_run_dir": ("[base]\nrun_dir = 'x'\n" + GRID, [], "each point's run directory is in the sweep directory"),

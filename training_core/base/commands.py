@@ -80,7 +80,9 @@ class SetFreeze(Command):
     update_frozen_stats: bool = False
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "scopes", tuple(self.scopes))
+        # one string is one scope (tuple("discriminator") was the scopes 'd', 'i', 's', ...)
+        scopes = (self.scopes,) if isinstance(self.scopes, str) else self.scopes
+        object.__setattr__(self, "scopes", tuple(scopes))
 
 
 @dataclass(frozen=True)

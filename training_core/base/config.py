@@ -1,7 +1,9 @@
 """The resolved configuration of a run, as written to `config.toml`.
 
 It holds the starting state only; every later change is a command logged in `events.jsonl`. Together
-they are enough to run the same training again.
+they are enough to run the same training again. Also here, as this module reads TOML and knows the keys: what
+a file given to an option for another kind of file is (`wrong_file`, `file_not_dir`), in one wording for
+every option that takes a path.
 """
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import tomli_w
 
@@ -66,6 +68,69 @@ def refuse_no_steps(steps: Any, where: str, fix: str) -> None:
     it. `where` names the key in its file (`config file c.toml: steps`), `fix` says what to write instead."""
     if isinstance(steps, int) and not isinstance(steps, bool) and steps < 1:
         raise UserError(f"{where} = {steps} trains no step; {fix}")
+
+
+#: what each option that takes a path takes, for the line that says a file was given to the wrong one
+TAKES = {"--open": "a run or sweep directory", "--export": "a run or sweep directory", "--attach": "a run directory",
+         "--resume": "a run directory", "--replay": "a run directory", "--sweep": "a sweep file",
+         "--config": "a run's config.toml", "--experiment": "an experiment file"}
+
+
+def file_kind(path: str | Path) -> str:
+    """What a file is, from its contents: `sweep` (TOML with [base] or [grid]), `config` (TOML of RunConfig's
+    keys), `script` (Python that trains with training_core.monitor), `experiment` (other Python), or `other`."""
+    p = Path(path)
+    try:
+        if p.stat().st_size > 1 << 20:
+            return "other"
+        text = p.read_bytes().decode("utf-8", errors="replace")
+    except OSError:
+        return "other"
+    if p.suffix == ".py":
+        return "script" if "training_core.monitor" in text and ("start_run" in text or "Monitor(" in text) \
+            else "experiment"
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return "other"
+    if any(isinstance(raw.get(t), dict) for t in ("base", "grid")):
+        return "sweep"
+    keys = {f.name for f in dataclasses.fields(RunConfig)} | {"pause_on_nan"}
+    return "config" if raw and set(raw) <= keys else "other"
+
+
+def wrong_file(path: str | Path, flag: str) -> str | None:
+    """One line for a file given to `flag`, which takes something else (TAKES): what the file is and the
+    option that takes it. None for a file of no kind known here, which the caller refuses in its own words.
+    (A sweep file given to --open said "does not exist"; a config.toml to --attach, "has no events.jsonl".)"""
+    p = Path(path)
+    kind, wanted = file_kind(p), TAKES.get(flag, "a run directory")
+    # a run's own config.toml (its directory began, even if it never recorded a step): the directory is meant
+    in_run = "directory" in wanted and (p.name == "config.toml" or (p.parent / "events.jsonl").is_file())
+    if kind == "sweep" and flag != "--sweep":
+        return f"{p} is a sweep file, not {wanted}; run it with python main.py --headless --sweep {p}"
+    if kind == "config" and flag != "--config":
+        if in_run:
+            return f"{p} is the config.toml of the run in {p.parent}; pass {flag} {p.parent}"
+        return f"{p} is a run's configuration, not {wanted}; run it again with python main.py --headless --config {p}"
+    if kind == "experiment" and flag != "--experiment":
+        return f"{p} is an experiment file, not {wanted}; train it with python main.py --experiment {p}"
+    if kind == "script":
+        return (f"{p} is a script that trains with training_core.monitor, not {wanted}; run it with python {p} "
+                f"(the window can attach to its run)")
+    return None
+
+
+def file_not_dir(path: str | Path, flag: str) -> str:
+    """The line for a file given to `flag`, an option that takes a directory (--open, --export, --attach,
+    --resume): what the file is and the option that takes it, or the run directory it is in."""
+    p = Path(path)
+    if (line := wrong_file(p, flag)) is not None:
+        return line
+    if (p.parent / "events.jsonl").is_file():
+        return f"{p} is a file of the run in {p.parent}; pass {flag} {p.parent}"
+    wanted = TAKES.get(flag, "a run directory")
+    return f"{p} is a file; {flag} takes {wanted}, the folder a run{'' if 'sweep' not in wanted else ' or a sweep'} wrote"
 
 
 def file_sha256(path: str | Path) -> str:
@@ -130,6 +195,10 @@ class RunConfig:
     #: the run is trained by the user's own code through training_core.monitor ("fit" or "loop"), not by an
     #: experiment file: only that code can continue or replay it (`experiment_file` names the script)
     monitor: str | None = None
+    #: the file this configuration was read from (a config.toml, a sweep file), while all its values are that
+    #: file's: an error about one names the file and its key (`lr.D`), not a command-line option the user never
+    #: gave (`--lr`). Not a field: never written, and lost by `dataclasses.replace`.
+    source: ClassVar[str | None] = None
 
     def refuse_monitored(self, run_dir: str | Path, what: str) -> None:
         """A run the monitor recorded cannot be resumed or replayed from its directory: its steps are the user's
@@ -155,17 +224,25 @@ class RunConfig:
             raise UserError(f"{name} is the script of a run training_core.monitor records (monitor = "
                             f"{self.monitor!r}): its own code trains the run, so Freezeframe does not import it; {how}")
 
-    def validate(self) -> "RunConfig":
+    def validate(self, in_file: bool = False) -> "RunConfig":
+        """Every value checked; `in_file`: they were read from a file, so a bad one is named by its key there
+        (`nan_lr_factor = 2`), not by the option that sets it on the command line (`--nan-lr-factor 2`)."""
         _check_types(self)
+
+        def name(key: str, flag: str) -> str:
+            return f"{key} = {getattr(self, key)!r}" if in_file else f"{flag} {getattr(self, key)}"
+
         if not 0 <= self.seed <= MAX_SEED:
-            raise UserError(f"seed must be a whole number from 0 to {MAX_SEED}, got {self.seed}; pass another --seed")
+            raise UserError(f"seed must be a whole number from 0 to {MAX_SEED}, got {self.seed}; "
+                            f"{'set another seed' if in_file else 'pass another --seed'}")
         if self.example is not None and not self.experiment_file and (
                 not self.example or any(c in self.example for c in "/\\.")):
             raise UserError(f"example {self.example!r} is not a built-in example name; use --experiment FILE for a file")
         if self.on_nan not in ON_NAN:
             raise UserError(f"on_nan {self.on_nan!r} is unknown; use one of {', '.join(ON_NAN)}")
         if not (0 < self.nan_lr_factor <= 1):
-            raise UserError(f"--nan-lr-factor must be in (0, 1], got {self.nan_lr_factor}")
+            raise UserError(f"{name('nan_lr_factor', '--nan-lr-factor')} must be in (0, 1] (the factor a rollback "
+                            f"multiplies the learning rate by), e.g. 0.5")
         if not (self.fetch_seconds > 0 and self.sample_seconds >= 0):
             raise UserError(f"fetch_seconds must be > 0 and sample_seconds >= 0, got {self.fetch_seconds} and "
                             f"{self.sample_seconds}")
@@ -173,7 +250,9 @@ class RunConfig:
             raise UserError(f"steps must be a whole number >= 1 (or left out, to train until stopped), "
                             f"got {self.steps}")
         if self.count is not None and self.steps is None:
-            raise UserError(f"--count {self.count} says which phase's steps --steps counts, but no --steps is given; "
+            raise UserError(f"count = {self.count!r} says which phase's steps `steps` counts, but steps is not set; "
+                            f"set steps = N, or remove count" if in_file else
+                            f"--count {self.count} says which phase's steps --steps counts, but no --steps is given; "
                             f"add --steps N, or drop --count")
         if self.freeze_method not in FREEZE_METHODS:
             raise UserError(f"freeze method {self.freeze_method!r} is unknown; use 'exact' or 'gate'")
@@ -188,7 +267,7 @@ class RunConfig:
         if self.checkpoint_every < 0:
             raise UserError(f"checkpoint_every must be >= 0, got {self.checkpoint_every}")
         for phase, v in self.lr.items():
-            check_learning_rate(v, f"learning rate for {phase}")
+            check_learning_rate(v, f"lr.{phase}" if in_file else f"learning rate for {phase}")
         for step, command in planned_commands(self.planned):
             if isinstance(command, SetLearningRate):
                 check_learning_rate(command.value, f"the learning rate for {command.phase} planned at step {step}")
@@ -199,10 +278,11 @@ class RunConfig:
             raise UserError(f"replicas must be a whole number >= 1, got {self.replicas}")
         if self.replicas and self.strategy != "mirrored":
             raise UserError(f"replicas are given with strategy mirrored, got {self.replicas} with {self.strategy}; "
-                            f"add --strategy mirrored or drop --replicas")
+                            + ("set strategy = \"mirrored\" or remove replicas" if in_file else
+                               "add --strategy mirrored or drop --replicas"))
         if self.sync_every < 1:
-            raise UserError(f"--sync-every must be a whole number of steps >= 1 (commands apply every N steps; "
-                            f"10 when left out), got {self.sync_every}")
+            raise UserError(f"{'sync_every' if in_file else '--sync-every'} must be a whole number of steps >= 1 "
+                            f"(commands apply every N steps; 10 when left out), got {self.sync_every}")
         if self.batch_size is not None and self.batch_size < 1:
             raise UserError(f"batch size must be >= 1, got {self.batch_size}")
         return self
@@ -212,7 +292,7 @@ class RunConfig:
         return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "RunConfig":
+    def from_dict(cls, d: dict[str, Any], in_file: bool = False) -> "RunConfig":
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = set(d) - names
         if unknown:
@@ -221,16 +301,16 @@ class RunConfig:
         d = dict(d)
         if "experiment_file" in d and "example" not in d:
             d["example"] = None
-        return cls(**d).validate()
+        return cls(**d).validate(in_file)
 
     @classmethod
-    def from_toml_dict(cls, d: dict[str, Any]) -> "RunConfig":
+    def from_toml_dict(cls, d: dict[str, Any], in_file: bool = False) -> "RunConfig":
         """`from_dict` for a `config.toml`: also reads what older versions wrote (`pause_on_nan`)."""
         d = dict(d)
         if "pause_on_nan" in d and "on_nan" not in d:
             d["on_nan"] = "pause" if d.pop("pause_on_nan") is not False else "continue"
         d.pop("pause_on_nan", None)
-        return cls.from_dict(d)
+        return cls.from_dict(d, in_file)
 
     def write_toml(self, path: str | Path) -> None:
         Path(path).write_bytes(tomli_w.dumps(self.to_dict()).encode("utf-8"))
@@ -238,19 +318,21 @@ class RunConfig:
     @classmethod
     def read_toml(cls, path: str | Path) -> "RunConfig":
         p = Path(path)
+        if p.suffix == ".py" and p.is_file():  # (not TOML: it would read as a parse error at its first line)
+            raise UserError(wrong_file(p, "--config") or f"config file {p} is Python, not TOML; pass a config.toml")
         if p.is_dir():
             raise UserError(f"{p} is a directory; pass the config.toml inside it ({p / 'config.toml'}), "
                             f"or --resume {p} to continue that run")
         raw = load_toml(p, f"config file {p}", missing="pass the config.toml of a run directory",
                         not_text="pass the config.toml of a run directory", invalid="fix or replace it")
-        tables = [t for t in ("base", "grid") if isinstance(raw.get(t), dict)]
-        if tables:  # a sweep file: its tables read as two unknown keys, which said nothing of what it is
-            raise UserError(f"config file {p} is a sweep file (its {' and '.join(f'[{t}]' for t in tables)} "
-                            f"table{'s' if len(tables) > 1 else ''}), not a run's config.toml; pass it with --sweep {p}")
+        if any(isinstance(raw.get(t), dict) for t in ("base", "grid")):  # a sweep file: its tables read as two
+            raise UserError(wrong_file(p, "--config") or "")  # unknown keys, which said nothing of what it is
         try:
-            return cls.from_toml_dict(raw)
+            cfg = cls.from_toml_dict(raw, in_file=True)
         except UserError as e:
             raise UserError(f"config file {p}: {e}") from None
+        cfg.source = f"config file {p}"
+        return cfg
 
 
 #: what the keys are called elsewhere: a Phase's and Keras' learning_rate, the command line's options

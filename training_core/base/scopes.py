@@ -95,18 +95,39 @@ def scope_paths(variables: Sequence[VarInfo]) -> list[str]:
     return list(out)
 
 
-#: where a user sees every scope: the CLI's listing; in their own loop, their models' variable paths
+#: where a user sees every scope: the CLI's listing; in their own loop, their models' variable paths (a script
+#: has no --list-scopes to run)
 LIST_SCOPES = "see them all with --list-scopes"
-MONITOR_SCOPES = "scopes are prefixes of your models' variable paths, v.path"
+MONITOR_SCOPES = "scopes start with {tops}: prefixes of your models' variable paths, v.path"
+
+
+def scope_list(scopes: object, what: str) -> list[str]:
+    """`freeze=`/`frozen=`/`SetFreeze(scopes=)` as a list: one string is one scope. (`list("discriminator")`
+    froze the scopes 'd', 'i', 's', ..., refused as an unknown scope 'd' that nobody wrote.) `what` names
+    the argument in the line that refuses anything else."""
+    if isinstance(scopes, str):
+        return [scopes]
+    try:
+        out = list(scopes)  # type: ignore[call-overload]
+    except TypeError:
+        out = None
+    if out is None or not all(isinstance(s, str) for s in out):
+        raise UserError(f"{what} must be a scope or a list of scopes, e.g. {what}=['discriminator'], got "
+                        f"{scopes!r:.60}")
+    return out
 
 
 def unknown_scope_message(scope: str, variables: Sequence[VarInfo], hint: str = LIST_SCOPES) -> str:
     """`unknown scope 'x'; did you mean y? (...)`, or the top-level scopes when nothing is close."""
     close = difflib.get_close_matches(normalize_scope(scope), scope_paths(variables), n=1)
+    tops = ", ".join(sorted({v.path.split("/")[0] for v in variables}))
+    if "{tops}" in hint:  # (MONITOR_SCOPES: the top-level scopes are said either way)
+        hint = hint.format(tops=tops)
+        return f"unknown scope {scope!r}; did you mean {close[0]}? ({hint})" if close else \
+            f"unknown scope {scope!r}; {hint}"
     if close:
         return f"unknown scope {scope!r}; did you mean {close[0]}? ({hint})"
-    tops = sorted({v.path.split("/")[0] for v in variables})
-    return f"unknown scope {scope!r}; scopes start with {', '.join(tops)} ({hint})"
+    return f"unknown scope {scope!r}; scopes start with {tops} ({hint})"
 
 
 def resolve_scopes(scopes: Iterable[str], variables: Sequence[VarInfo], hint: str = LIST_SCOPES) -> tuple[str, ...]:

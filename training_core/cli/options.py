@@ -124,6 +124,8 @@ def config_from_args(a: argparse.Namespace) -> RunConfig:
         refuse_no_steps(cfg.steps, f"config file {a.config}: steps", "set it to a whole number >= 1 in the file, "
                         "or remove the line to train until Ctrl-C")
         cfg.run_dir = None  # a rerun gets a fresh directory unless --run-dir says otherwise
+        if a.lr or a.freeze or a.ratio or a.adaptive:  # values of the file and the options mixed: errors name options
+            cfg.source = None
     else:
         cfg = RunConfig()
         if a.experiment:

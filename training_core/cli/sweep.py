@@ -105,7 +105,8 @@ def _new_sweep(a: argparse.Namespace, slots: list[Slot] | None) -> Sweep:
     if slots and (base.get("device", "auto") != "auto" or base.get("strategy", "single") != "single"):
         raise UserError("--devices places each point on one GPU of its own; drop --device and --strategy (or drop "
                         "--devices)")
-    check_experiment(spec, hide_gpus=slots is not None, where=where, grid_names={x.name for x in cli_axes})
+    check_experiment(spec, hide_gpus=slots is not None, where=where, grid_names={x.name for x in cli_axes},
+                     base_in_file=bool(a.sweep) and not (a.lr or a.ratio or a.adaptive))
     directory = Path(a.sweep_dir) if a.sweep_dir else default_sweep_dir(spec, a.sweep)
     return write_sweep(spec, directory)
 
@@ -158,13 +159,14 @@ def default_sweep_dir(spec: SweepSpec, spec_file: str | None, folder: str | Path
 
 
 def check_experiment(spec: SweepSpec, hide_gpus: bool = False, where: str = "the sweep",
-                     grid_names: Collection[str] = ()) -> None:
+                     grid_names: Collection[str] = (), base_in_file: bool = False) -> None:
     """Prepare the experiment once (as --list-scopes does; TensorFlow loads) and check every point's learning
     rates, freeze sets, ratios and planned changes against it, so a typo in one point's scope is one line now
     rather than a failed run hours into the sweep; a problem an axis's value makes is named as the user wrote
     that value (`--grid lr.X=0.0001`, `sweep.toml: grid.freeze = "d/x@100"`: `grid_names` are the axes given
     by --grid), not by the configuration it became. `hide_gpus`: the points run in processes of their own, on
-    the GPUs; this process must not hold a CUDA context on them for the whole sweep."""
+    the GPUs; this process must not hold a CUDA context on them for the whole sweep. `base_in_file`: the base's
+    learning rates and ratio are the sweep file's (no --lr, --ratio beside it), named as `FILE: base: lr.X`."""
     from training_core.base.planned import check_planned
     from training_core.engine.prepare import check_controls, prepare
     from training_core.experiment.loading import check_batch_size
@@ -176,6 +178,8 @@ def check_experiment(spec: SweepSpec, hide_gpus: bool = False, where: str = "the
         cfg.device = "cpu"
     cfg.freeze, cfg.planned = [], []  # the points' own are checked below, each named with its point
     cfg.lr, cfg.schedule = dict(spec.base.get("lr") or {}), spec.base.get("schedule") or {}  # and the axes'
+    if base_in_file:
+        cfg.source = f"{where}: base"
     p = prepare(cfg, lambda *_: None)
     for point in points:
         for name in point.values:

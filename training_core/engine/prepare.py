@@ -224,7 +224,9 @@ def _check_settings(config: RunConfig, exp: Experiment, names: list[str],
     phases and variables, known only now), before any optimizer is built. Without a schedule in the
     configuration, the experiment's default ratio (or one step each). The planned changes too."""
     schedule = config.schedule or {"policy": "fixed", "ratio": list(exp.default_ratio or [1] * len(names))}
-    checked = check_controls(config.lr, config.freeze, schedule, names, infos)
+    # a configuration read from a file (`source`) names its keys there; not the experiment's default ratio
+    in_file = (config.source, ("lr", "freeze") + (("schedule",) if config.schedule else ())) if config.source else None
+    checked = check_controls(config.lr, config.freeze, schedule, names, infos, in_file)
     check_planned(config.planned, names, infos)  # a bad planned change, refused now rather than at its step
     return checked
 
@@ -341,17 +343,27 @@ def _resolved_config(config: RunConfig, source: Path, chief: bool, exp: Experime
 
 
 def check_controls(lr: Iterable[str], freeze: Iterable[str], schedule: dict[str, Any] | None,
-                   phase_names: Sequence[str], variables: Sequence[VarInfo]) -> tuple[tuple[str, ...], Policy | None]:
+                   phase_names: Sequence[str], variables: Sequence[VarInfo],
+                   in_file: tuple[str, Sequence[str]] | None = None) -> tuple[tuple[str, ...], Policy | None]:
     """The learning rates' phases, the freeze set's scopes and the schedule (one count per phase), checked
     against the experiment: a new run's settings here, and the settings given with `--resume` (loop/restore.py)
     the same way, so that both are refused with the same line before the run directory is touched.
-    Returns the normalised freeze set and the policy (None without a schedule)."""
-    unknown = set(lr) - set(phase_names)
+    Returns the normalised freeze set and the policy (None without a schedule). `in_file`: (the file, its keys
+    among lr, freeze, schedule) when those values were read from a file: an error names the file and the key."""
+    file, keys = in_file or ("", ())
+    unknown = sorted(set(lr) - set(phase_names))
+    if unknown and "lr" in keys:
+        raise UserError(f"{file}: {', '.join(f'lr.{x}' for x in unknown)} names no phase of the experiment; phases "
+                        f"are {', '.join(phase_names)}: fix the key")
     if unknown:
-        raise UserError(f"--lr names unknown phase(s) {', '.join(sorted(unknown))}; phases are "
-                        f"{', '.join(phase_names)}")
-    scopes = resolve_scopes(freeze, variables)
-    return scopes, None if schedule is None else policy_from_dict(schedule, phase_names)
+        raise UserError(f"--lr names unknown phase(s) {', '.join(unknown)}; phases are {', '.join(phase_names)}")
+    key = "freeze"
+    try:
+        scopes = resolve_scopes(freeze, variables)
+        key = "schedule"
+        return scopes, None if schedule is None else policy_from_dict(schedule, phase_names)
+    except UserError as e:
+        raise UserError(f"{file}: {key}: {e}") if key in keys else e from None
 
 
 def _first_variants(config: RunConfig, freeze: tuple[str, ...], phase_vars: list, stats: list) -> list[str]:

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import training_core
 from training_core.base.alternation import check_counts
-from training_core.base.config import file_sha256
+from training_core.base.config import file_sha256, wrong_file
 from training_core.base.errors import UserError
 from training_core.experiment.api import SAMPLE_KINDS, Experiment, Models, Phase
 from training_core.experiment.data import describe, is_dataset
@@ -53,7 +53,8 @@ def require_file(path: str | Path) -> Path:
     if not path.is_file():
         raise UserError(f"experiment file {path} does not exist; check the path")
     if path.suffix != ".py":  # Python imports nothing else; said before TensorFlow loads, not 5 s later
-        raise UserError(f"experiment file {path} is not a Python file; give a .py file")
+        raise UserError(wrong_file(path, "--experiment") or f"experiment file {path} is not a Python file; give a "
+                        f".py file")
     return path
 
 

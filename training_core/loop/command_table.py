@@ -16,7 +16,7 @@ from training_core.base import events as E
 from training_core.base.alternation import policy_from_dict
 from training_core.base.config import check_learning_rate
 from training_core.base.errors import UserError
-from training_core.base.scopes import resolve_scopes
+from training_core.base.scopes import LIST_SCOPES, resolve_scopes
 from training_core.engine.prepare import set_learning_rate
 
 if TYPE_CHECKING:
@@ -55,7 +55,8 @@ def stop(tr: "Trainer", cmd: C.Stop, cid: str | None) -> None:
 
 # -- what trains: freeze set, ratio, learning rate, method ---------------------------------------------------
 def set_freeze(tr: "Trainer", cmd: C.SetFreeze, cid: str | None) -> None:
-    scopes = resolve_scopes(cmd.scopes, tr.prepared.var_infos)
+    # (where the sender sees every scope: the CLI's --list-scopes, or, in a monitored script, its models' paths)
+    scopes = resolve_scopes(cmd.scopes, tr.prepared.var_infos, getattr(tr, "scope_hint", LIST_SCOPES))
     warnings = tr.set_freeze(scopes, bool(cmd.update_frozen_stats))
     tr.emit(E.Freeze(scopes=list(scopes), update_frozen_stats=bool(cmd.update_frozen_stats),
                      command=cmd.to_dict(), id=cid))

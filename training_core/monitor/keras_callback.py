@@ -38,6 +38,7 @@ import numpy as np
 
 from training_core.base import commands as C
 from training_core.base.errors import UserError
+from training_core.base.scopes import scope_list
 from training_core.experiment.loading import refuse_inside_experiment
 from training_core.monitor.control_replay import ControlReplayer, plan_control_replay
 from training_core.monitor.monitored import MonitoredRun
@@ -57,13 +58,12 @@ NOT_EXACT = ("fit() runs its own compiled train_step, which nothing outside it c
 
 def check_frozen(frozen: Sequence[str], models: Mapping[str, Any]) -> None:
     """`frozen=` against the models' variable paths: an unknown scope is one line, before anything is written."""
-    from training_core.base.scopes import MONITOR_SCOPES, VarInfo, resolve_scopes
-    if isinstance(frozen, str) or not all(isinstance(s, str) for s in frozen):
-        raise UserError(f"frozen must be a list of scope paths, e.g. frozen=['discriminator'], got {frozen!r:.60}")
+    from training_core.base.scopes import MONITOR_SCOPES, VarInfo, resolve_scopes, scope_list
+    frozen = scope_list(frozen, "frozen")
     if models:
         infos = [VarInfo(str(getattr(v, "path", None) or v.name), tuple(v.shape), str(v.dtype), bool(v.trainable))
                  for m in models.values() for v in m.weights]
-        resolve_scopes(list(frozen), infos, MONITOR_SCOPES)
+        resolve_scopes(frozen, infos, MONITOR_SCOPES)
 
 
 def check_losses(losses: Mapping[str, str] | None, names: Sequence[str]) -> None:
@@ -152,14 +152,14 @@ class BatchMeans:
 
 
 class Monitor(keras.callbacks.Callback):
-    """See the module docstring. `frozen`: scopes declared frozen from the start (a move is a leak);
-    `checkpoint_every`: batches between checkpoints (0: only on request); `var_every`: one batch in each
-    `var_every` has its per-variable update measured; `keep_open`: several fit() calls are one run, ended by
+    """See the module docstring. `frozen`: a scope, or a list of scopes, declared frozen from the start (a move
+    is a leak); `checkpoint_every`: batches between checkpoints (0: only on request); `var_every`: one batch in
+    each `var_every` has its per-variable update measured; `keep_open`: several fit() calls are one run, ended by
     `close()`; `replay`: an old run of this fit() whose learning-rate changes are applied at the same batches."""
 
     def __init__(self, run_dir: str | Path, *, models: Mapping[str, Any] | None = None,
                  losses: Mapping[str, str] | None = None, optimizers: Mapping[str, Any] | None = None,
-                 frozen: Sequence[str] = (), sample: Callable[[Any], dict] | None = None, checkpoint_every: int = 0,
+                 frozen: str | Sequence[str] = (), sample: Callable[[Any], dict] | None = None, checkpoint_every: int = 0,
                  var_every: int = 25, sample_every: float = 10.0, seed: int = 0, tensorboard: bool = True,
                  quiet: bool = False, keep_open: bool = False, replay: str | Path | None = None) -> None:
         super().__init__()
@@ -172,7 +172,7 @@ class Monitor(keras.callbacks.Callback):
             raise UserError(f"run directory {self.run_dir} already holds a run; give the Monitor a new run_dir")
         self._replay = None if replay is None else plan_control_replay(replay, self.run_dir, "fit", False)
         self._models, self._losses, self._optimizers = models, losses, optimizers
-        self._frozen, self._sample, self._quiet = list(frozen), sample, quiet
+        self._frozen, self._sample, self._quiet = scope_list(frozen, "frozen"), sample, quiet
         self._settings = dict(checkpoint_every=checkpoint_every, var_every=var_every, sample_every=sample_every,
                               seed=seed, tensorboard=tensorboard)
         self.keep_open = keep_open

@@ -31,7 +31,7 @@ from training_core.base import events as E
 from training_core.base.config import RunConfig
 from training_core.base.errors import UserError
 from training_core.base.metrics import Status
-from training_core.base.scopes import MONITOR_SCOPES, frozen_mask, resolve_scopes
+from training_core.base.scopes import MONITOR_SCOPES, frozen_mask, resolve_scopes, scope_list
 from training_core.loop import command_table
 from training_core.loop.dispatch import EventDispatch
 from training_core.loop.handle import TrainerHandle
@@ -68,6 +68,9 @@ class MonitorHandle(TrainerHandle):
 
 class MonitoredRun:
     """A run whose steps the user's code takes; `observers` are the run's, in order (the record last)."""
+
+    #: an unknown scope (a `SetFreeze` sent by the script) points at the models' paths: a script has no --list-scopes
+    scope_hint = MONITOR_SCOPES
 
     def __init__(self, described: Described, observers: list[Observer], resume: bool,
                  refuse: Callable[[C.Command], str | None],
@@ -209,7 +212,7 @@ class MonitoredRun:
         self.before_step(self.state.step + 1)
 
     def check_freeze(self, scopes: Any) -> tuple[str, ...]:
-        return resolve_scopes(list(scopes), self.prepared.var_infos, MONITOR_SCOPES)
+        return resolve_scopes(scope_list(scopes, "scopes"), self.prepared.var_infos, MONITOR_SCOPES)
 
     def record(self, step: Any, losses: Mapping[str, Any], metrics: Mapping[str, Any] | None, where: str) -> None:
         """One step's losses by phase and its metrics (`metric/<name>`), checked: one line for bad use. (Called

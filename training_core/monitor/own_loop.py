@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from training_core.base import commands as C
 from training_core.base.config import RunConfig, check_learning_rate, file_sha256
 from training_core.base.errors import UserError
+from training_core.base.scopes import MONITOR_SCOPES, resolve_scopes, scope_list
 from training_core.experiment.api import Models
 from training_core.experiment.loading import refuse_inside_experiment
 from training_core.monitor.control_replay import ControlReplayer, plan_control_replay
@@ -179,7 +180,7 @@ class Run:
 
 
 def start_run(run_dir: str | Path, models: Mapping[str, Any], phases: Mapping[str, tuple[Any, Any]], *,
-              steps: int | None = None, resume: bool = False, freeze: Any = (), schedule: dict | None = None,
+              steps: int | None = None, resume: bool = False, freeze: str | Sequence[str] = (), schedule: dict | None = None,
               sample: Callable[[Models], dict] | None = None, checkpoint_every: int = 5000, var_every: int = 25,
               sample_every: float = 10.0, seed: int = 0, tensorboard: bool = True, quiet: bool = False,
               replay: str | Path | None = None) -> Run:
@@ -188,7 +189,7 @@ def start_run(run_dir: str | Path, models: Mapping[str, Any], phases: Mapping[st
     `models`: name -> Keras model (every variable is recorded, checkpointed, and can be frozen by scope).
     `phases`: name -> (optimizer, what it trains: a model, a scope path or a list of them), in order.
     `resume=True`: continue the run in `run_dir` from its last checkpoint when it has one (else start it).
-    `freeze`: scopes frozen from the start; `schedule`: the ratio `next_phase()` follows ({"ratio": [5, 1]}):
+    `freeze`: the scope (a string) or scopes (a list) frozen from the start; `schedule`: the ratio `next_phase()` follows ({"ratio": [5, 1]}):
     a loop given one asks the run for its phases, and the window may change the ratio.
     `sample(models) -> {"fake": array, "real": array}`: drawings for the samples view and the record.
     `replay=OLD_DIR`: apply the number-changing controls OLD_DIR recorded (freeze, learning rates, ratio) at the
@@ -210,13 +211,18 @@ def start_run(run_dir: str | Path, models: Mapping[str, Any], phases: Mapping[st
     for name, spec in phases.items():
         if not (isinstance(spec, tuple) and len(spec) == 2):
             raise UserError(f"phase {name!r}: give (optimizer, what it trains), got {spec!r:.60}")
+        if _is_trained(spec[0]) and _is_optimizer(spec[1]):
+            raise UserError(f"phase {name!r}: give (optimizer, what it trains), got ({_kind(spec[0])}, an optimizer): "
+                            f"swap them")
+    frozen = scope_list(freeze, "freeze")  # (checked against the models once they are described)
+    if schedule is not None and not isinstance(schedule, Mapping):  # (TOML's {policy = ...} said it otherwise)
+        raise UserError(f"schedule must be a dict such as {{'ratio': [5, 1]}}, got {schedule!r:.60}")
     listed = [(name, opt, resolve_trains(trains, models, f"phase {name!r}")) for name, (opt, trains) in phases.items()]
     config = _config(d, steps, seed, var_every, checkpoint_every, sample_every, tensorboard, listed)
     described = describe(models, listed, config, schedule)
     config.schedule = described.policy.to_dict()
     updates = {name: ExactUpdate(name, opt, vs) for name, opt, vs in listed}
-    from training_core.base.scopes import MONITOR_SCOPES, resolve_scopes
-    config.freeze = list(resolve_scopes(list(freeze), described.var_infos, MONITOR_SCOPES))
+    config.freeze = list(resolve_scopes(frozen, described.var_infos, MONITOR_SCOPES))
     replaying = [] if plan is None else [ControlReplayer(plan, list(described.phase_names), config)]
 
     def on_freeze(masks: list) -> None:
@@ -249,3 +255,18 @@ def _config(d: Path, steps: int | None, seed: int, var_every: int, checkpoint_ev
                      experiment_sha256=file_sha256(script) if script else None, steps=steps, seed=seed, lr=lr,
                      var_every=var_every, checkpoint_every=checkpoint_every, sample_every=sample_every,
                      tensorboard=tensorboard, on_nan="continue", run_dir=str(d), monitor=monitor).validate()
+
+
+def _is_optimizer(x: Any) -> bool:
+    return hasattr(x, "apply") and hasattr(x, "learning_rate") and not hasattr(x, "trainable_variables")
+
+
+def _is_trained(x: Any) -> bool:
+    """What a phase may train: a model (or layer), a scope path, a list of them."""
+    return hasattr(x, "trainable_variables") or isinstance(x, (str, list))
+
+
+def _kind(x: Any) -> str:
+    import keras
+    return "a keras.Model" if isinstance(x, keras.Model) else "a scope" if isinstance(x, str) else \
+        "a list" if isinstance(x, list) else f"a {type(x).__name__}"

@@ -38,7 +38,7 @@ from pathlib import Path
 
 from training_core.base import events as E
 from training_core.base.commands import Command, command_from_dict
-from training_core.base.config import RunConfig, file_sha256
+from training_core.base.config import RunConfig, file_not_dir, file_sha256
 from training_core.base.errors import UserError
 from training_core.base.planned import is_planned_id
 from training_core.rundir.layout import CONFIG_FILE
@@ -68,7 +68,8 @@ def plan_replay(run_dir: str | Path, new_run_dir: str | None = None, determinist
     src = Path(run_dir)
     what = "--replay" if monitor is None else "replay="
     if src.is_file():
-        raise UserError(f"{src} is a file; {what} takes the run's directory: pass {src.parent}")
+        raise UserError(file_not_dir(src, what) if monitor is None else
+                        f"{src} is a file; {what} takes the run's directory: pass {src.parent}")
     if not src.is_dir():
         raise UserError(f"run directory {src} does not exist; pass the directory of a recorded run to {what}")
     if not (src / CONFIG_FILE).is_file():

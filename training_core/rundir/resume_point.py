@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from training_core.base.config import RunConfig
+from training_core.base.config import RunConfig, file_not_dir
 from training_core.base.errors import UserError
 from training_core.rundir.layout import CONFIG_FILE, SCALARS_FILE, checkpoint_steps
 from training_core.rundir.trim import last_scalar_step
@@ -17,7 +17,7 @@ def resume_config(run_dir: str | Path) -> RunConfig:
     run directory, no checkpoint) answers at once and writes nothing."""
     d = Path(run_dir)
     if d.is_file():
-        raise UserError(f"{d} is a file; --resume takes the run's directory: pass {d.parent}")
+        raise UserError(file_not_dir(d, "--resume"))
     if not d.is_dir():
         raise UserError(f"run directory {d} does not exist; pass the directory of the run to resume")
     if not (d / CONFIG_FILE).is_file():

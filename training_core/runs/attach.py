@@ -23,7 +23,7 @@ from typing import Any
 
 from training_core.base import events as E
 from training_core.base.commands import Command, SampleNow
-from training_core.base.config import RunConfig
+from training_core.base.config import RunConfig, file_not_dir
 from training_core.base.errors import UserError
 from training_core.base.metrics import Status
 from training_core.base.protocol import PreparedInfo
@@ -117,6 +117,8 @@ class AttachedRun:
 
     def __init__(self, run_dir: str | Path, data: RunData | None = None) -> None:
         self.dir = Path(run_dir)
+        if self.dir.is_file():
+            raise UserError(file_not_dir(self.dir, "--attach"))
         if not self.dir.is_dir():
             raise UserError(f"{self.dir} does not exist; attach to a run directory (one a run is writing)")
         if not (self.dir / EVENTS_FILE).is_file():

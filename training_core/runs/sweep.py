@@ -23,7 +23,7 @@ from typing import Any
 import tomli_w
 
 from training_core.base import events as E
-from training_core.base.config import RunConfig, load_toml, refuse_no_steps
+from training_core.base.config import RunConfig, load_toml, refuse_no_steps, file_not_dir, wrong_file
 from training_core.base.errors import UserError
 from training_core.rundir.layout import checkpoint_steps
 from training_core.rundir.lock import refusal
@@ -59,6 +59,8 @@ class Sweep:
     @classmethod
     def open(cls, path: str | Path) -> "Sweep":
         d = Path(path)
+        if d.is_file():
+            raise UserError(file_not_dir(d, "--open"))
         if not d.is_dir():
             raise UserError(f"sweep directory {d} does not exist; pass the directory a sweep wrote")
         if not is_sweep_dir(d):
@@ -181,6 +183,9 @@ def read_spec_file(path: str | Path) -> SweepSpec:
     if p.is_dir():
         raise UserError(f"{p} is a directory but holds no {SWEEP_FILE}; pass a sweep file (.toml) or a sweep "
                         f"directory")
+    wrong = wrong_file(p, "--sweep") if p.is_file() else None  # a config.toml, an experiment file
+    if wrong:
+        raise UserError(wrong)
     raw = _read_toml(p)
     base = raw.get("base")
     if isinstance(base, dict) and isinstance(base.get("experiment_file"), str):

@@ -169,7 +169,7 @@ def check_spec(spec: SweepSpec, where: str) -> SweepSpec:
         if owner is not None:
             raise UserError(f"{where}: base.{key} is also set by the axis {owner}; keep one of them")
     try:
-        RunConfig.from_dict(spec.base)
+        RunConfig.from_dict(spec.base, in_file=True)  # (its errors name the base's keys, not options)
     except UserError as e:
         raise UserError(f"{where}: base: {e}") from None
     n = spec.count()
