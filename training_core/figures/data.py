@@ -309,6 +309,13 @@ def _updates_one(run: tuple[str, "RunData"], paths: list[str], spec: FigureSpec,
     (dash styles) separately, and scopes as a tree under their top-level name: short labels that
     fit beside the plot in a journal column instead of 12 long paths. Variables frozen for the whole
     run appear in their place in the tree, grey and dotted like their curves.
+
+    More kinds of leaf than dashes (kernel, bias, gamma, beta, moving_mean on 4): the key lists only the first
+    `len(DASHES)` kinds, each its own dash, and a layer holding any other kind is named line by line, each name
+    beside its own look. The key had listed moving_mean solid like kernel (`i % len(DASHES)`), so a solid line
+    of a norm layer's colour read as its kernel. Why names and not markers for the extra kinds: a marker on a
+    curve of thousands of points clutters it, and the painter and the window would both need them; naming each
+    line is what the legend does already for a layer whose looks had to differ.
     """
     label, store = run
     kind = spec.update_kind
@@ -342,8 +349,8 @@ def _updates_one(run: tuple[str, "RunData"], paths: list[str], spec: FigureSpec,
         items.setdefault(unit, (unit, colour, unit_dash, False))
         curves.append(_curve(f"{kind}/{p}", series, spec.smoothing, colour, dash, frozen[p], label, x))
     legend = _tree(list(items.values()), frozen_word(store))
-    if not per_variable and len(leaves) > 1:
-        legend += [LegendEntry(leaf, "fg", DASHES[i % len(DASHES)]) for i, leaf in enumerate(leaves)]
+    if not per_variable and len(leaves) > 1:  # the key: only the leaves with a dash of their own
+        legend += [LegendEntry(leaf, "fg", DASHES[i]) for i, leaf in enumerate(leaves[:len(DASHES)])]
     if any(frozen[p].any() for p in live):
         legend.append(frozen_entry(curves, {label: store}))
     return PlotData("updates", curves, legend, log_y=True, zero_floor=True)
