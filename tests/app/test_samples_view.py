@@ -69,6 +69,29 @@ def test_points_keep_their_square_in_a_tall_narrow_column(qtbot):
     assert x0 <= -3 + 1e-9 and y0 <= -3 + 1e-9 and (y1 - y0) < 1.3 * (x1 - x0)
 
 
+def test_the_points_last_x_label_stands_inside_the_window(qtbot):
+    """The ring's samples in the window's column: the x axis' "3" sat on the view's right edge, against the window's
+    edge (cut, or with the grid on dropped). The plot keeps a right margin and the label stands whole inside it."""
+    view = SamplesView()
+    qtbot.addWidget(view)
+    view.resize(260, 900)
+    view.show()
+    rng = np.random.default_rng(0)
+    view.show_samples({"kind": "points2d", "step": 1, "real": rng.normal(size=(50, 2)), "fake": rng.normal(size=(50, 2))})
+    qtbot.waitUntil(lambda: view.points.isVisible())
+    p = view.points.getPlotItem()
+    assert p.layout.getContentsMargins()[2] > 4
+    axis = p.getAxis("bottom")
+    picture = QtGui.QPicture()
+    painter = QtGui.QPainter(picture)
+    texts = axis.generateDrawSpecs(painter)[2]
+    painter.end()
+    right = [axis.mapRectToScene(rect) for rect, _, text in texts if text == "3"]
+    assert right, [t for _, _, t in texts]
+    width = view.points.viewport().width()
+    assert right[0].right() <= width - 1 and right[0].right() > p.vb.sceneBoundingRect().right()
+
+
 def test_the_points_legend_names_only_what_is_drawn(panel_of):
     """Samples of generated points alone: the legend said "real" over no real points."""
     store = RunData()
