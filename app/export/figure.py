@@ -120,7 +120,9 @@ class Figure:
         """A legend that went under its panel, or beside it (in a grid of several rows, whose column shares its
         left and right; side by side, when it squeezed the plot to under 60% of its cell), goes in columns under the
         panel's whole row, across the figure, when it is the row's only one: the neighbours' room under (or beside)
-        their plots was left empty (band_legend.py). The rows share what the bands leave of the height."""
+        their plots was left empty (band_legend.py), or, of several under their panels, the one whose names its cell
+        would cut ("not trainable (moved: a l…)" at 3.5 in) while the figure's width holds them whole. The rows
+        share what the bands leave of the height."""
         fs = self.spec.font_size
         stacked = len(panels) > cols  # a legend beside one plot of a column leaves the others' room beside empty
         rows = sorted({pn.grid[0] for pn in panels})
@@ -130,8 +132,11 @@ class Figure:
             below = [pn for pn in row if pn.legend_mode == "below"]
             beside = [pn for pn in row if pn.legend_mode == "right" and (
                 stacked or (cols > 1 and pn.area.width() < 0.6 * pn.cell.width()))]
-            # two legends under their panels fill the row's room; of those beside, the one whose plot it squeezes most
-            owner = below[0] if len(below) == 1 else None if below or not beside else \
+            # two legends under their panels fill the row's room, unless one is cut to its cell's width (its
+            # names shortened, "discriminator/…", when the figure's width holds them); of those beside, the one
+            # whose plot it squeezes most
+            cut = [pn for pn in below if pn.legend.max_col is not None]
+            owner = below[0] if len(below) == 1 else cut[0] if cut else None if below or not beside else \
                 min(beside, key=lambda pn: pn.area.width())
             if owner is not None:
                 band = BandLegend(owner.plot.legend, owner.legend_style, self.theme)

@@ -27,6 +27,9 @@ POINT_RANGE = 3.0
 SQUARE_EXTRA_PX = 12  # the title's height less the left axis's width: the points' view then about square
 GRID = 8  # images: up to GRID x GRID generated images
 LIST_EVERY_S = 1.0  # how often the browser looks for new files of a growing run
+#: room right of the points' view for half of its last x tick label ("3" sits on the view's right edge): with
+#: the layout's 1 px margin the label was cut by the window's edge (or hidden)
+RIGHT_MARGIN_PX = 10
 
 
 class SamplesView(QtWidgets.QStackedWidget):
@@ -181,14 +184,25 @@ class SampleBrowser(QtWidgets.QWidget):
         self.step_label.setText("")
 
 
+class _EdgeAxis(pg.AxisItem):
+    """The points' x axis, whose labels may reach `RIGHT_MARGIN_PX` past the view's right edge: with the grid on,
+    pyqtgraph drops a label that leaves the view's rect, so "3" at the edge of a -3..3 view was not drawn at all,
+    or, the view a little wider, drawn against the window's edge."""
+
+    def boundingRect(self) -> QtCore.QRectF:  # noqa: N802 - Qt override
+        return super().boundingRect().adjusted(0, 0, RIGHT_MARGIN_PX, 0)
+
+
 class _PointsPage(CppPaint, pg.PlotWidget):
     def __init__(self) -> None:
-        super().__init__(background=palette.BACKGROUND)
+        super().__init__(background=palette.BACKGROUND, axisItems={"bottom": _EdgeAxis("bottom")})
         p = self.getPlotItem()
         for name in ("left", "bottom"):
             p.getAxis(name).setPen(pg.mkPen(palette.FOREGROUND))
             p.getAxis(name).setTextPen(pg.mkPen(palette.FOREGROUND))
         p.setMenuEnabled(False)
+        left, top, _, bottom = p.layout.getContentsMargins()
+        p.layout.setContentsMargins(left, top, RIGHT_MARGIN_PX, bottom)
         self.legend = legend = p.addLegend(offset=(8, 8), labelTextColor=palette.FOREGROUND,
                                            brush=pg.mkBrush(255, 255, 255, 200))
         self.real = pg.ScatterPlotItem(size=3, pen=None, brush=pg.mkBrush(palette.REAL_POINTS + "80"), name="real")

@@ -23,7 +23,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore
 
-from training_core.figures import REFERENCE_RATIO
+from training_core.figures import REFERENCE_RATIO, frozen_label
 from . import palette
 from .axes import FloorLogAxis
 from .curves import LiveCurve, dashed_pen, legend_pen
@@ -42,6 +42,12 @@ FLOOR_LABELS = {(True, False): "0 (frozen)", (False, True): "0 (no update)", (Tr
 def zero_reading(frozen: bool) -> str:
     """How an update of exactly 0 reads: a freeze, or a variable that did not move although it trains."""
     return "0 (frozen)" if frozen else "0 (no update)"
+
+
+def _label_of(vc: VarCurve) -> str:
+    """A variable's legend name: with the export's words while it is frozen (figures/frozen.py `frozen_label`),
+    "(frozen)", or "— not trainable (moved: a leak)" for a `trainable = False` variable fit() trained anyway."""
+    return frozen_label(vc.path, vc.layer.data, vc.moved) if vc.frozen else vc.path
 
 
 def _sample_of(vc: VarCurve) -> pg.PlotDataItem:
@@ -136,6 +142,7 @@ class UpdateCurves:
                 vc.reset()
                 redo.add(name)
             fresh[name] = (steps, wall, values, frozen)
+            vc.note_moved(values, frozen)
             self._note_range(values[vc.n:], frozen[vc.n:])
         floor = self._floor()
         if floor != self.floor:
@@ -254,13 +261,13 @@ class UpdateCurves:
         self._legend_key = None  # its sample and "(frozen)" follow
 
     def _update_legend(self, view: PlotView) -> None:
-        """One run: an entry per variable (up to MAX_LEGEND), "(frozen)" while frozen. Several runs: the variables
-        by line style (or colour); the runs, by colour (or line style), are in the loss legend."""
-        key = (view.signature, tuple((n, vc.frozen) for n, vc in self.vars.items()))
+        """One run: an entry per variable (up to MAX_LEGEND), "(frozen)" while frozen (`_label_of`). Several runs: the
+        variables by line style (or colour); the runs, by colour (or line style), are in the loss legend."""
+        key = (view.signature, tuple((n, vc.frozen, vc.moved) for n, vc in self.vars.items()))
         if key == self._legend_key:
             return
         self._legend_key = key
-        entries = [(_sample_of(vc), f"{vc.path} (frozen)" if vc.frozen else vc.path) for vc in self.vars.values()]
+        entries = [(_sample_of(vc), _label_of(vc)) for vc in self.vars.values()]
         if not view.multi and not self._samples and len(self.legend.items) == len(entries) and self.legend.isVisible():
             # the same number of entries (the top movers changed, a freeze): relabel them in place, as
             # building a legend entry anew (a text item, a layout) took ~1.5 ms each
@@ -281,7 +288,7 @@ class UpdateCurves:
             return
         if not view.multi:
             for vc in self.vars.values():
-                self.legend.addItem(_sample_of(vc), f"{vc.path} (frozen)" if vc.frozen else vc.path)
+                self.legend.addItem(_sample_of(vc), _label_of(vc))
             return
         # the runs are named in the loss legend above, in the same colours (or line styles): listed here again,
         # a sweep's 8 long names made this legend taller than the plot

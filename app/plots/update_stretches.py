@@ -32,6 +32,7 @@ class VarCurve:
         self.frozen_curve: LiveCurve | None = None
         self.color, self.dash = "#000000", 0
         self.frozen = False  # frozen at its latest record (the legend's "(frozen)")
+        self.moved = False  # a frozen record is not exactly 0 (a leak: the legend says so; UpdateCurves.update)
         self.style: tuple | None = None
         self.reset()
 
@@ -46,6 +47,11 @@ class VarCurve:
     @property
     def has_frozen(self) -> bool:
         return self.frozen_y is not None
+
+    def note_moved(self, values: np.ndarray, frozen: np.ndarray) -> None:
+        """`moved` from records `self.n:` (their raw values; all of them after a reset): a frozen one not exactly 0."""
+        f = np.asarray(frozen[self.n:len(values)], dtype=bool)
+        self.moved = (self.moved and self.n > 0) or bool(np.any(values[self.n:self.n + len(f)][f] != 0))
 
     def extend(self, view: PlotView, steps: np.ndarray, wall: np.ndarray, log: np.ndarray,
                frozen: np.ndarray) -> None:

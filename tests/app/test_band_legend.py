@@ -114,3 +114,18 @@ def test_side_by_side_the_legend_is_centred_under_the_whole_row_in_the_exported_
     row_left, row_right = losses.area.left(), updates.area.right()
     assert left < losses.area.right() and right > updates.area.left()  # under (a) and (b) alike
     assert abs((left - row_left) - (row_right - right)) < 0.5  # centred under the row, not under (b)
+
+
+def test_two_legends_under_a_narrow_row_keep_their_full_names_when_the_figure_holds_them(qapp):
+    """3.5 in, side by side: both legends went under their own half of the row and the updates legend's names were
+    cut to its cell ("not trainable (moved: a l…)") though the figure's width holds them. The one that would be
+    cut goes under the whole row, whole."""
+    from app.export import Figure, svg_bytes
+    from tests.app import svg_shapes as svg
+
+    spec = FigureSpec(plots=["losses", "updates"], width_in=3.5, height_in=3.0, layout="row")
+    fig = Figure(gan_run("fit", "exact"), spec)
+    losses, updates = fig.layout()
+    assert losses.legend_mode == "below" and updates.in_band and len(fig.row_legends) == 1
+    texts = [t.text for t in svg.read(svg_bytes(fig))[0]]
+    assert "not trainable (moved: a leak)" in texts and not any("…" in t for t in texts), texts

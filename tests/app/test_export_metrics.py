@@ -18,7 +18,7 @@ from training_core.runs import RunData
 STEPS = np.array([0, 500, 1000, 2000, 3000])
 FID = np.array([300.0, 40.0, 12.0, 4.0, 2.5])  # an untrained generator's FID at step 0, then a run that learns
 KID = np.array([120.0, 3.0, 0.8, 0.2, 0.1])
-KID_STD = np.array([0.6, 0.3, 0.1, 0.05, 0.12])  # the last measure's spread reaches below 0
+KID_STD = np.array([0.6, 0.3, 0.1, 0.05, 0.12])  # the last measure's spread reaches below 0 (drawn to 0)
 
 
 def quality_run() -> RunData:
@@ -35,7 +35,7 @@ def test_kid_and_its_std_are_one_log_panel_with_a_band_that_runs_off_the_bottom(
     assert [p.name for p in fig.data.plots] == ["metric/fid", "metric/kid"]  # two panels, not three
     assert all(p.log_y for p in fig.data.plots)
     kid = fig.data.plots[1].curves[0]
-    np.testing.assert_allclose(kid.low, KID - KID_STD)
+    np.testing.assert_allclose(kid.low, np.maximum(KID - KID_STD, 0))  # KID never below 0: its edge stops at 0
     np.testing.assert_allclose(kid.high, KID + KID_STD)
     assert [(e.label, e.band) for e in fig.data.plots[1].legend] == [("kid ± kid_std", True)]
     texts, shapes = svg.read(svg_bytes(fig))
@@ -74,7 +74,7 @@ def test_the_csv_gives_a_banded_metric_its_edges(qapp):
     lines = text.splitlines()
     assert lines[0] == "step,wall_time,tag,value,smoothed,run,low,high"
     kid = [r.split(",") for r in lines[1:] if ",metric/kid," in r]
-    np.testing.assert_allclose([float(r[6]) for r in kid], KID - KID_STD)
+    np.testing.assert_allclose([float(r[6]) for r in kid], np.maximum(KID - KID_STD, 0))
     np.testing.assert_allclose([float(r[7]) for r in kid], KID + KID_STD)
     assert all(r.split(",")[6:] == ["", ""] for r in lines[1:] if ",metric/fid," in r)
 

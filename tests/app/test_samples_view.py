@@ -55,9 +55,8 @@ def test_samples_view_shows_each_kind(panel_of):
     assert view.kind is None and "audio" in view.placeholder.text()
 
 
-def test_points_keep_their_square_in_a_tall_narrow_column(qtbot):
-    """The window's samples column is tall and narrow: an aspect-locked scatter filling it showed y from -9
-    to 9, the ring's points in its middle third. The view now sits at the top, about square."""
+def _ring_column(qtbot) -> SamplesView:
+    """The ring's samples in a column as tall and narrow as the window's."""
     view = SamplesView()
     qtbot.addWidget(view)
     view.resize(260, 900)
@@ -65,8 +64,32 @@ def test_points_keep_their_square_in_a_tall_narrow_column(qtbot):
     rng = np.random.default_rng(0)
     view.show_samples({"kind": "points2d", "step": 1, "real": rng.normal(size=(50, 2)), "fake": rng.normal(size=(50, 2))})
     qtbot.waitUntil(lambda: view.points.isVisible())
+    return view
+
+
+def test_points_keep_their_square_in_a_tall_narrow_column(qtbot):
+    """The window's samples column is tall and narrow: an aspect-locked scatter filling it showed y from -9
+    to 9, the ring's points in its middle third. The view now sits at the top, about square."""
+    view = _ring_column(qtbot)
     (x0, x1), (y0, y1) = view.points.getPlotItem().vb.viewRange()
     assert x0 <= -3 + 1e-9 and y0 <= -3 + 1e-9 and (y1 - y0) < 1.3 * (x1 - x0)
+
+
+def test_the_points_last_x_label_stands_inside_the_window(qtbot):
+    """The ring's samples in the window's column: the x axis' "3" sat on the view's right edge, against the window's
+    edge (cut, or with the grid on dropped). The plot keeps a right margin and the label stands whole inside it."""
+    view = _ring_column(qtbot)
+    p = view.points.getPlotItem()
+    assert p.layout.getContentsMargins()[2] > 4
+    axis = p.getAxis("bottom")
+    picture = QtGui.QPicture()
+    painter = QtGui.QPainter(picture)
+    texts = axis.generateDrawSpecs(painter)[2]
+    painter.end()
+    right = [axis.mapRectToScene(rect) for rect, _, text in texts if text == "3"]
+    assert right, [t for _, _, t in texts]
+    width = view.points.viewport().width()
+    assert right[0].right() <= width - 1 and right[0].right() > p.vb.sceneBoundingRect().right()
 
 
 def test_the_points_legend_names_only_what_is_drawn(panel_of):

@@ -371,3 +371,26 @@ def test_a_gate_leak_keeps_the_trained_curves_a_usable_range(panel_of):
     label = ups.floor_line.label.format
     assert ups.floor_line.isVisible() and "leak ≤ 1e-6" in label and "0 (" not in label  # nothing is exactly 0
     assert panel.update_axis.logTickStrings([ups.floor, -3.0], 1, 1) == ["≤1e-6", "0.001"]
+
+
+def test_a_not_trainable_variable_that_moved_reads_as_the_export_says(panel_of):
+    """A monitor (fit()) run: g/d1/kernel reads trainable = False and moved anyway. The window's legend called it
+    "(frozen)", the export "not trainable (moved: a leak)": one wording now (figures/frozen.py)."""
+    from training_core import PhaseBlock
+    from training_core.figures import FigureData, FigureSpec
+
+    paths, steps = ("g/d1/kernel", "g/d1/bias"), np.arange(1, 101, dtype=np.int64)
+    store = RunData()
+    store.monitor = "fit"
+    frozen = np.zeros((100, 2), bool)
+    frozen[:, 0] = True
+    ratio = np.full((100, 2), 1e-3)  # the "frozen" kernel moved as much as the bias
+    store.add_batch(MetricsBatch([PhaseBlock("G", paths, steps, 1e9 + steps * 1e-3, np.ones(100), ratio * 10, ratio,
+                                             ratio * 100, frozen, np.ones(100, bool))]))
+    panel = panel_of(store)
+    panel.refresh()
+    label = panel.update_legend.getLabel(panel.curves()["update/g/d1/kernel (frozen)"]).text
+    export = [e.label for e in FigureData.from_store(store, FigureSpec(plots=["updates"])).plots[0].legend]
+    assert "d1/kernel — not trainable (moved: a leak)" in export  # the scope tree's "g", then its variables
+    assert label == "g/d1/kernel — not trainable (moved: a leak)" and "(frozen)" not in label
+    assert panel.update_legend.getLabel(panel.curves()["update/g/d1/bias"]).text == "g/d1/bias"

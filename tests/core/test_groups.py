@@ -77,3 +77,16 @@ def test_planned_changes_are_part_of_the_setting():
     configs = {"a": {"planned": plan(100), "seed": 0}, "b": {"planned": plan(100), "seed": 1},
                "c": {"planned": plan(300), "seed": 0}}
     assert [g.members for g in group_runs(configs)] == [("a", "b"), ("c",)]
+
+
+def test_an_sd_band_of_a_measure_never_below_0_stops_at_0():
+    """A softplus loss (or FID, KID, ‖ΔW‖) near 0 with seeds far apart: mean - sd was below 0, where no seed ever
+    was. Clipped at 0, and only there; a measure that can be negative (a Wasserstein loss) keeps its edge."""
+    steps = np.arange(3)
+    seeds = [(steps, np.array([0.01, 1.0, 2.0])), (steps, np.array([0.9, 1.2, 2.1]))]
+    b = band(seeds, spread="sd")
+    sd = np.std(np.stack([v for _, v in seeds]), axis=0, ddof=1)
+    assert (b.mean - sd)[0] < 0 and b.low[0] == 0.0  # the step where the plain edge fell below 0
+    assert np.allclose(b.low[1:], (b.mean - sd)[1:]) and np.allclose(b.high, b.mean + sd)
+    signed = [(s, v - 0.02) for s, v in seeds]  # one value below 0: the edge as computed
+    assert band(signed, spread="sd").low[0] < 0

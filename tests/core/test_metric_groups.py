@@ -32,3 +32,12 @@ def test_band_edges_on_the_steps_both_have():
     np.testing.assert_array_equal(idx, [0, 2])  # the spread at step 10 was never recorded (a cut file)
     np.testing.assert_allclose(lo, [4.0, 2.5])
     np.testing.assert_allclose(hi, [6.0, 3.5])
+
+
+def test_a_spread_around_a_measure_never_below_0_stops_at_0():
+    """KID ± kid_std with KID near 0: the band's edge went below 0 in the figure and the window's health plot."""
+    steps = np.array([0, 10])
+    _, lo, hi = band_edges(steps, np.array([0.002, 0.05]), steps, np.array([0.01, 0.01]))
+    assert lo[0] == 0.0 and np.allclose(lo[1:], [0.04]) and np.allclose(hi, [0.012, 0.06])
+    _, lo, _ = band_edges(steps, np.array([-0.001, 0.05]), steps, np.array([0.01, 0.01]))
+    assert lo[0] < 0  # a measure that was below 0 keeps its edge

@@ -53,3 +53,33 @@ def test_irregular_layers_and_phases_stay_distinct():
     assert len(paths) == 32
     looks = variable_styles(paths, N_COLOURS, len(DASHES))
     assert len(set(looks.values())) == 32, looks
+
+
+def test_the_leaf_key_never_gives_two_kinds_one_dash_and_every_line_is_read_once():
+    """5 kinds of leaf on 4 dashes: the key showed moving_mean solid like kernel, so a norm layer's solid line
+    read as a kernel. Now the key holds only kinds with a dash of their own, and each drawn look is told by the
+    legend one way only: its layer's colour with its leaf's dash in the key, or its own path named with it."""
+    import numpy as np
+
+    from training_core import MetricsBatch, PhaseBlock
+    from training_core.figures import FigureData, FigureSpec
+    from training_core.runs import RunData
+
+    paths = tuple(f"g/{kind}_{i}/{leaf}" for i in range(3) for kind, leaves in
+                  (("dense", LEAVES[:2]), ("bn", LEAVES[2:])) for leaf in leaves)
+    store, steps, n = RunData(), np.arange(1, 11, dtype=np.int64), len(paths)
+    v = np.full((10, n), 1e-3)
+    store.add_batch(MetricsBatch([PhaseBlock("G", paths, steps, steps * 1.0, np.ones(10), v, v, v,
+                                             np.zeros((10, n), bool), np.ones(10, bool))]))
+    plot = FigureData.from_store(store, FigureSpec(plots=["updates"])).plots[0]
+    looks = {c.tag.split("/", 1)[1]: (c.colour, c.dash) for c in plot.curves}
+    assert len(set(looks.values())) == len(looks) == n
+    key = {e.label: e.dash for e in plot.legend if e.colour == "fg"}
+    assert len({str(d) for d in key.values()}) == len(key), key
+    assert set(key) == set(LEAVES[:len(DASHES)])
+    named = {e.label: (e.colour, e.dash) for e in plot.legend if e.colour not in (None, "fg", "muted")}
+    for path, (colour, dash) in looks.items():
+        layer, leaf = path.rsplit("/", 1)
+        by_key = named.get(layer.split("/", 1)[1]) == (colour, None) and key.get(leaf, 0) == DASHES[dash]
+        by_name = named.get(path.split("/", 1)[1]) == (colour, DASHES[dash])
+        assert by_key != by_name, (path, colour, dash)  # read exactly one way

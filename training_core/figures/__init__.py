@@ -11,11 +11,13 @@ draws these; the CSV export writes them.
   metric_groups, MetricGroup, wants_log, band_edges           a metric's _std as its band; log    metric_groups.py
   variable_styles                                             colour and line style per variable  styles.py
   minmax_decimate                                             peak-preserving decimation          decimate.py
+  frozen_label                                                a frozen variable's legend name     frozen.py
 """
 from training_core.figures.bands import Entity, band_curve, group_name, seed_groups
 from training_core.figures.curves import DASHES, N_COLOURS, Curve, LegendEntry, PlotData
 from training_core.figures.data import NO_UPDATE_NOTE, REFERENCE_RATIO, FigureData, metric_tags
 from training_core.figures.decimate import minmax_decimate
+from training_core.figures.frozen import frozen_label
 from training_core.figures.markers import (LEAK_PREFIX, Flag, MarkerLine, label_lines, leak_text, merge_repeats,
                                           place_flags, repeat_text, wrap_label)
 from training_core.figures.metric_groups import MetricGroup, band_edges, metric_groups, wants_log

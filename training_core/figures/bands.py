@@ -5,7 +5,8 @@ Why the band is made of the smoothed curves: a paper's band shows how far the se
 step-to-step noise of each (a min-max band of raw losses is as wide as the noise). The figure's smoothing
 is applied to each seed's curve first; the mean of those is the line (the EMA is linear, so it is also the
 smoothed mean of the raw curves), and the band is their minimum to maximum, or the mean ± one standard
-deviation. Metrics are drawn as measured, so their band is of the measured values. All seeds are read on the
+deviation, whose lower edge stops at 0 for a measure never below 0 (a softplus loss, FID, KID, ‖ΔW‖:
+runs/groups.py `floor_at_zero`; mean - sd went below 0, where no seed ever was). Metrics are drawn as measured, so their band is of the measured values. All seeds are read on the
 steps where every one of them has a record (`runs.groups.band`), so the band never averages fewer seeds at its
 end than at its start.
 """

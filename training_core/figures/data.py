@@ -27,7 +27,7 @@ from training_core.base.scopes import in_scope
 from training_core.base.smoothing import ema_smooth
 from training_core.figures.bands import SPREAD_TEXT, Entity, band_curve, entities, seed_groups
 from training_core.figures.curves import DASHES, N_COLOURS, Curve, LegendEntry, PlotData
-from training_core.figures.frozen import frozen_entry, frozen_word
+from training_core.figures.frozen import frozen_entry, frozen_label, moved_while_frozen
 from training_core.figures.markers import MarkerLine, entity_markers, figure_markers
 from training_core.base.errors import UserError
 from training_core.figures.metric_groups import band_edges, metric_groups, wants_log
@@ -309,6 +309,13 @@ def _updates_one(run: tuple[str, "RunData"], paths: list[str], spec: FigureSpec,
     (dash styles) separately, and scopes as a tree under their top-level name: short labels that
     fit beside the plot in a journal column instead of 12 long paths. Variables frozen for the whole
     run appear in their place in the tree, grey and dotted like their curves.
+
+    More kinds of leaf than dashes (kernel, bias, gamma, beta, moving_mean on 4): the key lists only the first
+    `len(DASHES)` kinds, each its own dash, and a layer holding any other kind is named line by line, each name
+    beside its own look. The key had listed moving_mean solid like kernel (`i % len(DASHES)`), so a solid line
+    of a norm layer's colour read as its kernel. Why names and not markers for the extra kinds: a marker on a
+    curve of thousands of points clutters it, and the painter and the window would both need them; naming each
+    line is what the legend does already for a layer whose looks had to differ.
     """
     label, store = run
     kind = spec.update_kind
@@ -325,7 +332,7 @@ def _updates_one(run: tuple[str, "RunData"], paths: list[str], spec: FigureSpec,
         parent, leaf = split_path(p)
         looks.setdefault(parent, set()).add((styles[p][0], styles[p][1] == leaves.index(leaf)))
     regular = {parent for parent, seen in looks.items() if len(seen) == 1 and next(iter(seen))[1]}
-    curves, items = [], {}
+    curves, items, moved = [], {}, set()
     for p in paths:
         parent, _ = split_path(p)
         series = store.var_series(p, kind)
@@ -335,23 +342,27 @@ def _updates_one(run: tuple[str, "RunData"], paths: list[str], spec: FigureSpec,
             unit = parent if whole and not per_variable else p
             items.setdefault(unit, (unit, "muted", None, True))
             curves.append(_curve(f"{kind}/{p}", series, spec.smoothing, 0, 0, frozen[p], label, x))
+            if moved_while_frozen(curves[-1]):
+                moved.add(unit)
             continue
         colour, dash = styles[p]
         unit = parent if parent in regular and not per_variable else p
         unit_dash = DASHES[dash] if unit == p else None
         items.setdefault(unit, (unit, colour, unit_dash, False))
         curves.append(_curve(f"{kind}/{p}", series, spec.smoothing, colour, dash, frozen[p], label, x))
-    legend = _tree(list(items.values()), frozen_word(store))
-    if not per_variable and len(leaves) > 1:
-        legend += [LegendEntry(leaf, "fg", DASHES[i % len(DASHES)]) for i, leaf in enumerate(leaves)]
+    legend = _tree(list(items.values()), store, moved)
+    if not per_variable and len(leaves) > 1:  # the key: only the leaves with a dash of their own
+        legend += [LegendEntry(leaf, "fg", DASHES[i]) for i, leaf in enumerate(leaves[:len(DASHES)])]
     if any(frozen[p].any() for p in live):
         legend.append(frozen_entry(curves, {label: store}))
     return PlotData("updates", curves, legend, log_y=True, zero_floor=True)
 
 
-def _tree(items: list[tuple[str, int | str, list[float] | None, bool]], word: str = "frozen") -> list[LegendEntry]:
+def _tree(items: list[tuple[str, int | str, list[float] | None, bool]], store: "RunData | None" = None,
+          moved: set[str] = frozenset()) -> list[LegendEntry]:
     """Entries under a header per top-level scope when that saves width (several entries per head); a variable
-    frozen the whole run is marked by `word` ("frozen", or "not trainable" in a monitor run: figures/frozen.py)."""
+    (or layer) frozen the whole run is named by `frozen_label`, as the window names it: "(frozen)", "(not
+    trainable)" in a monitor run, and what moved it if a frozen record of it is not 0 (`moved`: those units)."""
     heads = [u.partition("/")[0] for u, _, _, _ in items]
     use_tree = all("/" in u for u, _, _, _ in items) and len(set(heads)) < len(items)
     out, current = [], None
@@ -360,6 +371,6 @@ def _tree(items: list[tuple[str, int | str, list[float] | None, bool]], word: st
         if use_tree and head != current:
             out.append(LegendEntry(head, None))
             current = head
-        out.append(LegendEntry(label + (f" ({word})" if is_frozen else ""), colour, dash, frozen=is_frozen,
-                               under=use_tree))
+        out.append(LegendEntry(frozen_label(label, store, unit in moved) if is_frozen else label, colour, dash,
+                               frozen=is_frozen, under=use_tree))
     return out

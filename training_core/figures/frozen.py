@@ -45,7 +45,8 @@ def used_gate(store: "RunData | None") -> bool:
     return store.start.method == "gate" or any(isinstance(e, E.Method) and e.method == "gate" for e in store.events)
 
 
-def _moved(c: Curve) -> bool:
+def moved_while_frozen(c: Curve) -> bool:
+    """Whether a frozen record of `c` is not exactly 0."""
     return c.frozen is not None and bool(np.any(c.values[np.asarray(c.frozen, bool)[:len(c.values)]] != 0))
 
 
@@ -61,12 +62,22 @@ def frozen_text(store: "RunData | None", moved: bool) -> str:
     return FROZEN_LEAKING if used_gate(store) else FROZEN_MOVED
 
 
+def frozen_label(name: str, store: "RunData | None", moved: bool) -> str:
+    """A frozen variable's name in a legend: "name (frozen)" or "name (not trainable)" (the run's word) while it
+    stayed still, and with the words of `frozen_text` once a frozen record moved, "name — not trainable (moved: a
+    leak)". The export's scope tree and the window's update legend both name a variable by this, so the window no
+    longer called a `trainable = False` variable that fit() trained anyway just "(frozen)"."""
+    if not moved:
+        return f"{name} ({frozen_word(store)})"
+    return f"{name} — {frozen_text(store, True)}"
+
+
 def frozen_entry(curves: Sequence[Curve], stores: dict[str, "RunData"] | None = None) -> LegendEntry:
     """The legend's entry for frozen stretches, by what happened in the runs (`stores`: run label -> RunData).
     "ΔW = 0" only when every frozen record is exactly 0; a move is called by its cause (module docstring)."""
     stores = stores or {}
     frozen = [c for c in curves if c.frozen is not None and np.asarray(c.frozen, bool).any()]
-    moved = [c for c in frozen if _moved(c)]
+    moved = [c for c in frozen if moved_while_frozen(c)]
     if moved:
         texts = {frozen_text(stores.get(c.run), True) for c in moved}
     else:

@@ -20,6 +20,8 @@ from typing import Iterable
 
 import numpy as np
 
+from training_core.runs.groups import floor_at_zero
+
 STD_SUFFIX = "_std"
 LOG_SPAN = 10.0  # largest / smallest of a plot's positive values above which it is drawn on a log axis
 
@@ -66,7 +68,8 @@ def wants_log(values: Iterable[np.ndarray]) -> bool:
 def band_edges(steps: np.ndarray, values: np.ndarray, std_steps: np.ndarray,
                std: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(index, low, high): the band values ∓ std on the steps both have, `index` into `values` (a reader can
-    meet a measure whose spread is not in yet, or a file cut between the two)."""
+    meet a measure whose spread is not in yet, or a file cut between the two); its low edge stops at 0 when every
+    value is >= 0 (runs/groups.py `floor_at_zero`: KID ± its std went below 0)."""
     steps, std_steps = np.asarray(steps), np.asarray(std_steps)
     at = {int(s): i for i, s in enumerate(std_steps.tolist())}
     idx = np.array([i for i, s in enumerate(steps.tolist()) if int(s) in at], dtype=np.int64)
@@ -75,4 +78,4 @@ def band_edges(steps: np.ndarray, values: np.ndarray, std_steps: np.ndarray,
         return idx, empty, empty
     v = np.asarray(values, dtype=np.float64)[idx]
     s = np.abs(np.asarray(std, dtype=np.float64)[[at[int(steps[i])] for i in idx]])
-    return idx, v - s, v + s
+    return idx, floor_at_zero(v - s, np.asarray(values, dtype=np.float64)), v + s

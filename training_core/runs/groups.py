@@ -106,10 +106,13 @@ def band(curves: Sequence[tuple[np.ndarray, np.ndarray]], spread: str = "minmax"
     Runs of different seeds record at the same steps when they ran the same configuration; where they do
     not (a run cut short, records thinned), every curve is read on the steps where all of them have a
     record, by linear interpolation between a curve's own records, never extrapolated: the band is only as
-    long as the shortest seed, so its right end never averages fewer seeds than its left."""
+    long as the shortest seed, so its right end never averages fewer seeds than its left. A ± sd band of a
+    measure never below 0 stops at 0 (`floor_at_zero`)."""
     if spread not in SPREADS:
         raise ValueError(f"spread must be one of {', '.join(SPREADS)}, not {spread!r}")
-    curves = [(np.asarray(s, dtype=np.float64), smooth(v, smoothing)) for s, v in curves if len(s)]
+    curves = [(np.asarray(s, dtype=np.float64), np.asarray(v, dtype=np.float64)) for s, v in curves if len(s)]
+    signs = [v for _, v in curves]  # the values as recorded: whether the measure is never below 0
+    curves = [(s, smooth(v, smoothing)) for s, v in curves]
     if not curves:
         e = np.zeros(0)
         return Band(e, e, e, e, 0)
@@ -121,8 +124,18 @@ def band(curves: Sequence[tuple[np.ndarray, np.ndarray]], spread: str = "minmax"
         low, high = stack.min(axis=0), stack.max(axis=0)
     else:
         sd = stack.std(axis=0, ddof=1) if len(curves) > 1 else np.zeros_like(mean)
-        low, high = mean - sd, mean + sd
+        low, high = floor_at_zero(mean - sd, *signs), mean + sd
     return Band(grid, mean, low, high, len(curves))
+
+
+def floor_at_zero(low: np.ndarray, *values: np.ndarray) -> np.ndarray:
+    """A ± sd band's lower edge, clipped at 0 when every one of the measure's `values` is >= 0 (a softplus loss,
+    FID, KID, ‖ΔW‖): mean - sd of such a measure went below 0, an edge no run could reach, and a linear axis
+    stretched to a negative value the measure cannot take. A measure that can be negative keeps its edge."""
+    finite = [v[np.isfinite(v)] for v in (np.asarray(v, dtype=np.float64) for v in values)]
+    if any(len(v) for v in finite) and all(not len(v) or v.min() >= 0 for v in finite):
+        return np.maximum(low, 0.0)
+    return low
 
 
 def smooth(values: Sequence[float] | np.ndarray, smoothing: float = 0.0) -> np.ndarray:
