@@ -28,7 +28,7 @@ import numpy as np
 import tensorflow as tf
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT))  # + freezeframe: training_core from this checkout (not needed once installed)
 from training_core.monitor import start_run  # + freezeframe  # noqa: E402
 
 LATENT, BATCH, R1_EVERY, R1_GAMMA, EMA_DECAY = 32, 64, 16, 1.0, 0.99
@@ -61,8 +61,8 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--run-dir", default="runs/tape-gan")
     ap.add_argument("--steps", type=int, default=3000)
-    ap.add_argument("--replay", metavar="OLD_RUN_DIR", help="apply the controls a run of this script recorded at "
-                    "the steps they took effect there, into a new --run-dir")
+    ap.add_argument("--replay", metavar="OLD_RUN_DIR", help="apply the controls a run of this script "  # + freezeframe
+                    "recorded at the steps they took effect there, into a new --run-dir")  # + freezeframe
     ap.add_argument("--deterministic", action="store_true", help="TensorFlow op determinism, for an exact replay")
     a = ap.parse_args(argv)
     if a.deterministic:
@@ -75,8 +75,8 @@ def main(argv: list[str] | None = None) -> None:
     data = tf.constant(digits())
 
     def sample(models) -> dict:  # + freezeframe: the EMA generator's pictures
-        z = np.random.default_rng(0).normal(size=(64, LATENT)).astype("float32")
-        return {"kind": "images", "fake": np.asarray(models["generator_ema"](z)), "real": digits()[:16]}
+        z = np.random.default_rng(0).normal(size=(64, LATENT)).astype("float32")  # + freezeframe
+        return {"kind": "images", "fake": np.asarray(models["generator_ema"](z)), "real": digits()[:16]}  # + freezeframe
 
     run = start_run(a.run_dir, models={"generator": g, "generator_ema": g_ema, "discriminator": d},  # + freezeframe
                     phases={"D": (d_opt, d), "G": (g_opt, g)}, steps=a.steps, resume=True,  # + freezeframe
@@ -120,8 +120,7 @@ def main(argv: list[str] | None = None) -> None:
         for step in run.steps():  # + freezeframe (was: for step in range(1, steps + 1))
             d_loss, r1 = (d_r1 if step % R1_EVERY == 0 else d_plain)()
             g_loss = g_step()
-            metrics = {"r1": r1} if step % R1_EVERY == 0 else {}
-            run.log(step, {"D": d_loss, "G": g_loss}, metrics)  # + freezeframe
+            run.log(step, {"D": d_loss, "G": g_loss}, {"r1": r1} if step % R1_EVERY == 0 else {})  # + freezeframe
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ import numpy as np
 import tensorflow as tf
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT))  # + freezeframe: training_core from this checkout (not needed once installed)
 from training_core.monitor import Monitor  # + freezeframe  # noqa: E402
 
 LATENT = 32
@@ -82,8 +82,8 @@ class GAN(keras.Model):
 
 
 def samples(gan: GAN) -> dict:  # + freezeframe: what the samples view shows
-    z = np.random.default_rng(0).normal(size=(64, LATENT)).astype("float32")
-    return {"kind": "images", "fake": np.asarray(gan.generator(z, training=False)), "real": digits()[:16]}
+    z = np.random.default_rng(0).normal(size=(64, LATENT)).astype("float32")  # + freezeframe
+    return {"kind": "images", "fake": np.asarray(gan.generator(z, training=False)), "real": digits()[:16]}  # + freezeframe
 
 
 class FreezeDiscriminatorLater(keras.callbacks.Callback):

@@ -193,11 +193,45 @@ def test_a_schedule_that_is_no_dict_is_said_in_python_not_toml(tmp_path):
     with pytest.raises(UserError) as e:
         start_run(tmp_path / "run", models={"generator": g, "discriminator": d}, phases=phases, schedule=[5, 1])
     assert str(e.value) == "schedule must be a dict such as {'ratio': [5, 1]}, got [5, 1]"
-    with pytest.raises(UserError) as e:  # the line docs/monitor.md shows
+    with pytest.raises(UserError) as e:  # the line docs/monitor.md shows: a script has no experiment
         start_run(tmp_path / "run", models={"generator": g, "discriminator": d}, phases=phases, schedule={"ratio": [5]})
-    assert str(e.value) == ("ratio 5 has 1 count but the experiment has 2 phases (D, G); give one count per phase, "
-                            "e.g. 1:1")
+    assert str(e.value) == "ratio 5 has 1 count but the run has 2 phases (D, G); give one count per phase, e.g. 1:1"
     assert not (tmp_path / "run").exists()
+
+
+def test_a_ratio_of_the_wrong_length_sent_to_a_run_names_the_run_not_an_experiment(tmp_path):
+    """run.send(SetRatio(...)) with a count too many, in a loop that asks run.next_phase(): a `rejected` event
+    in the script's terms (there is no experiment file); the run keeps its ratio."""
+    from training_core.base.commands import SetRatio
+    g, d = _models()
+    phases = {"D": (keras.optimizers.Adam(), d), "G": (keras.optimizers.Adam(), g)}
+    with start_run(tmp_path / "run", models={"generator": g, "discriminator": d}, phases=phases, quiet=True) as run:
+        assert run.next_phase() == "D"
+        run.send(SetRatio({"ratio": [1, 1, 1]}))
+        assert run.boundary()
+        run.log(1, {"D": 1.0})
+    events = read_events(tmp_path / "run")
+    assert [e.message for e in events if e.kind == "rejected"] == [
+        "ratio 1:1:1 has 3 counts but the run has 2 phases (D, G); give one count per phase, e.g. 1:1"]
+    assert not [e for e in events if e.kind == "ratio"]
+
+
+def test_a_resumed_run_at_its_step_target_says_to_raise_steps_not_a_cli_option(tmp_path):
+    """start_run(..., resume=True) on a run that reached its `steps=`: the fix is the script's `steps=`, not the
+    command line's --steps (a script has none); nothing of the record is touched."""
+    g, d = _models()
+    phases = {"D": (keras.optimizers.Adam(), d), "G": (keras.optimizers.Adam(), g)}
+    with start_run(tmp_path / "run", models={"generator": g, "discriminator": d}, phases=phases, steps=2,
+                   quiet=True) as run:
+        for step in run.steps():
+            run.log(step, {"D": 1.0, "G": 2.0})
+    before = (tmp_path / "run" / "events.jsonl").read_bytes()
+    with pytest.raises(UserError) as e:
+        start_run(tmp_path / "run", models={"generator": g, "discriminator": d}, phases=phases, steps=2,
+                  resume=True, quiet=True)
+    assert str(e.value) == (f"run {tmp_path / 'run'} is at step 2 and its step target is 2; give "
+                            f"start_run(..., steps=N) with N > 2 to continue it")
+    assert (tmp_path / "run" / "events.jsonl").read_bytes() == before
 
 
 def test_a_freeze_sent_by_the_script_names_its_scopes_not_a_cli_option(tmp_path, capsys):

@@ -144,11 +144,12 @@ class Adaptive(Policy):
                 "min_steps": self.min_steps}
 
 
-def policy_from_dict(d: dict[str, Any], phase_names: Sequence[str]) -> Policy:
+def policy_from_dict(d: dict[str, Any], phase_names: Sequence[str], owner: str = "the experiment") -> Policy:
     """Build and validate a policy against the experiment's phases. Anything malformed is a `UserError`:
-    a policy may come from a hand-written line of `commands.jsonl`, and a bad one must not end the run."""
+    a policy may come from a hand-written line of `commands.jsonl`, and a bad one must not end the run.
+    `owner` names whose phases they are in a refusal: a script's `start_run` has no experiment ("the run")."""
     try:
-        return _policy_from_dict(d, phase_names)
+        return _policy_from_dict(d, phase_names, owner)
     except (TypeError, ValueError, OverflowError, AttributeError) as e:
         example = {"policy": "fixed", "ratio": [1] * len(phase_names)}
         raise UserError(f"schedule policy {d!r} is malformed ({type(e).__name__}: {e}); "
@@ -161,7 +162,7 @@ def _count(c: Any) -> int:
     return int(c)
 
 
-def _policy_from_dict(d: dict[str, Any], phase_names: Sequence[str]) -> Policy:
+def _policy_from_dict(d: dict[str, Any], phase_names: Sequence[str], owner: str) -> Policy:
     n = len(phase_names)
     if not isinstance(d, dict):
         raise UserError(f"a schedule is a table such as {{policy = \"fixed\", ratio = [1, 1]}}, got {d!r}")
@@ -177,7 +178,7 @@ def _policy_from_dict(d: dict[str, Any], phase_names: Sequence[str]) -> Policy:
                 raise UserError(f"ratio {ratio!r} is not a list of whole numbers; give e.g. [5, 1] or \"5:1\"") from None
         if len(counts) != n:
             raise UserError(
-                f"ratio {':'.join(map(str, counts))} has {counted(len(counts), 'count')} but the experiment has "
+                f"ratio {':'.join(map(str, counts))} has {counted(len(counts), 'count')} but {owner} has "
                 f"{counted(n, 'phase')} "
                 f"({', '.join(phase_names)}); give one count per phase, e.g. {':'.join(['1'] * n)}")
         check_counts(counts, phase_names)

@@ -67,7 +67,8 @@ def set_freeze(tr: "Trainer", cmd: C.SetFreeze, cid: str | None) -> None:
 def set_ratio(tr: "Trainer", cmd: C.SetRatio, cid: str | None) -> None:
     if not isinstance(cmd.policy, dict):
         raise UserError(f"a ratio command needs a policy dictionary, got {cmd.policy!r}")
-    new = policy_from_dict(cmd.policy, tr.prepared.phase_names).continue_from(tr.prepared.policy)
+    owner = "the run" if tr.config.monitor else "the experiment"  # a script's run has no experiment file
+    new = policy_from_dict(cmd.policy, tr.prepared.phase_names, owner).continue_from(tr.prepared.policy)
     tr.prepared.policy = new
     tr.emit(E.Ratio(policy=new.to_dict(), command=cmd.to_dict(), id=cid))
 

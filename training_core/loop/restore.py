@@ -141,7 +141,8 @@ def resume(tr: Restorable) -> E.Resumed:
     from training_core.engine.checkpoints import CheckpointStore
     cfg = tr.config
     d = Path(cfg.run_dir)
-    step = check_target(d, cfg.steps, cfg.count)
+    fix = "give start_run(..., steps=N)" if cfg.monitor == "loop" else "pass --steps N"  # a script has no --steps
+    step = check_target(d, cfg.steps, cfg.count, fix)
     started = recorded_sha256(d)
     edited = bool(cfg.experiment_file and cfg.experiment_sha256 and started and cfg.experiment_sha256 != started)
     chief = tr.prepared.placement.chief

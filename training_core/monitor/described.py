@@ -98,7 +98,7 @@ def describe(models: Mapping[str, Any], phases: Sequence[tuple[str, Any, Sequenc
         device_name=resolve_device("auto")[1], variables=variables, var_infos=infos, phase_names=names,
         phase_paths=[tuple(_path_of(v) for v in vs) for _, _, vs in phases],
         phase_vars=[list(vs) for _, _, vs in phases], optimizers=[opt for _, opt, _ in phases],
-        policy=policy_from_dict(schedule or {}, names), rng=rng, sample_rng=sample_rng, made_trainable=made,
+        policy=policy_from_dict(schedule or {}, names, "the run"), rng=rng, sample_rng=sample_rng, made_trainable=made,
         stat_paths=tuple(_path_of(v) for v in variables if is_stat(v) and id(v) not in made))
 
 

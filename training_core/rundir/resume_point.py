@@ -42,17 +42,19 @@ def resume_point(run_dir: str | Path) -> int:
     return usable[-1] if usable else steps[0]
 
 
-def check_target(run_dir: str | Path, target: int | None, count: str | None = None) -> int:
+def check_target(run_dir: str | Path, target: int | None, count: str | None = None,
+                 fix: str = "pass --steps N") -> int:
     """The resume step, refusing a step target the run has already reached (before anything is written).
     With `count` (the run's `--count PHASE`) the target counts that phase's steps: how many it had run by the
-    resume step is read from the losses it recorded."""
+    resume step is read from the losses it recorded. `fix` says how to raise the target where the run came
+    from: a script's `start_run` has no --steps option (its `steps=` is the script's own)."""
     step = resume_point(run_dir)
     if target is None:
         return step
     done = step if count is None else phase_steps(run_dir, count, step)
     if target <= done:
         what = "step" if count is None else f"{count} step"
-        raise UserError(f"run {run_dir} is at {what} {done} and its step target is {target}; pass --steps N with "
+        raise UserError(f"run {run_dir} is at {what} {done} and its step target is {target}; {fix} with "
                         f"N > {done} to continue it")
     return step
 
