@@ -166,42 +166,64 @@ class Fit:
             self.monitor.close()
 
 
-def compare(make_a: Callable[[], Any], make_b: Callable[[], Any], chunk: int, rounds: int) -> dict[str, float]:
-    """A and B in chunks of `chunk` steps, alternating A B, B A, A B, ... (`rounds` pairs). Each pair's B/A is
-    taken from two chunks run back to back, so a machine whose speed drifts (other jobs start and stop) moves
-    both alike; the ratio reported is the median over the pairs, for the wall-clock time per step (`ratio`) and
-    for the process's CPU time per step (`cpu_ratio`: every thread of it, the record's writer included; less
-    moved by other processes on the machine than the wall clock)."""
-    a, b = make_a(), make_b()
+def compare(make_a: Callable[[], Any], make_b: Callable[[], Any], chunk: int, rounds: int,
+            instances: int = 1) -> dict[str, float]:
+    """A and B in chunks of `chunk` steps, alternating, `rounds` times over `instances` copies of each.
+
+    Why several copies: two copies of one bare loop, built alike, run at different speeds for as long as they
+    live (4 bare ring loops in one process, round robin: 0.917-1.057 of the first, 2026-12-03 08:52 and 08:55),
+    a layout effect of where each copy's tensors landed. With one copy a side that effect is the whole A/A
+    spread and is added to B/A; with several, built in the order A B B A A B ..., each round compares the mean
+    of A's copies with the mean of B's, and the per-copy effect averages out. Within a round the copies run in
+    a rotated order (reversed every other round), so a machine whose speed drifts moves both sides alike.
+    The ratio reported is the median over the rounds, for the wall-clock time per step (`ratio`) and for the
+    process's CPU time per step (`cpu_ratio`: every thread of it, the record's writer included; less moved by
+    other processes on the machine than the wall clock)."""
+    side: list[tuple[str, Any]] = []
+    for k in range(instances):
+        pair = (("a", make_a), ("b", make_b)) if k % 2 == 0 else (("b", make_b), ("a", make_a))
+        side.extend((name, make()) for name, make in pair)
     wall: dict[str, list[float]] = {"a": [], "b": []}
     cpu: dict[str, list[float]] = {"a": [], "b": []}
     for r in range(rounds):
-        for name, v in (("a", a), ("b", b)) if r % 2 == 0 else (("b", b), ("a", a)):
+        order = side[r % len(side):] + side[:r % len(side)]
+        if r % 2:
+            order.reverse()
+        per: dict[str, list[tuple[float, float]]] = {"a": [], "b": []}
+        for name, v in order:
             t, c = time.perf_counter(), time.process_time()
             v.run_steps(chunk)
-            wall[name].append((time.perf_counter() - t) / chunk)
-            cpu[name].append((time.process_time() - c) / chunk)
-    a.close()
-    b.close()
+            per[name].append(((time.perf_counter() - t) / chunk, (time.process_time() - c) / chunk))
+        for name, got in per.items():
+            wall[name].append(statistics.fmean(w for w, _ in got))
+            cpu[name].append(statistics.fmean(c for _, c in got))
+    for _, v in side:
+        v.close()
     med = statistics.median
     return {"a_ms": 1e3 * med(wall["a"]), "b_ms": 1e3 * med(wall["b"]),
             "ratio": med([tb / ta for ta, tb in zip(wall["a"], wall["b"])]),
-            "cpu_ratio": med([tb / ta for ta, tb in zip(cpu["a"], cpu["b"])]), "pairs": rounds}
+            "cpu_ratio": med([tb / ta for ta, tb in zip(cpu["a"], cpu["b"])]), "pairs": rounds,
+            "instances": instances}
 
 
 def measure(quick: bool) -> dict[str, dict[str, float]]:
     """Every pair; `quick` (CI): small sizes and few rounds, to check that it runs (no timing asserted)."""
     from functools import partial
     size = 16 if quick else 64
-    ring_chunk, ring_rounds = (50, 2) if quick else (200, 40)
+    ring_chunk, ring_rounds = (50, 2) if quick else (200, 20)
     dc_chunk, dc_rounds = (1, 2) if quick else (1, 12)
+    copies = 2 if quick else 3  # copies of each side (see `compare`); the quick run checks the rotation too
     dc = partial(dcgan_parts, size)
+    ring_loop, ring_fit = (partial(Loop, ring, False), partial(Loop, ring, True)), (partial(Fit, ring, False),
+                                                                                   partial(Fit, ring, True))
+    dc_loop, dc_fit = (partial(Loop, dc, False), partial(Loop, dc, True)), (partial(Fit, dc, False),
+                                                                         partial(Fit, dc, True))
     return {
-        "loop_ring": compare(partial(Loop, ring, False), partial(Loop, ring, True), ring_chunk, ring_rounds),
-        "loop_ring_aa": compare(partial(Loop, ring, False), partial(Loop, ring, False), ring_chunk, ring_rounds),
-        "fit_ring": compare(partial(Fit, ring, False), partial(Fit, ring, True), ring_chunk, ring_rounds),
-        "loop_dcgan": compare(partial(Loop, dc, False), partial(Loop, dc, True), dc_chunk, dc_rounds),
-        "fit_dcgan": compare(partial(Fit, dc, False), partial(Fit, dc, True), dc_chunk, dc_rounds),
+        "loop_ring": compare(*ring_loop, ring_chunk, ring_rounds, copies),
+        "loop_ring_aa": compare(ring_loop[0], ring_loop[0], ring_chunk, ring_rounds, copies),
+        "fit_ring": compare(*ring_fit, ring_chunk, ring_rounds, copies),
+        "loop_dcgan": compare(*dc_loop, dc_chunk, dc_rounds, copies),
+        "fit_dcgan": compare(*dc_fit, dc_chunk, dc_rounds, copies),
         "dcgan_size": {"pixels": size},
     }
 
