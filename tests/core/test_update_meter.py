@@ -48,3 +48,33 @@ def test_one_steps_update_and_the_weights_are_measured_on_the_device():
     np.testing.assert_allclose(got, [6 * 0.25, 0.0, float(np.sum((np.arange(6) + 0.5) ** 2)), 4.0], rtol=1e-6)
     meter.snapshot()
     assert meter.norms().numpy()[:2].tolist() == [0.0, 0.0]  # nothing moved since this snapshot
+
+
+def test_a_loop_measures_one_step_in_each_block_of_the_monitors_default(tmp_path):
+    # the monitor's default is sparser than the trainer's 25 (MONITOR_VAR_EVERY says why): a loop that names no
+    # var_every has per-variable rows at exactly the steps `measured` picks for it, in every phase
+    import keras
+
+    from training_core.monitor import start_run
+    from training_core.monitor.update_meter import MONITOR_VAR_EVERY
+    from training_core.rundir.varstore import read_variables
+    keras.utils.set_random_seed(0)
+    g = keras.Sequential([keras.Input((2,)), keras.layers.Dense(3, name="h")], name="generator")
+    d = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1, name="out")], name="discriminator")
+    g_opt, d_opt = keras.optimizers.SGD(0.01), keras.optimizers.SGD(0.01)
+    run = start_run(tmp_path / "run", models={"generator": g, "discriminator": d},
+                    phases={"D": (d_opt, d), "G": (g_opt, g)}, steps=130, tensorboard=False, quiet=True)
+    z = tf.ones((4, 2))
+    with run:
+        for step in run.steps():
+            losses = {}
+            for name, opt, model in (("D", d_opt, d), ("G", g_opt, g)):
+                with tf.GradientTape() as tape:
+                    losses[name] = tf.reduce_mean(d(g(z)) ** 2)
+                run.apply_gradients(name, opt, tape.gradient(losses[name], model.trainable_variables),
+                                    model.trainable_variables)
+            run.log(step, losses)
+    want = [s for s in range(1, 131) if measured(s, MONITOR_VAR_EVERY)]
+    assert MONITOR_VAR_EVERY > 25 and len(want) == 3
+    got = read_variables(tmp_path / "run")
+    assert len(got) == 2 and all(rows.steps.tolist() == want for rows in got)

@@ -41,7 +41,7 @@ from training_core.loop.measures import Measures
 from training_core.loop.multiworker import CommandSource, LocalCommands
 from training_core.loop.state import Flow, LoopState
 from training_core.loop.warmup import WarmUp
-from training_core.observers.base import Observer, overrides
+from training_core.observers.base import Observer, step_hooks
 from training_core.observers.defaults import default_observers
 from training_core.rundir import lock as runlock
 
@@ -64,7 +64,7 @@ class Trainer:
         self.handle = TrainerHandle(self)  # what the observers see
         self._dispatch = EventDispatch(lambda: self.observers)
         self.observers: list[Observer] = [*default_observers(self.config), *extra]
-        self._step_observers = [o for o in self.observers if overrides(o, "on_step_end")]
+        self._step_observers = step_hooks(self.observers)
         self.commands = C.CommandQueue()
         self.source: CommandSource = LocalCommands()  # a multi-worker run's is set by prepare()
         self.prepared: Any = None  # engine.prepare.Prepared, after prepare()
@@ -239,8 +239,9 @@ class Trainer:
                     self.measures.collect(wait=True)
                 self.fetch()
                 next_fetch = now + fetch_s
-            for o in step_observers:
-                o.on_step_end(self.handle)
+            for o, period in step_observers:
+                if period == 1 or st.step % period == 0:
+                    o.on_step_end(self.handle)
 
     def _boundary(self) -> None:
         """The one paused loop: commands at this boundary, then, while paused, wait for the next ones."""

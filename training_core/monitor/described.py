@@ -48,6 +48,8 @@ class Described:
     placement: Any = field(default_factory=lambda: PLACEMENT)
     made_trainable: set[int] = field(default_factory=set)  # ids of the weights the models made trainable
     stat_paths: tuple[str, ...] = ()
+    #: (phase, freeze, declared) -> the phase's scoped-frozen mask, statistics left out (`frozen_flags`)
+    scoped_cache: dict = field(default_factory=dict)
 
     @property
     def steps(self) -> list[Any]:
@@ -141,8 +143,11 @@ def frozen_flags(d: Described, phase: int, freeze: Sequence[str], declared: Sequ
     forward pass), or when it is a weight its model made trainable and its flag now reads False
     (`layer.trainable = False`, which does nothing to a step compiled before it)."""
     import numpy as np
-    paths = d.phase_paths[phase]
-    scoped = np.array(frozen_mask(paths, list(freeze) + list(declared)), dtype=bool)
-    stats = set(d.stat_paths)
-    flagged = [id(v) in d.made_trainable and not v.trainable for v in d.phase_vars[phase]]
-    return (scoped & np.array([p not in stats for p in paths], dtype=bool)) | np.array(flagged, dtype=bool)
+    key = (phase, tuple(freeze), tuple(declared))
+    scoped = d.scoped_cache.get(key)
+    if scoped is None:  # (matching scopes against paths is the costly part, and the set seldom changes)
+        paths, stats = d.phase_paths[phase], set(d.stat_paths)
+        scoped = d.scoped_cache[key] = (np.array(frozen_mask(paths, list(freeze) + list(declared)), dtype=bool)
+                                        & np.array([p not in stats for p in paths], dtype=bool))
+    made = d.made_trainable
+    return scoped | np.array([id(v) in made and not v.trainable for v in d.phase_vars[phase]], dtype=bool)

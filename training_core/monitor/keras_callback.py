@@ -44,6 +44,7 @@ from training_core.monitor.control_replay import ControlReplayer, plan_control_r
 from training_core.monitor.monitored import MonitoredRun
 from training_core.monitor.described import describe
 from training_core.monitor.terminal_report import TerminalReport
+from training_core.monitor.update_meter import MONITOR_VAR_EVERY
 from training_core.observers.alarms import LeakAlarm, NanAlarm
 from training_core.observers.checkpointing import Checkpointer
 from training_core.observers.command_file import CommandFileReader
@@ -160,7 +161,7 @@ class Monitor(keras.callbacks.Callback):
     def __init__(self, run_dir: str | Path, *, models: Mapping[str, Any] | None = None,
                  losses: Mapping[str, str] | None = None, optimizers: Mapping[str, Any] | None = None,
                  frozen: str | Sequence[str] = (), sample: Callable[[Any], dict] | None = None, checkpoint_every: int = 0,
-                 var_every: int = 25, sample_every: float = 10.0, seed: int = 0, tensorboard: bool = True,
+                 var_every: int = MONITOR_VAR_EVERY, sample_every: float = 10.0, seed: int = 0, tensorboard: bool = True,
                  quiet: bool = False, keep_open: bool = False, replay: str | Path | None = None) -> None:
         super().__init__()
         refuse_inside_experiment("Monitor(...)")

@@ -39,7 +39,7 @@ from training_core.loop.state import Flow, LoopState
 from training_core.monitor.step_log import _EAGER, StepLog, check_scalar
 from training_core.monitor.update_meter import UpdateMeter, next_measured
 from training_core.monitor.described import Described, frozen_flags
-from training_core.observers.base import Observer, overrides
+from training_core.observers.base import Observer, step_hooks
 from training_core.rundir import lock as runlock
 
 IDLE_POLL_S = 0.25  # while paused: how often the commands file is looked at
@@ -85,7 +85,7 @@ class MonitoredRun:
         self.flow = Flow()
         self.commands = C.CommandQueue()
         self.observers = observers
-        self._step_observers = [o for o in observers if overrides(o, "on_step_end")]
+        self._step_observers = step_hooks(observers)
         self._dispatch = EventDispatch(lambda: self.observers)
         self.handle = MonitorHandle(self)
         self.run_dir: Any = None
@@ -276,8 +276,9 @@ class MonitoredRun:
             if flow.steps_left <= 0:
                 flow.steps_left = None
                 self.pause("step")
-        for o in self._step_observers:
-            o.on_step_end(self.handle)
+        for o, period in self._step_observers:
+            if period == 1 or step % period == 0:
+                o.on_step_end(self.handle)
         if len(self.log) >= self._fetch_every:
             self.flush()
             self._next_fetch = time.perf_counter() + self.config.fetch_seconds

@@ -38,6 +38,7 @@ from training_core.monitor.monitored import MonitoredRun
 from training_core.monitor.exact_update import ExactUpdate
 from training_core.monitor.described import describe, resolve_trains
 from training_core.monitor.terminal_report import TerminalReport
+from training_core.monitor.update_meter import MONITOR_VAR_EVERY
 from training_core.observers.alarms import LeakAlarm, NanAlarm
 from training_core.observers.checkpointing import Checkpointer
 from training_core.observers.command_file import CommandFileReader
@@ -181,7 +182,7 @@ class Run:
 
 def start_run(run_dir: str | Path, models: Mapping[str, Any], phases: Mapping[str, tuple[Any, Any]], *,
               steps: int | None = None, resume: bool = False, freeze: str | Sequence[str] = (), schedule: dict | None = None,
-              sample: Callable[[Models], dict] | None = None, checkpoint_every: int = 5000, var_every: int = 25,
+              sample: Callable[[Models], dict] | None = None, checkpoint_every: int = 5000, var_every: int = MONITOR_VAR_EVERY,
               sample_every: float = 10.0, seed: int = 0, tensorboard: bool = True, quiet: bool = False,
               replay: str | Path | None = None) -> Run:
     """Open a run for a hand-written loop (see the module docstring).

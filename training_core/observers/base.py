@@ -158,8 +158,12 @@ class Observer:
     def on_run_begin(self, run: RunHandle) -> None:
         """The run directory exists and the `start` event is about to be emitted."""
 
+    #: the steps whose end `on_step_end` is for: every `step_period`-th (1: every step; 0: none). The loops call
+    #: the hook at those steps only: a Python call a step costs microseconds a ring-size step cannot spare
+    step_period: int = 1
+
     def on_step_end(self, run: RunHandle) -> None:
-        """After every step (only called when overridden)."""
+        """After every `step_period`-th step (only called when overridden)."""
 
     def on_idle(self, run: RunHandle) -> None:
         """While paused, a few times a second."""
@@ -187,3 +191,8 @@ class Observer:
 def overrides(observer: Observer, hook: str) -> bool:
     """Whether `observer` has its own `hook` (the loop calls per-step hooks only on those)."""
     return getattr(type(observer), hook) is not getattr(Observer, hook)
+
+
+def step_hooks(observers: list[Observer]) -> list[tuple[Observer, int]]:
+    """The observers whose `on_step_end` a loop calls, each with its `step_period` (those with 0 left out)."""
+    return [(o, int(o.step_period)) for o in observers if overrides(o, "on_step_end") and o.step_period]

@@ -13,6 +13,10 @@ class Checkpointer(Observer):
     def __init__(self, every: int) -> None:
         self.every = every
 
+    @property
+    def step_period(self) -> int:  # (the loops call `on_step_end` every `every` steps only; never when 0)
+        return self.every
+
     def on_run_begin(self, run: RunHandle) -> None:
         run.save_checkpoint()
 
