@@ -185,3 +185,101 @@ def test_attached_to_a_finished_monitored_loop_the_window_never_imports_its_scri
     assert not marker.exists() and w.last_error is None
     _says_its_script_trains_it(w, script)
     assert w.session.state_text == f"Finished at step 30 · {w.session.start_blocked}"
+
+
+#: a loop with an EMA copy of its generator, in models= and moved by the loop's own assign (no phase trains it);
+#: at its end it writes its optimizer's learning rate to argv[2], what the window's rate must have become
+EMA_LOOP = '''
+import sys
+sys.path.insert(0, {repo!r})
+import keras
+import tensorflow as tf
+from training_core.monitor import start_run
+
+g = keras.Sequential([keras.Input((2,)), keras.layers.Dense(8, name="h"), keras.layers.Dense(2, name="out")],
+                     name="generator")
+ema = keras.Sequential([keras.Input((2,)), keras.layers.Dense(8, name="h"), keras.layers.Dense(2, name="out")],
+                       name="generator_ema")
+opt = keras.optimizers.Adam(1e-3)
+run = start_run(sys.argv[1], models={{"generator": g, "generator_ema": ema}}, phases={{"G": (opt, g)}},
+                quiet=True, var_every=2, tensorboard=False)
+
+
+@tf.function
+def step():
+    x = run.rng.normal((16, 2))
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.square(g(x) - x))
+    run.apply_gradients("G", opt, tape.gradient(loss, g.trainable_variables), g.trainable_variables)
+    for e, v in zip(ema.weights, g.weights):
+        e.assign(0.9 * e + 0.1 * v)
+    return loss
+
+
+with run:
+    for s in run.steps():
+        run.log(s, {{"G": step()}})
+open(sys.argv[2], "w").write(repr(float(opt.learning_rate)))
+'''
+
+
+def test_the_window_pauses_a_monitored_loop_sets_its_rate_and_freezes_a_scope_exactly(ui, qtbot, tmp_path):
+    """The window steering a start_run loop beyond Stop: paused, the loop blocks at its boundary; a learning
+    rate typed in and a scope ticked in the tree are applied at the paused step (the optimizer's rate is the
+    one typed; the ticked layer's ‖ΔW‖ is exactly 0 at every measured step after it, the rest still moves);
+    ticking the EMA copy no phase trains is refused, said in the status bar, and the tick goes back."""
+    from training_core import read_events
+    from training_core.rundir.varstore import read_variables
+    script, run_dir, lr_file = tmp_path / "ema_loop.py", tmp_path / "ema-run", tmp_path / "lr.txt"
+    script.write_text(EMA_LOOP.format(repo=str(REPO)))
+    proc = start([sys.executable, str(script), str(run_dir), str(lr_file)])
+    try:
+        w = ui.make(fake=True)
+        qtbot.waitUntil(lambda: (run_dir / "events.jsonl").is_file(), timeout=TIMEOUT)
+        assert w.attach_run(run_dir)
+        qtbot.waitUntil(lambda: w.scope_tree.item("generator_ema/h") is not None and w.store.last_step > 10,
+                        timeout=TIMEOUT)
+
+        qtbot.mouseClick(w.experiment_panel.run_buttons["pause"], Qt.MouseButton.LeftButton)
+        pause = ui.wait_event(w, "pause", timeout=TIMEOUT)
+        edit = w.schedule_panel.lrs["G"].lineEdit()
+        edit.selectAll()
+        qtbot.keyClicks(edit, "2e-4")
+        qtbot.keyClick(edit, Qt.Key.Key_Return)
+        lr = ui.wait_event(w, "lr", timeout=TIMEOUT)
+        w.scope_tree.item("generator/h").setCheckState(0, Qt.CheckState.Checked)  # the user ticks a layer
+        freeze = ui.wait_event(w, "freeze", timeout=TIMEOUT)
+        assert (lr.phase, lr.value, lr.step) == ("G", 2e-4, pause.step) and lr.id in w.attachment.run.sent
+        assert (freeze.scopes, freeze.step) == (["generator/h"], pause.step) and freeze.id in w.attachment.run.sent
+
+        w.scope_tree.item("generator_ema").setCheckState(0, Qt.CheckState.Checked)  # what no phase trains
+        rejected = ui.wait_event(w, "rejected", timeout=TIMEOUT)
+        assert rejected.message.startswith("cannot freeze 'generator_ema': no phase trains it")
+        assert w.status_panel.currentMessage() == f"Step {pause.step}: {rejected.message}"
+        qtbot.waitUntil(lambda: w.scope_tree.item("generator_ema").checkState(0) == Qt.CheckState.Unchecked,
+                        timeout=TIMEOUT)  # the tree shows the run's freeze set again
+        assert w.scope_tree.frozen_scopes() == ("generator/h",)
+        assert w.store.last_step == pause.step  # paused: the loop blocked at its boundary all along
+
+        qtbot.mouseClick(w.experiment_panel.run_buttons["pause"], Qt.MouseButton.LeftButton)  # Continue
+        ui.wait_event(w, "continue", timeout=TIMEOUT)
+        qtbot.waitUntil(lambda: w.store.last_step > pause.step + 10, timeout=TIMEOUT)
+        w.stop()
+        qtbot.waitUntil(lambda: w.store.stop is not None, timeout=TIMEOUT)
+        assert proc.wait(120) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
+    assert abs(float(lr_file.read_text()) - 2e-4) < 1e-9  # the optimizer's own rate, as typed (float32)
+    assert [e.scopes for e in read_events(run_dir) if e.kind == "freeze"] == [["generator/h"]]
+    (rows,) = read_variables(run_dir)  # phase G's: the EMA copy has no ‖ΔW‖ column, no phase updates it
+    assert not any(p.startswith("generator_ema") for p in rows.paths)
+    after = rows.steps > pause.step
+    assert after.sum() >= 3 and (rows.steps <= pause.step).sum() >= 3
+    for j, path in enumerate(rows.paths):
+        if path.startswith("generator/h/"):
+            assert (rows.update_norm[after, j] == 0).all() and rows.frozen[after, j].all(), path
+            assert (rows.update_norm[~after, j] > 0).all() and not rows.frozen[~after, j].any(), path
+        else:
+            assert (rows.update_norm[after, j] > 0).all(), path
