@@ -5,6 +5,9 @@ run directory, as `--attach` does for a headless run.
 Why: the Monitor promises that code which is no experiment file becomes a Freezeframe run the window can
 attach to. The window must find its scope tree, losses and samples, and its Pause, learning-rate and Stop
 controls must be obeyed by `fit()` (a pause blocks the batch loop; Stop ends `fit()` with the record closed).
+The same for a hand-written `start_run` loop: the window never imports its script, and its pause, learning
+rate and freeze ticks take effect at the paused step (a frozen layer's ‖ΔW‖ exactly 0 after), while a tick on a
+model no phase trains (an EMA copy) is refused and goes back.
 """
 from __future__ import annotations
 

@@ -2,7 +2,9 @@
 freeze set honoured exactly. On two phases of 12 variables, with the freeze set changed twice mid-run (by
 commands, as the window sends them), the weights, every optimizer variable and every loss equal a plain Keras
 loop that calls `optimizer.apply(grads_of_unfrozen, unfrozen)` bit for bit (np.array_equal), for every
-optimizer option the trainer's exact method supports; and the user's step is traced once per phase.
+optimizer option the trainer's exact method supports; and the user's step is traced once per phase. Also
+with a phase frozen whole mid-run (then the whole model, then thawed), against a plain loop that skips that
+phase's update: its optimizer's step count must not move while it is frozen.
 
 Why: the monitored step takes one graph for every freeze set (a `tf.cond` between `apply`'s own pieces and the
 masked update); a difference of one bit in either, or a retrace, would be the kind of silent change the
