@@ -20,15 +20,29 @@ from tests.core.helpers import REPO, start
 TIMEOUT = 120_000
 
 
+def _attached(ui, run_dir, scope: str, steps: int):
+    """A window (on the stand-in service) attached to the run being written in `run_dir`, once its scope tree
+    shows `scope` and its record is past `steps` steps."""
+    w = ui.make(fake=True)
+    ui.qtbot.waitUntil(lambda: (run_dir / "events.jsonl").is_file(), timeout=TIMEOUT)
+    assert w.attach_run(run_dir)
+    ui.qtbot.waitUntil(lambda: w.scope_tree.item(scope) is not None and w.store.last_step > steps, timeout=TIMEOUT)
+    return w
+
+
+def _type_rate(qtbot, w, phase: str, text: str) -> None:
+    """The user types a learning rate for `phase` in the schedule panel and presses Return."""
+    edit = w.schedule_panel.lrs[phase].lineEdit()
+    edit.selectAll()
+    qtbot.keyClicks(edit, text)
+    qtbot.keyClick(edit, Qt.Key.Key_Return)
+
+
 def test_the_window_attaches_to_a_monitored_fit_and_pauses_sets_a_rate_and_stops_it(ui, qtbot, tmp_path):
     run_dir = tmp_path / "fit-run"
     proc = start([sys.executable, "-m", "tests.core.keras_gan", str(run_dir), "2000"], cwd=REPO)
     try:
-        w = ui.make(fake=True)
-        qtbot.waitUntil(lambda: (run_dir / "events.jsonl").is_file(), timeout=TIMEOUT)
-        assert w.attach_run(run_dir)
-        qtbot.waitUntil(lambda: w.scope_tree.item("discriminator/dense_1") is not None and w.store.last_step > 20,
-                        timeout=TIMEOUT)
+        w = _attached(ui, run_dir, "discriminator/dense_1", 20)
         assert w.store.phases == ["discriminator", "generator"]  # the losses from fit()'s logs, by sub-model
         qtbot.waitUntil(lambda: w.status_panel.phase_label.text() != "Phase –", timeout=TIMEOUT)
         assert w.status_panel.phase_label.text() == "Phase all (fit()'s train_step)"  # not "Phase discriminator"
@@ -43,10 +57,7 @@ def test_the_window_attaches_to_a_monitored_fit_and_pauses_sets_a_rate_and_stops
         qtbot.waitUntil(lambda: w.attachment.run.sent[asked].step is not None, timeout=TIMEOUT)
         assert w.attachment.run.sent[asked].step == pause.step and w.store.last_step == pause.step
 
-        edit = w.schedule_panel.lrs["discriminator"].lineEdit()
-        edit.selectAll()
-        qtbot.keyClicks(edit, "5e-4")
-        qtbot.keyClick(edit, Qt.Key.Key_Return)
+        _type_rate(qtbot, w, "discriminator", "5e-4")
         lr = ui.wait_event(w, "lr", timeout=TIMEOUT)  # applied to fit()'s d_optimizer while paused
         assert (lr.phase, lr.value, lr.step) == ("discriminator", 5e-4, pause.step)
 
@@ -190,40 +201,16 @@ def test_attached_to_a_finished_monitored_loop_the_window_never_imports_its_scri
     assert w.session.state_text == f"Finished at step 30 · {w.session.start_blocked}"
 
 
-#: a loop with an EMA copy of its generator, in models= and moved by the loop's own assign (no phase trains it);
-#: at its end it writes its optimizer's learning rate to argv[2], what the window's rate must have become
-EMA_LOOP = '''
-import sys
-sys.path.insert(0, {repo!r})
-import keras
-import tensorflow as tf
-from training_core.monitor import start_run
-
-g = keras.Sequential([keras.Input((2,)), keras.layers.Dense(8, name="h"), keras.layers.Dense(2, name="out")],
-                     name="generator")
+#: LOOP with an EMA copy of its generator, in models= and moved by the loop's own assign (no phase trains it);
+#: at its end it writes its optimizer's learning rate to RUN_DIR.lr, what the window's rate must have become
+EMA_LOOP = LOOP.replace("opt = keras.optimizers.Adam(1e-3)\n", """opt = keras.optimizers.Adam(1e-3)
 ema = keras.Sequential([keras.Input((2,)), keras.layers.Dense(8, name="h"), keras.layers.Dense(2, name="out")],
                        name="generator_ema")
-opt = keras.optimizers.Adam(1e-3)
-run = start_run(sys.argv[1], models={{"generator": g, "generator_ema": ema}}, phases={{"G": (opt, g)}},
-                quiet=True, var_every=2, tensorboard=False)
-
-
-@tf.function
-def step():
-    x = run.rng.normal((16, 2))
-    with tf.GradientTape() as tape:
-        loss = tf.reduce_mean(tf.square(g(x) - x))
-    run.apply_gradients("G", opt, tape.gradient(loss, g.trainable_variables), g.trainable_variables)
-    for e, v in zip(ema.weights, g.weights):
+""").replace('models={{"generator": g}}', 'models={{"generator": g, "generator_ema": ema}}').replace(
+    "checkpoint_every=50)", "checkpoint_every=50, var_every=2)").replace("    return loss\n", """    for e, v in zip(ema.weights, g.weights):
         e.assign(0.9 * e + 0.1 * v)
     return loss
-
-
-with run:
-    for s in run.steps():
-        run.log(s, {{"G": step()}})
-open(sys.argv[2], "w").write(repr(float(opt.learning_rate)))
-'''
+""") + 'open(sys.argv[1] + ".lr", "w").write(repr(float(opt.learning_rate)))\n'
 
 
 def test_the_window_pauses_a_monitored_loop_sets_its_rate_and_freezes_a_scope_exactly(ui, qtbot, tmp_path):
@@ -233,22 +220,17 @@ def test_the_window_pauses_a_monitored_loop_sets_its_rate_and_freezes_a_scope_ex
     ticking the EMA copy no phase trains is refused, said in the status bar, and the tick goes back."""
     from training_core import read_events
     from training_core.rundir.varstore import read_variables
-    script, run_dir, lr_file = tmp_path / "ema_loop.py", tmp_path / "ema-run", tmp_path / "lr.txt"
-    script.write_text(EMA_LOOP.format(repo=str(REPO)))
-    proc = start([sys.executable, str(script), str(run_dir), str(lr_file)])
+    script, run_dir = tmp_path / "ema_loop.py", tmp_path / "ema-run"
+    script.write_text(EMA_LOOP.format(repo=str(REPO), marker=str(tmp_path / "imported.txt")))
+    for part in ('"generator_ema": ema', "var_every=2", "e.assign(0.9 * e"):
+        assert part in script.read_text()
+    proc = start([sys.executable, str(script), str(run_dir)])
     try:
-        w = ui.make(fake=True)
-        qtbot.waitUntil(lambda: (run_dir / "events.jsonl").is_file(), timeout=TIMEOUT)
-        assert w.attach_run(run_dir)
-        qtbot.waitUntil(lambda: w.scope_tree.item("generator_ema/h") is not None and w.store.last_step > 10,
-                        timeout=TIMEOUT)
+        w = _attached(ui, run_dir, "generator_ema/h", 10)
 
         qtbot.mouseClick(w.experiment_panel.run_buttons["pause"], Qt.MouseButton.LeftButton)
         pause = ui.wait_event(w, "pause", timeout=TIMEOUT)
-        edit = w.schedule_panel.lrs["G"].lineEdit()
-        edit.selectAll()
-        qtbot.keyClicks(edit, "2e-4")
-        qtbot.keyClick(edit, Qt.Key.Key_Return)
+        _type_rate(qtbot, w, "G", "2e-4")
         lr = ui.wait_event(w, "lr", timeout=TIMEOUT)
         w.scope_tree.item("generator/h").setCheckState(0, Qt.CheckState.Checked)  # the user ticks a layer
         freeze = ui.wait_event(w, "freeze", timeout=TIMEOUT)
@@ -274,7 +256,7 @@ def test_the_window_pauses_a_monitored_loop_sets_its_rate_and_freezes_a_scope_ex
         if proc.poll() is None:
             proc.kill()
         proc.communicate()
-    assert abs(float(lr_file.read_text()) - 2e-4) < 1e-9  # the optimizer's own rate, as typed (float32)
+    assert abs(float((tmp_path / "ema-run.lr").read_text()) - 2e-4) < 1e-9  # the optimizer's own rate, as typed (float32)
     assert [e.scopes for e in read_events(run_dir) if e.kind == "freeze"] == [["generator/h"]]
     (rows,) = read_variables(run_dir)  # phase G's: the EMA copy has no ‖ΔW‖ column, no phase updates it
     assert not any(p.startswith("generator_ema") for p in rows.paths)
