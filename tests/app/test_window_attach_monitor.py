@@ -5,6 +5,9 @@ run directory, as `--attach` does for a headless run.
 Why: the Monitor promises that code which is no experiment file becomes a Freezeframe run the window can
 attach to. The window must find its scope tree, losses and samples, and its Pause, learning-rate and Stop
 controls must be obeyed by `fit()` (a pause blocks the batch loop; Stop ends `fit()` with the record closed).
+The same for a hand-written `start_run` loop: the window never imports its script, and its pause, learning
+rate and freeze ticks take effect at the paused step (a frozen layer's ‖ΔW‖ exactly 0 after), while a tick on a
+model no phase trains (an EMA copy) is refused and goes back.
 """
 from __future__ import annotations
 
@@ -17,15 +20,29 @@ from tests.core.helpers import REPO, start
 TIMEOUT = 120_000
 
 
+def _attached(ui, run_dir, scope: str, steps: int):
+    """A window (on the stand-in service) attached to the run being written in `run_dir`, once its scope tree
+    shows `scope` and its record is past `steps` steps."""
+    w = ui.make(fake=True)
+    ui.qtbot.waitUntil(lambda: (run_dir / "events.jsonl").is_file(), timeout=TIMEOUT)
+    assert w.attach_run(run_dir)
+    ui.qtbot.waitUntil(lambda: w.scope_tree.item(scope) is not None and w.store.last_step > steps, timeout=TIMEOUT)
+    return w
+
+
+def _type_rate(qtbot, w, phase: str, text: str) -> None:
+    """The user types a learning rate for `phase` in the schedule panel and presses Return."""
+    edit = w.schedule_panel.lrs[phase].lineEdit()
+    edit.selectAll()
+    qtbot.keyClicks(edit, text)
+    qtbot.keyClick(edit, Qt.Key.Key_Return)
+
+
 def test_the_window_attaches_to_a_monitored_fit_and_pauses_sets_a_rate_and_stops_it(ui, qtbot, tmp_path):
     run_dir = tmp_path / "fit-run"
     proc = start([sys.executable, "-m", "tests.core.keras_gan", str(run_dir), "2000"], cwd=REPO)
     try:
-        w = ui.make(fake=True)
-        qtbot.waitUntil(lambda: (run_dir / "events.jsonl").is_file(), timeout=TIMEOUT)
-        assert w.attach_run(run_dir)
-        qtbot.waitUntil(lambda: w.scope_tree.item("discriminator/dense_1") is not None and w.store.last_step > 20,
-                        timeout=TIMEOUT)
+        w = _attached(ui, run_dir, "discriminator/dense_1", 20)
         assert w.store.phases == ["discriminator", "generator"]  # the losses from fit()'s logs, by sub-model
         qtbot.waitUntil(lambda: w.status_panel.phase_label.text() != "Phase –", timeout=TIMEOUT)
         assert w.status_panel.phase_label.text() == "Phase all (fit()'s train_step)"  # not "Phase discriminator"
@@ -40,10 +57,7 @@ def test_the_window_attaches_to_a_monitored_fit_and_pauses_sets_a_rate_and_stops
         qtbot.waitUntil(lambda: w.attachment.run.sent[asked].step is not None, timeout=TIMEOUT)
         assert w.attachment.run.sent[asked].step == pause.step and w.store.last_step == pause.step
 
-        edit = w.schedule_panel.lrs["discriminator"].lineEdit()
-        edit.selectAll()
-        qtbot.keyClicks(edit, "5e-4")
-        qtbot.keyClick(edit, Qt.Key.Key_Return)
+        _type_rate(qtbot, w, "discriminator", "5e-4")
         lr = ui.wait_event(w, "lr", timeout=TIMEOUT)  # applied to fit()'s d_optimizer while paused
         assert (lr.phase, lr.value, lr.step) == ("discriminator", 5e-4, pause.step)
 
@@ -185,3 +199,72 @@ def test_attached_to_a_finished_monitored_loop_the_window_never_imports_its_scri
     assert not marker.exists() and w.last_error is None
     _says_its_script_trains_it(w, script)
     assert w.session.state_text == f"Finished at step 30 · {w.session.start_blocked}"
+
+
+#: LOOP with an EMA copy of its generator, in models= and moved by the loop's own assign (no phase trains it);
+#: at its end it writes its optimizer's learning rate to RUN_DIR.lr, what the window's rate must have become
+EMA_LOOP = LOOP.replace("opt = keras.optimizers.Adam(1e-3)\n", """opt = keras.optimizers.Adam(1e-3)
+ema = keras.Sequential([keras.Input((2,)), keras.layers.Dense(8, name="h"), keras.layers.Dense(2, name="out")],
+                       name="generator_ema")
+""").replace('models={{"generator": g}}', 'models={{"generator": g, "generator_ema": ema}}').replace(
+    "checkpoint_every=50)", "checkpoint_every=50, var_every=2)").replace("    return loss\n", """    for e, v in zip(ema.weights, g.weights):
+        e.assign(0.9 * e + 0.1 * v)
+    return loss
+""") + 'open(sys.argv[1] + ".lr", "w").write(repr(float(opt.learning_rate)))\n'
+
+
+def test_the_window_pauses_a_monitored_loop_sets_its_rate_and_freezes_a_scope_exactly(ui, qtbot, tmp_path):
+    """The window steering a start_run loop beyond Stop: paused, the loop blocks at its boundary; a learning
+    rate typed in and a scope ticked in the tree are applied at the paused step (the optimizer's rate is the
+    one typed; the ticked layer's ‖ΔW‖ is exactly 0 at every measured step after it, the rest still moves);
+    ticking the EMA copy no phase trains is refused, said in the status bar, and the tick goes back."""
+    from training_core import read_events
+    from training_core.rundir.varstore import read_variables
+    script, run_dir = tmp_path / "ema_loop.py", tmp_path / "ema-run"
+    script.write_text(EMA_LOOP.format(repo=str(REPO), marker=str(tmp_path / "imported.txt")))
+    for part in ('"generator_ema": ema', "var_every=2", "e.assign(0.9 * e"):
+        assert part in script.read_text()
+    proc = start([sys.executable, str(script), str(run_dir)])
+    try:
+        w = _attached(ui, run_dir, "generator_ema/h", 10)
+
+        qtbot.mouseClick(w.experiment_panel.run_buttons["pause"], Qt.MouseButton.LeftButton)
+        pause = ui.wait_event(w, "pause", timeout=TIMEOUT)
+        _type_rate(qtbot, w, "G", "2e-4")
+        lr = ui.wait_event(w, "lr", timeout=TIMEOUT)
+        w.scope_tree.item("generator/h").setCheckState(0, Qt.CheckState.Checked)  # the user ticks a layer
+        freeze = ui.wait_event(w, "freeze", timeout=TIMEOUT)
+        assert (lr.phase, lr.value, lr.step) == ("G", 2e-4, pause.step) and lr.id in w.attachment.run.sent
+        assert (freeze.scopes, freeze.step) == (["generator/h"], pause.step) and freeze.id in w.attachment.run.sent
+
+        w.scope_tree.item("generator_ema").setCheckState(0, Qt.CheckState.Checked)  # what no phase trains
+        rejected = ui.wait_event(w, "rejected", timeout=TIMEOUT)
+        assert rejected.message.startswith("cannot freeze 'generator_ema': no phase trains it")
+        assert w.status_panel.currentMessage() == f"Step {pause.step}: {rejected.message}"
+        qtbot.waitUntil(lambda: w.scope_tree.item("generator_ema").checkState(0) == Qt.CheckState.Unchecked,
+                        timeout=TIMEOUT)  # the tree shows the run's freeze set again
+        assert w.scope_tree.frozen_scopes() == ("generator/h",)
+        assert w.store.last_step == pause.step  # paused: the loop blocked at its boundary all along
+
+        qtbot.mouseClick(w.experiment_panel.run_buttons["pause"], Qt.MouseButton.LeftButton)  # Continue
+        ui.wait_event(w, "continue", timeout=TIMEOUT)
+        qtbot.waitUntil(lambda: w.store.last_step > pause.step + 10, timeout=TIMEOUT)
+        w.stop()
+        qtbot.waitUntil(lambda: w.store.stop is not None, timeout=TIMEOUT)
+        assert proc.wait(120) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
+    assert abs(float((tmp_path / "ema-run.lr").read_text()) - 2e-4) < 1e-9  # the optimizer's own rate, as typed (float32)
+    assert [e.scopes for e in read_events(run_dir) if e.kind == "freeze"] == [["generator/h"]]
+    (rows,) = read_variables(run_dir)  # phase G's: the EMA copy has no ‖ΔW‖ column, no phase updates it
+    assert not any(p.startswith("generator_ema") for p in rows.paths)
+    after = rows.steps > pause.step
+    assert after.sum() >= 3 and (rows.steps <= pause.step).sum() >= 3
+    for j, path in enumerate(rows.paths):
+        if path.startswith("generator/h/"):
+            assert (rows.update_norm[after, j] == 0).all() and rows.frozen[after, j].all(), path
+            assert (rows.update_norm[~after, j] > 0).all() and not rows.frozen[~after, j].any(), path
+        else:
+            assert (rows.update_norm[after, j] > 0).all(), path

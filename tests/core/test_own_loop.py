@@ -330,3 +330,33 @@ def test_a_start_run_script_imported_as_an_experiment_file_is_refused_before_it_
     assert str(e.value) == ("my_gan.py calls start_run(...): it is a script that trains with training_core.monitor, "
                             "not an experiment file; run it with python my_gan.py (the window can attach to its run)")
     assert not (tmp_path / "run").exists()
+
+
+def test_freezing_a_model_no_phase_trains_is_refused_not_silently_accepted(tmp_path):
+    """An EMA copy of G, in models= and moved by the loop's own assign: freezing it (the window's scope tree
+    sends SetFreeze(["generator_ema"])) was accepted and did nothing, with no leak (its ‖ΔW‖ is not measured)
+    and no warning. Refused in one line: at start_run a UserError with nothing written; sent, a `rejected`
+    event, the freeze set kept (a set naming it with a trained scope too is refused whole)."""
+    from training_core.base.commands import SetFreeze
+    g, d = _models()
+    ema = keras.Sequential([keras.Input((2,)), keras.layers.Dense(3, name="h")], name="generator_ema")
+    models = {"generator": g, "generator_ema": ema, "discriminator": d}
+    phases = {"D": (keras.optimizers.Adam(), d), "G": (keras.optimizers.Adam(), g)}
+    why = ("cannot freeze 'generator_ema': no phase trains it (run.apply_gradients never updates it), and the run "
+           "cannot stop what your loop itself does to it (an EMA's assign, a layer's statistics); freeze a scope a "
+           "phase trains (under discriminator, generator), or stop updating it in your loop")
+    with pytest.raises(UserError) as e:
+        start_run(tmp_path / "run0", models=models, phases=phases, freeze=["generator", "generator_ema"])
+    assert str(e.value) == f"start_run(freeze=...): {why}"
+    assert not (tmp_path / "run0").exists()
+    with start_run(tmp_path / "run", models=models, phases=phases, freeze="discriminator", quiet=True) as run:
+        run.send(SetFreeze(["generator_ema"]))
+        run.send(SetFreeze(["generator/h", "generator_ema/h/kernel"]))
+        assert run.boundary()
+        run.log(1, {"D": 1.0})
+        assert [bool(all(u.frozen.numpy())) for u in run._updates.values()] == [True, False]  # as it was
+    events = read_events(tmp_path / "run")
+    assert [e.message for e in events if e.kind == "rejected"] == [
+        why, why.replace("'generator_ema'", "'generator_ema/h/kernel'")]
+    assert not [e for e in events if e.kind == "freeze"]  # (the start's freeze= is in its config)
+    assert {v["path"] for v in next(e for e in events if e.kind == "start").variables} >= {"generator_ema/h/kernel"}

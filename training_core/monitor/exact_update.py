@@ -8,7 +8,9 @@ this monitor reports. So, as the trainer's masked step does (engine/phase_step.p
 is read from a `tf.Variable` inside the graph, and the update is the trainer's own pieces: Keras' clipping with
 the global norm over the live gradients only (`clip_live`), weight decay, the update, constraints and the step
 count (`apply_update`), for every variable, then each frozen variable and its optimizer slots put back
-(`restore_frozen`) from copies made before the update. The update is bit for bit `apply` on the unfrozen ones:
+(`restore_frozen`) from copies made before the update, and, when every variable of the call is frozen, the step
+count put back one (a loop that freezes a phase whole skips its `apply`, or calls `apply([], [])`, which Keras
+makes a no-op). The update is bit for bit `apply` on the unfrozen ones:
 Keras updates each variable on its own, and a frozen variable's gradient counts nowhere else (the global norm
 leaves it out), so it needs no zeroing.
 
@@ -118,15 +120,21 @@ class ExactUpdate:
         keras_private.run_if(self.any_frozen.value(), lambda: self._restore(idx))
 
     def _restore(self, idx: list[int]) -> None:
-        """The frozen ones and their slots back to their copies (a selection is exact in any graph)."""
+        """The frozen ones and their slots back to their copies (a selection is exact in any graph); and when
+        every variable of this call is frozen, the step count back too: the plain loop's `apply([], [])` is a
+        no-op in Keras, so Adam's bias correction (or a schedule) after a thaw counts only the steps that ran.
+        (Here, in the branch taken only when something is frozen: a step with nothing frozen adds nothing.)"""
         import tensorflow as tf
-        restore = tf.unstack(tf.gather(self.frozen.read_value(), idx))
+        frozen = tf.gather(self.frozen.read_value(), idx)
+        restore = tf.unstack(frozen)
         bits = self._shadow.read_value()
         items = []
         for i, r in zip(idx, restore):
             var, *slots = [_from_bytes(bits, *part) for part in self._layout[i]]
             items.append((self.vars[i], self.slots[i], var, slots, r))
         restore_frozen(items)
+        steps = self.opt.iterations
+        steps.assign_sub(tf.cast(tf.reduce_all(frozen), steps.dtype))
 
     def set_frozen(self, mask: Sequence[bool]) -> None:
         """The freeze set, from the run's boundary (eagerly, between steps): read by the next step, no retrace.

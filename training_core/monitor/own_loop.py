@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 from training_core.base import commands as C
 from training_core.base.config import RunConfig, check_learning_rate, file_sha256
 from training_core.base.errors import UserError
-from training_core.base.scopes import MONITOR_SCOPES, resolve_scopes, scope_list
+from training_core.base.scopes import MONITOR_SCOPES, in_scope, normalize_scope, resolve_scopes, scope_list
 from training_core.experiment.api import Models
 from training_core.experiment.loading import refuse_inside_experiment
 from training_core.monitor.control_replay import ControlReplayer, plan_control_replay
@@ -174,6 +174,10 @@ class Run:
         if isinstance(command, C.SetFreezeMethod) and command.method != "exact":
             return ("run.apply_gradients freezes exactly; the gate method (frozen gradients zeroed, momentum and "
                     "decay still moving them) is for experiment files")
+        if isinstance(command, C.SetFreeze):
+            why = untrained_scope(command.scopes, self._core.prepared)
+            if why is not None:
+                return why
         if isinstance(command, C.SetRatio) and not self._asks_phase:
             return ("this loop does not ask the run which phase is next (run.next_phase()), so a ratio cannot "
                     "change it; give start_run a schedule and call run.next_phase() in the loop to follow it")
@@ -187,7 +191,10 @@ def start_run(run_dir: str | Path, models: Mapping[str, Any], phases: Mapping[st
               replay: str | Path | None = None) -> Run:
     """Open a run for a hand-written loop (see the module docstring).
 
-    `models`: name -> Keras model (every variable is recorded, checkpointed, and can be frozen by scope).
+    `models`: name -> Keras model. Every variable is in the record's scope tree and in the checkpoints; the
+    variables a phase trains also have their ‖ΔW‖ measured and can be frozen by scope. A model no phase trains
+    (an EMA copy your loop assigns) is listed and checkpointed only: freezing it is refused, since the run
+    cannot stop your loop's own assigns.
     `phases`: name -> (optimizer, what it trains: a model, a scope path or a list of them), in order.
     `resume=True`: continue the run in `run_dir` from its last checkpoint when it has one (else start it).
     `freeze`: the scope (a string) or scopes (a list) frozen from the start; `schedule`: the ratio `next_phase()` follows ({"ratio": [5, 1]}):
@@ -224,6 +231,9 @@ def start_run(run_dir: str | Path, models: Mapping[str, Any], phases: Mapping[st
     config.schedule = described.policy.to_dict()
     updates = {name: ExactUpdate(name, opt, vs) for name, opt, vs in listed}
     config.freeze = list(resolve_scopes(frozen, described.var_infos, MONITOR_SCOPES))
+    why = untrained_scope(config.freeze, described)
+    if why is not None:
+        raise UserError(f"start_run(freeze=...): {why}")
     replaying = [] if plan is None else [ControlReplayer(plan, list(described.phase_names), config)]
 
     def on_freeze(masks: list) -> None:
@@ -239,6 +249,27 @@ def start_run(run_dir: str | Path, models: Mapping[str, Any], phases: Mapping[st
     run = holder["run"] = Run(core, updates, described.experiment.models, follows_schedule=schedule is not None)
     core.begin()
     return run
+
+
+def untrained_scope(scopes: Any, described: Any) -> str | None:
+    """Why a freeze set cannot be honoured, or None: a scope that covers variables of the run's models but none
+    a phase trains (an EMA copy of the generator updated by the loop's own `assign`, a layer's statistics). Such
+    a freeze was accepted and did nothing: `run.apply_gradients` never updates those variables, the run cannot
+    stop the loop's own assigns to them, and no ‖ΔW‖ is measured for them, so no leak showed it either. (A scope
+    that covers no variable at all is left to the command table's `unknown scope` line.)"""
+    if isinstance(scopes, str):
+        scopes = [scopes]
+    trained = {p for paths in described.phase_paths for p in paths}
+    for scope in scopes if isinstance(scopes, (list, tuple)) else ():
+        if not isinstance(scope, str):
+            continue
+        n = normalize_scope(scope)
+        if any(in_scope(v.path, n) for v in described.var_infos) and not any(in_scope(p, n) for p in trained):
+            tops = ", ".join(sorted({p.split("/")[0] for p in trained}))
+            return (f"cannot freeze {scope!r}: no phase trains it (run.apply_gradients never updates it), and the run "
+                    f"cannot stop what your loop itself does to it (an EMA's assign, a layer's statistics); freeze a scope a phase trains (under "
+                    f"{tops}), or stop updating it in your loop")
+    return None
 
 
 def _config(d: Path, steps: int | None, seed: int, var_every: int, checkpoint_every: int, sample_every: float,
