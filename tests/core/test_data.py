@@ -97,6 +97,15 @@ CASES = {
                                    f"so its runs could not be resumed; use stateless "
                                    f"random ops in its map (tf.random.stateless_uniform, tf.image.stateless_random_*) "
                                    f"and no from_generator or prefetch_to_device"),
+    "a Keras random layer in a map": ("tf.data.Dataset.from_tensor_slices(np.zeros((8, 4, 4, 1), 'float32')).map("
+                                      "lambda x, flip=keras.layers.RandomFlip('horizontal'): flip(x, training=True))",
+                                      f"{WHERE} is a Dataset whose state cannot be checkpointed (ReadVariableOp is "
+                                      f"stateful: its map reads a variable, as Keras' random layers such as "
+                                      f"keras.layers.RandomFlip do for their seed), so its runs could not be resumed; "
+                                      f"use tf.image.stateless_random_* in its map with a seed from the element's "
+                                      f"number (Dataset.enumerate()), or apply the layer to ctx.batch in the loss as "
+                                      f"a model of the experiment (models={{..., \"augment\": "
+                                      f"keras.Sequential([layer])}}), whose variables every checkpoint holds"),
     "beyond float32": ("np.full((4, 2), 1e300)",
                        f"{WHERE} has values beyond float32's range (largest 1e+300; float32 holds up to 3.4e38), which "
                        f"the models take; scale them"),
@@ -245,3 +254,45 @@ def test_uint8_pixels_from_real_data_are_a_warning_event_and_a_terminal_line(tmp
     assert f"[step 0] warning: {line}" in (done["u8"].stdout + done["u8"].stderr).splitlines()
     events = [json.loads(t) for t in (run_dir / "events.jsonl").read_text().splitlines()]
     assert [e["message"] for e in events if e["kind"] == "warning"] == [line]
+
+
+#: what the GAN shortcut's real_data() may not return (the Experiment form's are CASES), and the line for each
+GAN_CASES = {
+    "a generator": ("(np.zeros(2) for _ in range(3))", "is a Python generator (an iterator, which can be neither "
+                                                       "checkpointed nor replayed)"),
+    "a string path": ('"images/"', "is a string ('images/')"),
+    "an iterator of a Dataset": ("iter(tf.data.Dataset.from_tensor_slices(np.zeros((8, 2), 'float32')))",
+                                 "is an iterator over a Dataset (OwnedIterator: give the Dataset itself, not "
+                                 "iter(...))"),
+}
+_GAN = _GAN_U8.replace("import keras, numpy as np", "import keras, numpy as np, tensorflow as tf")
+
+
+@pytest.mark.parametrize("name", list(GAN_CASES))
+def test_data_of_a_kind_not_accepted_from_real_data_is_one_line_and_exit_2(tmp_path, name):
+    data, what = GAN_CASES[name]
+    path = write_file(tmp_path, "g.py", _GAN.format(data=data))
+    run_dir = tmp_path / "run"
+    done = run_all({"g": main_cmd("--headless", "--experiment", str(path), "--run-dir", str(run_dir), "--steps", "2")})
+    assert done["g"].returncode == 2, done["g"].stderr
+    assert error_lines(done["g"].stderr) == [f"error: real_data() in g.py {what}; {ACCEPTED}"]
+    assert not run_dir.exists()
+
+
+def test_a_keras_random_layer_in_real_datas_map_is_one_line_naming_real_data(tmp_path):
+    """keras.io's augmentation, `ds.map(lambda x: RandomFlip(...)(x))`: its seed is a variable a pipeline's checkpoint
+    cannot hold. The line names real_data() (as the shortcut's other data errors do) and what to do instead."""
+    source = _GAN.format(data="tf.data.Dataset.from_tensor_slices(np.zeros((16, 2), 'float32')).map(flip)").replace(
+        "def real_data():", "FLIP = keras.layers.RandomFlip('horizontal')\ndef flip(x):\n    return tf.reshape("
+                           "FLIP(tf.reshape(x, (1, 2, 1)), training=True), (2,))\ndef real_data():")
+    path = write_file(tmp_path, "flip.py", source)
+    run_dir = tmp_path / "run"
+    done = run_all({"g": main_cmd("--headless", "--experiment", str(path), "--run-dir", str(run_dir), "--steps", "2")})
+    assert done["g"].returncode == 2, done["g"].stderr
+    assert error_lines(done["g"].stderr) == [
+        "error: real_data() in flip.py is a Dataset whose state cannot be checkpointed (ReadVariableOp is stateful: "
+        "its map reads a variable, as Keras' random layers such as keras.layers.RandomFlip do for their seed), so its "
+        "runs could not be resumed; use tf.image.stateless_random_* in its map with a seed from the element's number "
+        "(Dataset.enumerate()), or make the layer the discriminator's first (it then augments real and fake images "
+        "alike), whose variables every checkpoint holds"]
+    assert not run_dir.exists()

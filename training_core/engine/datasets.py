@@ -122,11 +122,27 @@ class Pipeline:
 
 def check_checkpointable(iterator: Any, prefix: Path, where: str) -> str:
     """Save the iterator's state once (to `prefix`), so that a pipeline whose state cannot be saved is refused
-    now, in one line, and not at its first checkpoint. Returns the saved path."""
+    now, in one line, and not at its first checkpoint. Returns the saved path.
+
+    A map that reads a variable fails as "ReadVariableOp is stateful": in practice a Keras random layer
+    (keras.io's `ds.map(lambda x: keras.layers.RandomFlip(...)(x))`), whose seed is a variable. Its line says
+    what works instead: stateless ops keyed by the stream, or the layer inside a model, whose variables (the
+    seed's state among them) every checkpoint holds (tested: such a run resumes exactly, one with the layer
+    outside the models does not)."""
     try:
         return tf.train.Checkpoint(data=iterator).write(str(prefix))
     except (tf.errors.FailedPreconditionError, tf.errors.UnimplementedError) as e:
         why = " ".join(str(getattr(e, "message", e)).split("[Op:")[0].split("}}")[-1].split())
+        if "ReadVariableOp" in why:
+            model = ("make the layer the discriminator's first (it then augments real and fake images alike)"
+                     if where.startswith("real_data()") else
+                     "apply the layer to ctx.batch in the loss as a model of the experiment (models={..., "
+                     "\"augment\": keras.Sequential([layer])})")
+            raise UserError(f"{where} is a Dataset whose state cannot be checkpointed ({why.rstrip('.')}: its map reads a "
+                            f"variable, as Keras' random layers such as keras.layers.RandomFlip do for their seed), "
+                            f"so its runs could not be resumed; use tf.image.stateless_random_* in its map with a "
+                            f"seed from the element's number (Dataset.enumerate()), or {model}, whose variables "
+                            f"every checkpoint holds") from None
         raise UserError(f"{where} is a Dataset whose state cannot be checkpointed ({why}), so its runs could not be "
                         f"resumed; use stateless random ops in its map (tf.random.stateless_uniform, "
                         f"tf.image.stateless_random_*) and no from_generator or prefetch_to_device") from None

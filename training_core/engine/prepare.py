@@ -37,6 +37,7 @@ from training_core.experiment.api import Experiment
 from training_core.experiment.loading import (
     build_experiment,
     check_batch_size,
+    data_name,
     example_path,
     file_sha256,
     load_module,
@@ -127,7 +128,7 @@ def prepare(config: RunConfig, on_trace: Callable[[str, str], None]) -> Prepared
         freeze, policy = _check_settings(config, exp, names, infos)
         phase_vars, optimizers = _build_optimizers(config, exp, variables, infos, clock)
         rng, data, stats, steps = _make_steps(config, placement, exp, optimizers, phase_vars, variables, on_trace,
-                                              clock, source)
+                                              clock, data_name(module, source))
     warnings = default_name_warnings(exp.models) + untrained_nested_warnings(
         exp.models, [v.path for vs in phase_vars for v in vs]) + list(getattr(data, "warnings", []))
     at_start, deferred = _trace_plan(config, placement, freeze, phase_vars, stats)
@@ -265,17 +266,17 @@ def _build_optimizers(config: RunConfig, exp: Experiment, variables: list[Any], 
 
 def _make_steps(config: RunConfig, placement: Any, exp: Experiment, optimizers: list[Any],
                 phase_vars: list[list[Any]], variables: list[Any], on_trace: Callable[[str, str], None],
-                clock: _Stages, source: Path) -> tuple[Any, Any, list[Any], list[Any]]:
+                clock: _Stages, where: str) -> tuple[Any, Any, list[Any], list[Any]]:
     """The run's generator, the data (engine/datasets.py: variables, or a pipeline's iterator), the statistics a
     forward pass may change, and one step per phase (not traced yet). Last in the placement's scope (the
     caller's): the generator's state and the data are placed like the models' variables, and each step needs
-    its built optimizer."""
+    its built optimizer. `where` names the data in its errors (`data_name`)."""
     import tensorflow as tf
 
     from training_core.engine.datasets import run_data
     from training_core.engine.phase_step import StepSpec
     rng = tf.random.Generator.from_seed(config.seed)  # in the scope: one stream per replica
-    data = run_data(exp, config.jit, f"the data of the experiment in {source.name}")
+    data = run_data(exp, config.jit, where)
     stats = [v for v in variables if is_stat(v)]
     steps = [_make_step(placement, StepSpec(phase=p, models=exp.models, optimizer=opt, variables=tuple(vs),
                                             stats=tuple(stats), rng=rng, data=data, batch_size=exp.batch_size,

@@ -87,6 +87,8 @@ def describe(data: Any, where: str) -> DataSpec:
 def _kind_of(obj: Any) -> str:
     if isinstance(obj, (str, bytes)):
         return f"a string ({obj[:30]!r})"
+    if hasattr(obj, "__next__") and type(obj).__module__.startswith("tensorflow"):  # iter(ds): say what to give
+        return f"an iterator over a Dataset ({type(obj).__name__}: give the Dataset itself, not iter(...))"
     if inspect.isgenerator(obj) or (hasattr(obj, "__next__") and hasattr(obj, "__iter__")):
         return f"a Python {type(obj).__name__} (an iterator, which can be neither checkpointed nor replayed)"
     return f"a {type(obj).__module__}.{type(obj).__qualname__}" if not isinstance(obj, (list, np.ndarray)) else ""

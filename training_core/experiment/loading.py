@@ -228,6 +228,13 @@ def _check_models(exp: Experiment, path: Path) -> None:
                 raise UserError(f"models {other!r} and {name!r} in {path.name} both have a variable {p}; {fix}")
 
 
+def data_name(module: ModuleType, path: Path) -> str:
+    """How a data error names the data: `real_data() in x.py` for a GAN-shortcut file (the function the user wrote,
+    as its other data errors say), `the data of the experiment in x.py` for one with `build()`."""
+    return f"the data of the experiment in {path.name}" if callable(getattr(module, "build", None)) else \
+        f"real_data() in {path.name}"
+
+
 def _check_data(exp: Experiment, path: Path) -> None:
     """What the data may be (experiment/data.py), each wrong kind one line; NaN or Inf in it would show up as a NaN
     loss, which reads as a learning rate that is too high."""
