@@ -3,7 +3,8 @@ and at a chosen step), sorted by a click on a column's header (again: the other 
 or as a LaTeX table.
 
 The rows, their order and both file formats are training_core/runs/sweep_table.py's (`SweepTable`), so a table
-exported here is the one `main.py --export SWEEP_DIR --table` writes from the same records, sorted alike.
+exported here is the one `main.py --export SWEEP_DIR --table` writes from the same records, sorted alike; and
+each cell reads as the LaTeX table's (`cell_text`: mean and sd to one decimal place, 1.20 ± 0.23).
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from PySide6.QtWidgets import (QFileDialog, QHBoxLayout, QHeaderView, QPushButto
 from training_core import UserError
 from training_core.rundir.outputs import check_output
 from training_core.runs.sweep import check_sweep_output
-from training_core.runs.sweep_table import SweepTable
+from training_core.runs.sweep_table import SweepTable, cell_text
 
 FORMATS = {".csv": "CSV (*.csv)", ".tex": "LaTeX table (*.tex)"}
 #: where a column's title may break: after an underscore, or at a space not before a number ("@ 40" stays whole)
@@ -102,7 +103,8 @@ class SweepTableWidget(QWidget):
             g.horizontalHeaderItem(c).setToolTip(key)  # the tag as recorded: the CSV's column, `--sort`'s name
         k = len(table.keys)
         for r, row in enumerate(table.rows):
-            texts = [v for _, v in row.setting] + [str(len(row.members))] + [c.text() for c in row.cells]
+            cells = [cell_text(c, len(row.members), plain=True) for c in row.cells]  # as the LaTeX table's
+            texts = [v for _, v in row.setting] + [str(len(row.members))] + cells
             tips = [""] * (k + 1) + [f"mean ± sd over {c.n} of {len(row.members)} seeds" for c in row.cells]
             for c, (text, tip) in enumerate(zip(texts, tips)):
                 item = QTableWidgetItem(text)

@@ -14,7 +14,7 @@ from app.launch import parse
 from training_core import read_scalars
 from training_core.base.smoothing import ema_smooth
 from training_core.runs.sweep import Sweep
-from training_core.runs.sweep_table import tex_number
+from training_core.runs.sweep_table import mean_sd_text, tex_number
 
 STEPS = 80
 
@@ -110,7 +110,7 @@ def test_the_table_sorts_and_exports_what_it_shows_as_csv_and_latex(ui, sweep_di
     rows = {t.grid.item(r, 0).text(): t.grid.item(r, col).text() for r in range(t.grid.rowCount())}
     for ratio in ("1:1", "3:1"):
         mean, sd = _expected(sweep_dir, ratio, "loss/G")
-        assert rows[ratio] == f"{mean:.3g} ± {sd:.3g}"
+        assert rows[ratio] == mean_sd_text(mean, sd, plain=True)  # as LaTeX gives it: "1.20 ± 0.23", not "1.2 ± 0.232"
     view.at_step.setValue(40)  # the columns at step 40 join those at the end
     titles = _titles(t.grid)
     headers = [t.grid.horizontalHeaderItem(c).toolTip() for c in range(t.grid.columnCount())]
@@ -139,6 +139,10 @@ def test_the_table_sorts_and_exports_what_it_shows_as_csv_and_latex(ui, sweep_di
     assert [b.split(" & ")[0] for b in body] == order[::-1]
     mean, sd = _expected(sweep_dir, order[-1], "loss/D")
     assert body[0].split(" & ")[1].startswith(f"${tex_number(mean)} \\pm ")
+    shown = [[t.grid.item(r, c).text() for c in range(2, t.grid.columnCount())] for r in range(t.grid.rowCount())]
+    exported = [b.removesuffix(" \\\\").split(" & ")[1:] for b in body]  # (the LaTeX has no seeds column)
+    # the window's cells read as the LaTeX table's, digit for digit (one rule: runs/sweep_table.cell_text)
+    assert [[c.strip("$").replace(" \\pm ", " ± ") for c in row] for row in exported] == shown
 
 
 def _title(header: str) -> str:

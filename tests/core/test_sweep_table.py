@@ -13,7 +13,9 @@ import pytest
 from training_core.runs.groups import smooth, value_at
 from training_core.base.errors import UserError
 from training_core.figures.spec import default_labels
-from training_core.runs.sweep_table import Member, build_table, column_label, label_names, mean_sd_text, tex_number
+from training_core.runs.groups import Summary
+from training_core.runs.sweep_table import (Member, build_table, cell_text, column_label, label_names, mean_sd_text,
+                                           tex_number)
 
 S = np.arange(0, 50, 10)
 
@@ -97,6 +99,18 @@ def test_mean_and_sd_share_one_decimal_place(mean, sd, text):
     m, d = body.split(" \\pm ")
     assert len(m.partition(".")[2]) == len(d.partition(".")[2])  # the same decimal place, whatever the numbers
     assert float(d) or not sd  # a spread is never shown as 0
+    plain = text.replace(" \\pm ", " ± ").replace("\\times10^{-5}", "×10⁻⁵").replace("\\times10^{3}", "×10³")
+    assert mean_sd_text(mean, sd, plain=True) == plain  # the window's cell: the same digits, as text
+
+
+@pytest.mark.parametrize("summary, seeds, window, latex", [
+    (Summary(1.2, 0.232, 2), 2, "1.20 ± 0.23", "$1.20 \\pm 0.23$"),  # the window showed 1.2 ± 0.232
+    (Summary(1.2134, 0.00308, 3), 3, "1.213 ± 0.003", "$1.213 \\pm 0.003$"),  # and 1.21 ± 0.00308
+    (Summary(1.0, 0.0, 1), 2, "1.00 (n=1)", "$1.00\\,(n=1)$"), (Summary(math.nan, math.nan, 0), 2, "–", "--"),
+    (Summary(1.5e-7, 0.0, 1), 1, "1.50×10⁻⁷", "$1.50\\times10^{-7}$")])
+def test_a_cell_reads_the_same_in_the_window_and_in_latex(summary, seeds, window, latex):
+    assert cell_text(summary, seeds, plain=True) == window
+    assert cell_text(summary, seeds) == latex
 
 
 def test_columns_get_readable_titles_and_the_users_names():

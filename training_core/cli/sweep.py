@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import socket
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -39,6 +40,8 @@ from training_core.base.alternation import parse_ratio, policy_from_dict
 from training_core.base.argparsing import EXIT_BAD_INPUT
 from training_core.base.errors import UserError
 from training_core.base.scopes import resolve_scopes
+from training_core.rundir.layout import LOCK_FILE
+from training_core.rundir.lock import read_holder
 from training_core.cli.options import build_parser, config_from_args, resume_from_args
 from training_core.cli.sweep_pool import Slot, device_slots, run_pool
 from training_core.cli.sweep_report import announce, point_command, say, stopped, summary
@@ -237,7 +240,7 @@ def run_point(sweep: Sweep, index: int, quiet: bool = False) -> int:
         tell(f"failed earlier ({state.detail}); skipped (move {d} away to run it again)")
         return EXIT_FAILED
     if state.state == "running":
-        raise UserError(f"point {index} is being trained now: {state.detail}")
+        raise UserError(busy(d, point))
     if state.state == "cut":
         kept = _move_aside(sweep, d)
         tell(f"was cut before its first checkpoint: begun again (what it wrote is in {kept})")
@@ -250,6 +253,17 @@ def run_point(sweep: Sweep, index: int, quiet: bool = False) -> int:
         return guarded(lambda: _resume(argv, quiet))
     tell("started")
     return guarded(lambda: train(sweep.config(point), quiet=quiet))
+
+
+def busy(run_dir: Path, point: Point) -> str:
+    """The one line refusing a point another live process trains (its run's `writer.lock`): who, and the fix for
+    a point (the run's own refusal says "choose another --run-dir", which a point has not)."""
+    h = read_holder(run_dir)
+    who = f"by {h.describe()}" if h else "by another process"
+    fix = f"wait for it to end, or stop that process (it keeps its record) and run --point {point.index} again"
+    if h and h.host != socket.gethostname():  # (its liveness cannot be seen from here)
+        fix += f"; if that process is gone (its node is down), delete {run_dir / LOCK_FILE} first"
+    return f"point {point.index} ({point.name}) is being trained now {who}; {fix}"
 
 
 def _resume(argv: list[str], quiet: bool) -> int:

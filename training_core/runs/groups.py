@@ -161,12 +161,7 @@ class Summary:
 
     mean: float
     sd: float
-    n: int
-
-    def text(self, digits: int = 3) -> str:
-        if self.n == 0:
-            return "–"
-        return f"{self.mean:.{digits}g}" if self.n == 1 else f"{self.mean:.{digits}g} ± {self.sd:.{digits}g}"
+    n: int  # (its text, in the window's table as in LaTeX: runs/sweep_table.cell_text, one rule for both)
 
 
 def summarise(values: Sequence[float]) -> Summary:

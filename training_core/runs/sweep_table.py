@@ -145,7 +145,7 @@ class SweepTable:
         lines = [f"\\begin{{tabular}}{{{spec}}}", "\\toprule", " & ".join(head) + " \\\\", "\\midrule"]
         for r in self.rows:
             cells = [_tex(v) for _, v in r.setting] or ["all runs"]
-            cells += [_tex_cell(s, digits, len(r.members)) for s in r.cells]
+            cells += [cell_text(s, len(r.members), digits) for s in r.cells]
             lines.append(" & ".join(cells) + " \\\\")
         lines += ["\\bottomrule", "\\end{tabular}"]
         seeds = f"{n_all.pop()} seeds" if len(n_all) == 1 else "seeds"
@@ -253,26 +253,39 @@ def _tex(text: str) -> str:
     return "".join(_TEX_SPECIAL.get(ch, ch) for ch in str(text))
 
 
-def tex_number(x: float, digits: int = 3) -> str:
+def tex_number(x: float, digits: int = 3, plain: bool = False) -> str:
     """`digits` significant figures, trailing zeros kept (0.600, 6.00: every cell shows the same precision), in
-    math mode's notation: 1.20\\times10^{-5} for 1.2e-05. An exact 0 has no significant figures to show: 0."""
+    math mode's notation: 1.20\\times10^{-5} for 1.2e-05 (`plain`: 1.20×10⁻⁵, for the window). An exact 0 has no
+    significant figures to show: 0."""
     if x == 0:
         return "0"
     text = f"{x:#.{digits}g}"
     m = re.fullmatch(r"(-?[0-9.]+)e([+-])0*([0-9]+)", text)
     if m:
         mant, sign, exp = m.groups()
-        return f"{mant.rstrip('.')}\\times10^{{{'-' if sign == '-' else ''}{exp}}}"
+        return f"{mant.rstrip('.')}{_power(int(exp) * (-1 if sign == '-' else 1), plain)}"
     return text.rstrip(".")
 
 
-def _tex_cell(s: Summary, digits: int, seeds: int) -> str:
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def _power(exp: int, plain: bool) -> str:
+    return f"×10{str(exp).translate(_SUPERSCRIPT)}" if plain else f"\\times10^{{{exp}}}"
+
+
+def cell_text(s: Summary, seeds: int, digits: int = 3, plain: bool = False) -> str:
+    """One cell: mean ± sd over the seeds (`mean_sd_text`), the mean alone for one seed, "(n=K)" when fewer of
+    the `seeds` recorded it. LaTeX's cell is in math mode (`$...$`); `plain`: the window's text, the same digits
+    (one rule: the window's table reads as the exported one)."""
     if s.n == 0:
-        return "--"
-    fewer = f"\\,(n={s.n})" if s.n < seeds else ""
+        return "–" if plain else "--"
+    fewer = "" if s.n >= seeds else f" (n={s.n})" if plain else f"\\,(n={s.n})"
     if s.n == 1 or not math.isfinite(s.sd):
-        return f"${tex_number(s.mean, digits)}{fewer}$"
-    return f"${mean_sd_text(s.mean, s.sd, digits)}{fewer}$"
+        text = tex_number(s.mean, digits, plain)
+    else:
+        text = mean_sd_text(s.mean, s.sd, digits, plain)
+    return text + fewer if plain else f"${text}{fewer}$"
 
 
 def _exponent(x: float) -> int:
@@ -280,14 +293,16 @@ def _exponent(x: float) -> int:
     return math.floor(math.log10(abs(x))) if x else 0
 
 
-def mean_sd_text(mean: float, sd: float, digits: int = 3) -> str:
+def mean_sd_text(mean: float, sd: float, digits: int = 3, plain: bool = False) -> str:
     """`mean \\pm sd`, both to one decimal place: the mean's `digits`-th significant figure, or the sd's first
     significant figure where that is finer (1.120 ± 0.002, not 1.12 ± 0.002, nor a spread rounded to 0.00).
     Where the mean needs an exponent (as `tex_number` writes it), both share it: (3.00 ± 0.14)\\times10^{-5}.
     An exact 0 has no significant figure to set the place: a mean of 0 takes the sd's first (0.0 ± 0.5), and
-    0 ± 0 is written so (it was 0.00 ± 0.00, two places no figure of the cell asked for)."""
+    0 ± 0 is written so (it was 0.00 ± 0.00, two places no figure of the cell asked for). `plain`: the same
+    digits as text (`1.20 ± 0.23`, `(3.00 ± 0.14)×10⁻⁵`), as the window's table shows them."""
+    pm = " ± " if plain else " \\pm "
     if not (math.isfinite(mean) and math.isfinite(sd)) or (mean == 0 and sd == 0):
-        return f"{tex_number(mean, digits)} \\pm {tex_number(sd, digits)}"
+        return f"{tex_number(mean, digits, plain)}{pm}{tex_number(sd, digits, plain)}"
     rounded = float(f"{mean:.{digits - 1}e}")  # the mean as shown: its exponent after rounding (9.996 -> 10.0)
     place = _exponent(rounded) - (digits - 1)
     if sd and (mean == 0 or round(sd, -place) == 0):
@@ -296,5 +311,5 @@ def mean_sd_text(mean: float, sd: float, digits: int = 3) -> str:
     places = max(0, shared - place)
     m, d = f"{mean / 10 ** shared:.{places}f}", f"{sd / 10 ** shared:.{places}f}"
     if shared:
-        return f"({m} \\pm {d})\\times10^{{{shared}}}"
-    return f"{m} \\pm {d}"
+        return f"({m}{pm}{d}){_power(shared, plain)}"
+    return f"{m}{pm}{d}"
