@@ -61,6 +61,8 @@ def test_a_failed_point_gives_the_sweep_exit_code_1_and_the_others_still_run(fai
     assert [s.reason for s in stops] == ["halted"] and stops[0].step < 40  # halted on the NaN, not at the end
     assert states[0].detail == f"it halted at step {stops[0].step}"
     assert "became inf" in first.stderr or "became nan" in first.stderr
+    # the closing line names the failed point as --point takes it and as its directory is called, not a bare index
+    assert f"1 of 2 points done; failed: point 0 ({sweep.points[0].name})" in first.stdout, first.stdout
 
 
 def test_resume_skips_a_failed_point_with_the_documented_line_and_still_says_1(failed):

@@ -49,9 +49,14 @@ def stopped(sweep: Sweep) -> int:
     return EXIT_INTERRUPTED
 
 
+def _named(sweep: Sweep, k: int) -> str:
+    """A failed point as the user finds it: its index (`--point K`) and its run directory's name."""
+    return f"point {k} ({sweep.points[k].name})"
+
+
 def summary(sweep: Sweep, failed: list[int]) -> int:
     done = sum(s.state == "done" for s in sweep.states())
     print(f"sweep {sweep.dir}: {done} of {len(sweep.points)} points done"
-          + (f"; failed: {', '.join(map(str, failed))} (their logs and records say why)" if failed else "")
+          + (f"; failed: {', '.join(_named(sweep, k) for k in failed)} (their logs and records say why)" if failed else "")
           + f"; the table: {program()} --export {shlex.quote(str(sweep.dir))} --table table.csv", flush=True)
     return EXIT_FAILED if failed else 0
