@@ -63,6 +63,21 @@ def band_path(panel, x: np.ndarray, low: np.ndarray, high: np.ndarray) -> QPaint
     return path
 
 
+def stepped(c) -> tuple[np.ndarray, np.ndarray]:
+    """(x of each point drawn, the record it stands for): the records, and at each change of frozen state
+    (`Curve.step_x`) two points more at the change's x, the record before and the record after, so the curve
+    holds its level to the freeze and drops there, the window's rule (app/plots/update_stretches.py). Joined
+    straight, a variable frozen at 150 with records at 133 and 166 sloped from its level at 133 to the "0" at
+    166, across the freeze's marker."""
+    n = len(c.x)
+    rec = np.arange(n)
+    if c.step_x is None or c.frozen is None:
+        return c.x, rec
+    idx = np.flatnonzero(np.isfinite(c.step_x[:n]))
+    at = np.repeat(idx, 2)
+    return np.insert(c.x, at, c.step_x[at]), np.insert(rec, at, np.column_stack([idx - 1, idx]).ravel())
+
+
 def layers(panel) -> list[list[tuple]]:
     """(pen, x, y in axis units) per drawn line: raw behind smoothed behind frozen stretches."""
     th = panel.theme
@@ -70,18 +85,19 @@ def layers(panel) -> list[list[tuple]]:
     for c in panel.plot.curves:
         if not len(c.steps):
             continue
-        x = c.x
         colour = th.colour(c.colour)
         frozen = c.frozen if c.frozen is not None and c.frozen.any() else None
+        x, rec = stepped(c) if frozen is not None else (c.x, np.arange(len(c.x)))
+        frozen = None if frozen is None else frozen[rec]
         live = np.ones(len(x), bool) if frozen is None else ~frozen
-        sm = panel.ty(c.smoothed)
+        sm = panel.ty(c.smoothed)[rec]
         if panel.show_raw and not c.is_band:  # a band stands for the seeds' spread: no raw copy behind it
             faint = th.tint(colour, th.raw_alpha)
-            out[0].append((make_pen(faint, th.raw_width), x, np.where(live, panel.ty(c.values), np.nan)))
+            out[0].append((make_pen(faint, th.raw_width), x, np.where(live, panel.ty(c.values)[rec], np.nan)))
         out[1].append((make_pen(colour, th.line_width, DASHES[c.dash]), x, np.where(live, sm, np.nan)))
-        if frozen is not None:  # joined to the live parts on both sides
+        if frozen is not None:  # joined to the live parts on both sides: at a change, the step's vertical
             near = frozen | np.r_[frozen[1:], False] | np.r_[False, frozen[:-1]]
-            joined = np.where(frozen, panel.ty(c.values), sm)
+            joined = np.where(frozen, panel.ty(c.values)[rec], sm)
             out[2].append((make_pen(QColor(th.muted), th.line_width, dots=True), x, np.where(near, joined, np.nan)))
     return out
 

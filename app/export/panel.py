@@ -161,15 +161,41 @@ class Panel:
         b = self.bounds  # lined up with the neighbours: a step, or a value, at the same place in each
         top = max(top, b[1]) if b[1] is not None else top
         bottom = min(bottom, b[3]) if b[3] is not None else bottom
-        self.yticks = self._yticks(bottom - top)
-        ytw = max((self._tick_w(t) for t in self.yticks), default=0.0)
-        left = c.left() + 0.4 * fs + self.label_style.height + 0.45 * fs + ytw + 0.3 * fs + tl
+        for _ in range(3):  # down as far as keeps the top tick label clear of the panel letter
+            self.yticks = self._yticks(bottom - top)
+            ytw = max((self._tick_w(t) for t in self.yticks), default=0.0)
+            left = c.left() + 0.4 * fs + self.label_style.height + 0.45 * fs + ytw + 0.3 * fs + tl
+            left = max(left, b[0]) if b[0] is not None else left
+            short = self._letter_overlap(left, top, bottom)
+            if short <= 0:
+                break
+            top += short
         right = c.right() - 0.4 * fs - right_extra - max(self._half_last_tick(), 0.3 * fs)
-        left = max(left, b[0]) if b[0] is not None else left
         right = min(right, b[2]) if b[2] is not None else right
         self.area = QRectF(left, top, max(right - left, 10.0), max(bottom - top, 10.0))
         self.xticks = self._xticks()
         self.legend_mode, self.legend = legend_mode, legend
+
+    def _letter_overlap(self, left: float, top: float, bottom: float) -> float:
+        """How far (pt) the top labelled y tick's text reaches up into the panel letter's box (<= 0: clear), for a
+        plot area from `top` to `bottom` whose y axis is at `left`. A tick label as wide as the column left of
+        the axis ("0.0010" of (c), a sweep's high_quality at 7.16 in) reached under "(c)"."""
+        labelled = [t for t in self.yticks if t.text]
+        if not self.letter or not labelled:
+            return 0.0
+        fs, ts, tl = self.fs, self.tick_style, self.theme.tick_length
+        t = max(labelled, key=lambda t: t.value)
+        lx, ly = self.cell.left() + 0.4 * fs, self.cell.top() + 0.4 * fs
+        letter_right, letter_bottom = lx + self.letter_style.width(self.letter), ly + self.letter_style.height
+        text_right = left - tl - 0.3 * fs
+        if text_right - self._tick_w(t) >= letter_right + 0.1 * fs:
+            return 0.0
+        a, b = self.yr
+        y = bottom - (t.value - a) / (b - a) * (bottom - top)
+        text_top = y + ts.cap / 2 - ts.ascent
+        if t.exponent:  # the raised exponent reaches higher
+            text_top = min(text_top, y + ts.cap / 2 - 0.62 * ts.cap - self.power.sup.ascent)
+        return letter_bottom + 0.1 * fs - text_top
 
     def _xticks(self) -> list[Tick]:
         """As many ticks as fit with a gap between labels; 1000 -> 1k before giving up a tick."""
@@ -282,7 +308,8 @@ class Panel:
     def ylabel_text(self) -> str:
         """The y label drawn: the default's short form when the long one is taller than the plot."""
         ylabel, ls = self.ylabel, self.label_style
-        if ls.width(ylabel) > self.area.height() + self.fs and \
+        lo, hi = self._ylabel_span()
+        if ls.width(ylabel) > hi - lo and \
                 ylabel == default_labels(self.plot.name, self.spec.update_kind)[1]:
             ylabel = short_label(ylabel)
         return ylabel
@@ -290,7 +317,24 @@ class Panel:
     @property
     def ylabel_fits(self) -> bool:
         """Whether the y label is drawn whole (else it is cut with "…": a height that fits it is recommended)."""
-        return self.label_style.width(self.ylabel_text()) <= self.area.height() + self.fs
+        lo, hi = self._ylabel_span()
+        return self.label_style.width(self.ylabel_text()) <= hi - lo
+
+    def _ylabel_span(self) -> tuple[float, float]:
+        """(top, bottom) in pt the rotated y label may take: half a font size past the plot's top and bottom,
+        but below the panel letter, which stands over the label's column: a label as tall as the plot (the
+        three runs' "modes_covered" at 7.16 in) reached 1.5 pt into "(b)"."""
+        a, fs = self.area, self.fs
+        top = a.top() - 0.5 * fs
+        if self.letter:
+            top = max(top, self.cell.top() + 0.4 * fs + self.letter_style.height + 0.2 * fs)
+        return top, a.bottom() + 0.5 * fs
+
+    def _ylabel_centre(self, text: str) -> float:
+        """The y label's centre: the plot's, moved down as little as keeps it in `_ylabel_span`."""
+        lo, hi = self._ylabel_span()
+        half = min(self.label_style.width(text), hi - lo) / 2
+        return min(max(self.area.center().y(), lo + half), hi - half)
 
     def _grid_and_reference(self, p: QPainter) -> None:
         a, th = self.area, self.theme
@@ -342,5 +386,7 @@ class Panel:
         ls = self.label_style
         if self.show_xlabel:
             ls.draw(p, a.center().x(), a.bottom() + self.x_block - ls.height, self.xlabel, fg, ha="center", va="top")
-        ls.draw(p, self.cell.left() + 0.4 * fs, a.center().y(), ls.elide(self.ylabel_text(), a.height() + fs), fg,
-                ha="center", va="top", rotation=-90)
+        lo, hi = self._ylabel_span()
+        text = ls.elide(self.ylabel_text(), hi - lo)
+        ls.draw(p, self.cell.left() + 0.4 * fs, self._ylabel_centre(text), text, fg, ha="center", va="top",
+                rotation=-90)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from training_core.figures.frozen import freeze_at
 from training_core.runs import GrowArray
 
 from .curves import LiveCurve, nearest_index
@@ -131,18 +132,3 @@ class VarCurve:
         y = float(self.log.view()[i])
         return (int(self.record.view()[i]), y) if np.isfinite(y) else None
 
-
-def freeze_at(data, after: int, upto: int, wall: float) -> tuple[int, float]:
-    """(step, time) of the freeze change between records at steps `after` and `upto`: the last `freeze` event
-    in [after, upto), else the later record itself.
-
-    Why `after` is in and `upto` out: a freeze's step is the steps done when it took effect, so the record at
-    its step is the last one trained (its update ran first) and the next record is the first frozen. A freeze
-    at a record step was searched in (after, upto], missed, and drawn as a drop at the next record; one at the
-    later record's step cannot have changed that record (and drawing at `upto` is the fallback anyway)."""
-    for e in reversed(data.markers):
-        if e.kind == "freeze" and after <= e.step < upto:
-            return e.step, e.time or wall
-        if e.step < after:
-            break
-    return upto, wall

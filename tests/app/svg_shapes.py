@@ -24,6 +24,9 @@ class Text:
     size: float  # font size on the page, pt
     rotated: bool
     fill: str
+    #: the baseline's direction on the page (a unit vector): (1, 0) upright, (0, -1) a y label read upwards
+    direction: tuple[float, float] = (1.0, 0.0)
+    bold: bool = False
 
 
 @dataclass
@@ -80,13 +83,14 @@ def read(data: bytes) -> tuple[list[Text], list[Shape]]:
     def walk(el: ET.Element, m: Matrix, style: dict[str, str]) -> None:
         m = _compose(m, _matrix(el))
         style = {**style, **{k: v for k, v in el.attrib.items() if k in (
-            "stroke", "stroke-width", "stroke-dasharray", "fill", "fill-opacity", "font-size")}}
+            "stroke", "stroke-width", "stroke-dasharray", "fill", "fill-opacity", "font-size", "font-weight")}}
         tag = el.tag.removeprefix(NS)
         if tag == "text":
             x, y = _apply(m, float(el.get("x", 0)), float(el.get("y", 0)))
             scale = (m[0] ** 2 + m[1] ** 2) ** 0.5
             texts.append(Text(el.text or "", x, y, float(style.get("font-size", 0)) * scale, abs(m[1]) > 1e-6,
-                              el.get("fill", style.get("fill", ""))))
+                              el.get("fill", style.get("fill", "")), (m[0] / scale, m[1] / scale),
+                              int(el.get("font-weight", style.get("font-weight", "400"))) >= 600))
         elif tag in ("polyline", "path", "polygon"):
             if tag == "path":
                 pts = _path_points(el.get("d", ""))

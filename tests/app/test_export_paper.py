@@ -36,9 +36,15 @@ def export(*args: str) -> subprocess.CompletedProcess:
 
 
 def rect(t: svg.Text) -> tuple[float, float, float, float]:
-    """(left, top, right, bottom) of an upright text on the page, measured in the font it was drawn with."""
-    style = TextStyle(t.size)
-    return t.x, t.y - style.ascent, t.x + style.width(t.text), t.y + style.descent
+    """(left, top, right, bottom) of a text on the page, measured in the font it was drawn with; of a rotated
+    text (a y label read upwards), the box of its rotated outline: the baseline runs along `t.direction`
+    from the anchor, the ascent to its left."""
+    style = TextStyle(t.size, bold=t.bold)
+    (ux, uy), w = t.direction, style.width(t.text)
+    vx, vy = uy, -ux  # "up" from the baseline
+    corners = [(t.x + a * ux + b * vx, t.y + a * uy + b * vy) for a in (0.0, w) for b in (-style.descent, style.ascent)]
+    xs, ys = [c[0] for c in corners], [c[1] for c in corners]
+    return min(xs), min(ys), max(xs), max(ys)
 
 
 def overlap(a: tuple, b: tuple) -> bool:
@@ -61,7 +67,7 @@ def issue_figures(steered_runs, ring_runs, freeze_sweep, tmp_path_factory) -> di
     """The issue's two exports as SVG: three runs with losses, metrics and updates at 7.16 in, and one run with
     losses and updates at 3.5 in; three steered runs, whose markers crowd each other, at 7.16 in; and a sweep,
     whose freeze only two settings have is labelled with their setting, in panels side by side at 7.16 in
-    (two by two) and narrower (4.5 in, a row of two)."""
+    (two by two; also as bands: `--bands minmax`) and narrower (4.5 in, a row of two)."""
     out = tmp_path_factory.mktemp("paper")
     made = {}
     for name, args in {
@@ -71,6 +77,7 @@ def issue_figures(steered_runs, ring_runs, freeze_sweep, tmp_path_factory) -> di
         "stacked": [*map(str, ring_runs), "--plots", "losses,metrics,updates", "--vars",
                     "discriminator/dense_1/kernel", "--size", "7.16", "--layout", "column"],
         "sweep": [str(freeze_sweep), "--plots", "losses,metrics,updates", "--size", "7.16"],
+        "sweep-bands": [str(freeze_sweep), "--bands", "minmax", "--plots", "losses,metrics,updates", "--size", "7.16"],
         "sweep-narrow": [str(freeze_sweep), "--plots", "losses,updates", "--size", "4.5", "--layout", "row"],
     }.items():
         path = out / f"{name}.svg"
@@ -121,17 +128,19 @@ def marker_labels(texts: list[svg.Text], shapes: list[svg.Shape]) -> list[tuple[
     return out
 
 
-@pytest.mark.parametrize("name", ["one", "steered", "sweep", "sweep-narrow"])
+@pytest.mark.parametrize("name", ["three", "one", "steered", "sweep", "sweep-bands", "sweep-narrow"])
 def test_each_marker_label_stands_at_its_line_clear_of_every_other_text(qapp, issue_figures, name):
     """Every label starts (or ends) within 3 pt of its line, its line's leader going up to it, and no text
     touches another or leaves the figure: a sweep's settings, too wide for a half-page panel, ran off their
-    line and over the panel letter "(a)"; now they are wrapped, each line at the line."""
+    line and over the panel letter "(a)"; now they are wrapped, each line at the line. And no panel letter
+    touches any text, a rotated y label included (by its rotated box): "(b)" of the three runs at 7.16 in
+    printed over the top of "modes_covered"."""
     data = issue_figures[name]
     texts, shapes = svg.read(data)
     view = [float(v) for v in ET.fromstring(data).get("viewBox").split()]
     found = marker_labels(texts, shapes)
     labels = [t for t in texts if t.fill == MARKER_TEXT]
-    assert len(found) >= 3 or name.startswith("sweep")
+    assert len(found) >= 3 or name.startswith("sweep") or name == "three"
     if name == "steered":  # each seed changed things 12 steps after the previous: nine lines, each labelled
         for change in ("freeze: generator/dense_1", "lr D=5e-05", "ratio 2:1"):  # with the seeds that made it
             assert sum(" ".join(t.text for t in ls).count("steered-seed") for _, ls in found
@@ -139,8 +148,13 @@ def test_each_marker_label_stands_at_its_line_clear_of_every_other_text(qapp, is
     if name.startswith("sweep"):  # the freeze of two of the four settings, named once by what they share
         [(_, lines)] = found
         assert "".join(t.text for t in lines) == "freeze=discriminator/dense_1@90", [t.text for t in lines]
-    others = [rect(t) for t in texts if not t.rotated and t.fill != MARKER_TEXT]
-    assert any(t.text == "(a)" for t in texts)
+    others = [rect(t) for t in texts if t.fill != MARKER_TEXT]
+    assert any(t.text == "(a)" for t in texts) and any(t.rotated for t in texts)
+    letters = [t for t in texts if t.text in ("(a)", "(b)", "(c)", "(d)")]
+    for letter in letters:  # a panel letter clear of every other text, rotated or not
+        for t in texts:
+            if t is not letter:
+                assert not overlap(rect(letter), rect(t)), (letter.text, t.text, rect(letter), rect(t))
     leaders = [s for s in shapes if s.stroke == MARKER_LINE and not s.dashed and svg.vertical(s)]
     boxes = [rect(t) for t in labels]
     for i, a in enumerate(boxes):

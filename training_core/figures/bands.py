@@ -22,6 +22,7 @@ import numpy as np
 from training_core.base.errors import UserError
 from training_core.base.smoothing import ema_smooth
 from training_core.figures.curves import Curve
+from training_core.figures.frozen import step_x
 from training_core.runs.groups import band, group_runs
 from training_core.rundir.reading import read_config
 
@@ -120,5 +121,8 @@ def band_curve(curve: Curve, entity: Entity, spread: str, weight: float, x_of) -
     low, high = b.low, b.high
     if frozen_on is not None:  # a frozen stretch is drawn as recorded (dotted, grey), not as seeds' EMAs decaying
         low, high = np.where(frozen_on, np.nan, low), np.where(frozen_on, np.nan, high)
-    return Curve(curve.tag, grid.astype(np.int64), on_grid(walls), mean_raw.mean, b.mean, curve.colour, curve.dash,
-                 frozen_on, entity.label, on_grid(xs), low=low, high=high, seeds=b.n)
+    walls_on = on_grid(walls)
+    first = entity.members[0][1]  # a setting's seeds freeze at its planned step: the step drawn at the first's
+    return Curve(curve.tag, grid.astype(np.int64), walls_on, mean_raw.mean, b.mean, curve.colour, curve.dash,
+                 frozen_on, entity.label, on_grid(xs), low=low, high=high, seeds=b.n,
+                 step_x=step_x(first, grid, walls_on, frozen_on, x_of))

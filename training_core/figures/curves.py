@@ -30,6 +30,9 @@ class Curve:
     low: np.ndarray | None = None
     high: np.ndarray | None = None
     seeds: int = 1
+    #: per point: the x its frozen state changed at since the point before (NaN: no change), where the figure
+    #: draws that change as a step (figures/frozen.py `state_changes`); None when it never changes
+    step_x: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.x is None:

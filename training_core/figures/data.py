@@ -27,7 +27,7 @@ from training_core.base.scopes import in_scope
 from training_core.base.smoothing import ema_smooth
 from training_core.figures.bands import SPREAD_TEXT, Entity, band_curve, entities, seed_groups
 from training_core.figures.curves import DASHES, N_COLOURS, Curve, LegendEntry, PlotData
-from training_core.figures.frozen import frozen_entry, frozen_label, moved_while_frozen
+from training_core.figures.frozen import frozen_entry, frozen_label, moved_while_frozen, step_x
 from training_core.figures.markers import MarkerLine, entity_markers, figure_markers
 from training_core.base.errors import UserError
 from training_core.figures.metric_groups import band_edges, metric_groups, wants_log
@@ -178,6 +178,13 @@ def _curve(tag: str, series: tuple, weight: float, colour: int, dash: int = 0, f
                  None if frozen is None else np.array(frozen, dtype=bool, copy=True), run, x)
 
 
+def _stepped(curve: Curve, store: "RunData", clock: _Clock) -> Curve:
+    """`curve` with the x of each change of frozen state, where the painter draws it as a step: at the freeze's
+    step, as the window does (figures/frozen.py `freeze_at`)."""
+    curve.step_x = step_x(store, curve.steps, curve.wall, curve.frozen, clock.x)
+    return curve
+
+
 def _pair(run: int, item: int, spec: FigureSpec) -> tuple[int, int]:
     """(colour, dash) of a curve in an overlay of several runs."""
     return (run, item % len(DASHES)) if spec.colour_by == "run" else (item, run % len(DASHES))
@@ -268,8 +275,9 @@ def _updates(runs: list, spec: FigureSpec, clock: _Clock) -> PlotData:
             for p in ps:
                 colour, dash = _pair(r, paths.index(p), spec)
                 series = store.var_series(p, kind)
-                curves.append(_curve(f"{kind}/{p}", series, spec.smoothing, colour, dash, store.frozen_series(p),
-                                     label, clock.x(store, series[0], series[1])))
+                curves.append(_stepped(_curve(f"{kind}/{p}", series, spec.smoothing, colour, dash,
+                                              store.frozen_series(p), label, clock.x(store, series[0], series[1])),
+                                       store, clock))
         problem = overlay_problem(len(paths), spec)
         if problem:  # a legend of repeated looks would name curves wrongly: why there is none
             legend = [LegendEntry(problem.split(";")[0], None)]
@@ -341,7 +349,8 @@ def _updates_one(run: tuple[str, "RunData"], paths: list[str], spec: FigureSpec,
             whole = all(q in always for q in paths if split_path(q)[0] == parent)
             unit = parent if whole and not per_variable else p
             items.setdefault(unit, (unit, "muted", None, True))
-            curves.append(_curve(f"{kind}/{p}", series, spec.smoothing, 0, 0, frozen[p], label, x))
+            curves.append(_stepped(_curve(f"{kind}/{p}", series, spec.smoothing, 0, 0, frozen[p], label, x),
+                                   store, clock))
             if moved_while_frozen(curves[-1]):
                 moved.add(unit)
             continue
@@ -349,7 +358,8 @@ def _updates_one(run: tuple[str, "RunData"], paths: list[str], spec: FigureSpec,
         unit = parent if parent in regular and not per_variable else p
         unit_dash = DASHES[dash] if unit == p else None
         items.setdefault(unit, (unit, colour, unit_dash, False))
-        curves.append(_curve(f"{kind}/{p}", series, spec.smoothing, colour, dash, frozen[p], label, x))
+        curves.append(_stepped(_curve(f"{kind}/{p}", series, spec.smoothing, colour, dash, frozen[p], label, x),
+                               store, clock))
     legend = _tree(list(items.values()), store, moved)
     if not per_variable and len(leaves) > 1:  # the key: only the leaves with a dash of their own
         legend += [LegendEntry(leaf, "fg", DASHES[i]) for i, leaf in enumerate(leaves[:len(DASHES)])]

@@ -6,6 +6,9 @@ optimizer's momentum and decay (ΔW ≠ 0, the gate's known leak). In a run `tra
 user's `fit()` or own loop: config.toml's `monitor`), a variable counts as frozen when its `trainable` flag reads
 False (or a scope over it was declared frozen), and one that moved was trained anyway: a leak of the user's code,
 not of any gate. The legend said "frozen (gate: ΔW ≠ 0, the leak)" of a `fit()` run that never had a gate.
+
+Also where a change of frozen state is drawn (`freeze_at`, `state_changes`): at the freeze's own step, as a
+step, in the window (app/plots/update_stretches.py) and the export (app/export/curves.py) alike.
 """
 from __future__ import annotations
 
@@ -87,3 +90,45 @@ def frozen_entry(curves: Sequence[Curve], stores: dict[str, "RunData"] | None = 
     else:
         text = FROZEN_MIXED if moved else FROZEN_EXACT
     return LegendEntry(text, "muted", frozen=True)
+
+
+def freeze_at(data: "RunData", after: int, upto: int, wall: float) -> tuple[int, float]:
+    """(step, time) of the freeze change between records at steps `after` and `upto`: the last `freeze` event
+    in [after, upto), else the later record itself.
+
+    Why `after` is in and `upto` out: a freeze's step is the steps done when it took effect, so the record at
+    its step is the last one trained (its update ran first) and the next record is the first frozen. A freeze
+    at a record step was searched in (after, upto], missed, and drawn as a drop at the next record; one at the
+    later record's step cannot have changed that record (and drawing at `upto` is the fallback anyway)."""
+    for e in reversed(data.markers):
+        if e.kind == "freeze" and after <= e.step < upto:
+            return e.step, e.time or wall
+        if e.step < after:
+            break
+    return upto, wall
+
+
+def state_changes(data: "RunData", steps: np.ndarray, wall: np.ndarray,
+                  frozen: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(record indices, steps, times) of each change of frozen state in a series: the first record of the new
+    state, and the step and time it changed at (`freeze_at`), where a figure draws the step. Joined straight,
+    the records around a freeze sloped from the last trained level down to the "0" floor, crossing the
+    freeze's marker mid-slope."""
+    f = np.asarray(frozen[:len(steps)], dtype=bool)
+    idx = np.flatnonzero(f[1:] != f[:-1]) + 1
+    at = [freeze_at(data, int(steps[i - 1]), int(steps[i]), float(wall[i])) for i in idx.tolist()]
+    return idx, np.array([a[0] for a in at], dtype=np.int64), np.array([a[1] for a in at], dtype=np.float64)
+
+
+def step_x(data: "RunData", steps: np.ndarray, wall: np.ndarray, frozen: np.ndarray | None,
+           x_of) -> np.ndarray | None:
+    """`Curve.step_x` of a series: per record, the x (`x_of(data, steps, wall)`) its frozen state changed at
+    since the record before, NaN where it did not; None if it never changed."""
+    if frozen is None:
+        return None
+    idx, at, t = state_changes(data, steps, wall, frozen)
+    if not len(idx):
+        return None
+    out = np.full(len(steps), np.nan)
+    out[idx] = np.asarray(x_of(data, at, t), dtype=np.float64)
+    return out
