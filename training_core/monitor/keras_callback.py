@@ -9,9 +9,10 @@ sub-model with its ‖ΔW‖, ‖ΔW‖/‖W‖ and whether it counts as frozen,
 (monitor/update_meter.py), events, TensorBoard, samples from `sample(model)`, checkpoints on request. The run
 directory is a Freezeframe run's: the window opens it, attaches to it and steers it.
 
-The leak check is the point: `discriminator.trainable = False` after `compile()` (or after the first batch)
-does nothing to a train_step that was traced before it, and the discriminator keeps training while its
-author believes it frozen. Here a weight its model made trainable whose flag reads False, or a variable under
+The leak check is the point: `discriminator.trainable = False` once fit() has traced the step (after a first
+fit(), or after the first batch) does nothing to the train_step as traced, and the discriminator keeps
+training while its author believes it frozen (set after compile() but before the first fit(), Keras 3.15 fails
+with `ValueError: not enough values to unpack` instead). Here a weight its model made trainable whose flag reads False, or a variable under
 a scope declared frozen (`frozen=`, `declare_frozen`), that moves is a `leak` event, on the terminal and in
 the window.
 
@@ -41,6 +42,7 @@ from training_core.base.errors import UserError
 from training_core.base.scopes import scope_list
 from training_core.experiment.loading import refuse_inside_experiment
 from training_core.monitor.control_replay import ControlReplayer, plan_control_replay
+from training_core.monitor.fit_models import match, phase_optimizers, sub_models
 from training_core.monitor.monitored import MonitoredRun
 from training_core.monitor.described import describe
 from training_core.monitor.terminal_report import TerminalReport
@@ -82,29 +84,6 @@ def check_losses(losses: Mapping[str, str] | None, names: Sequence[str]) -> None
         raise UserError(f"Monitor: losses names {', '.join(repr(k) for k in wrong)}, not a sub-model of the model "
                         f"(its sub-models: {', '.join(names)}); key losses by the sub-models' names, e.g. "
                         f"losses={example}")
-
-
-def sub_models(model: Any) -> dict[str, Any]:
-    """The model's own sub-models with weights, by name (a model without any: itself)."""
-    subs = {m.name: m for m in getattr(model, "layers", []) if getattr(m, "weights", None)}
-    return subs or {model.name: model}
-
-
-def match(names: Sequence[str], keys: Sequence[str], given: Mapping[str, str] | None, what: str) -> dict[str, str]:
-    """Each name's key: `given`, else the key that is the name, holds it, or shares its first letter (`d_loss`
-    for `discriminator`), when exactly one does."""
-    if given:
-        return dict(given)
-    out = {}
-    for name in names:
-        low = name.lower()
-        found = [k for k in keys if k.lower() == low or low in k.lower()]
-        found = found or [k for k in keys if k[:1].lower() == low[:1] and (len(k) < 2 or not k[1].isalpha())]
-        if len(found) == 1:
-            out[name] = found[0]
-        elif len(names) == 1 and len(keys) == 1:
-            out[name] = keys[0]
-    return out
 
 
 class BatchMeans:
@@ -152,6 +131,25 @@ class BatchMeans:
         return out
 
 
+class FitLeakAlarm(LeakAlarm):
+    """A leak's cause as it is: a weight whose flag reads False ("fit": set once fit() had traced its step), or
+    one under a scope declared frozen (`frozen=`, `declare_frozen`) that the step updates all the same ("fit
+    declared"). Why: the terminal and the window say why it moved, and the two call for different fixes."""
+
+    def __init__(self, monitor: "Monitor") -> None:
+        super().__init__()
+        self._monitor = monitor
+
+    def cause(self, phase: str, path: str) -> str:
+        from training_core.base.scopes import frozen_mask
+        core = self._monitor.core
+        p = core.prepared
+        v = next((v for v in p.variables if str(getattr(v, "path", None) or v.name) == path), None)
+        if v is not None and id(v) in p.made_trainable and not v.trainable:
+            return "fit"
+        return "fit declared" if frozen_mask([path], list(core.state.freeze))[0] else "fit"
+
+
 class Monitor(keras.callbacks.Callback):
     """See the module docstring. `frozen`: a scope, or a list of scopes, declared frozen from the start (a move
     is a leak); `checkpoint_every`: batches between checkpoints (0: only on request); `var_every`: one batch in
@@ -192,8 +190,9 @@ class Monitor(keras.callbacks.Callback):
         from training_core.monitor.own_loop import _config
         models = dict(self._models) if self._models else sub_models(self.model)
         check_losses(self._losses, list(models))
-        opts = self._known_optimizers(list(models))
-        phases = [(name, opts.get(name), [v for v in m.weights if "float" in str(v.dtype)]) for name, m in models.items()]
+        opts, trained = phase_optimizers(self.model, models, self._optimizers)
+        phases = [(name, opts.get(name), [v for v in models[name].weights if "float" in str(v.dtype)])
+                  for name in trained]  # (a sub-model no optimizer trains, an EMA copy: recorded, no phase)
         s = self._settings
         config = _config(self.run_dir, self._target(), s["seed"], s["var_every"], s["checkpoint_every"],
                          s["sample_every"], s["tensorboard"], [p for p in phases if p[1] is not None], "fit")
@@ -204,7 +203,7 @@ class Monitor(keras.callbacks.Callback):
         model = self.model
         every = s["checkpoint_every"]
         observers = [*replaying, *([Sampler(2.0, config.sample_every)] if self._sample is not None else []),
-                     *([Checkpointer(every)] if every else []), LeakAlarm(), NanAlarm("continue"), CommandFileReader(),
+                     *([Checkpointer(every)] if every else []), FitLeakAlarm(self), NanAlarm("continue"), CommandFileReader(),
                      TerminalReport(quiet=self._quiet), SampleRecord(), RunRecord()]
         self.core = MonitoredRun(described, observers, False, self._refuse, leak_method="fit",
                                  sample=None if self._sample is None else (lambda: self._sample(model)))
@@ -213,16 +212,6 @@ class Monitor(keras.callbacks.Callback):
     def _target(self) -> int | None:
         p = self.params or {}
         return p["epochs"] * p["steps"] if isinstance(p.get("epochs"), int) and isinstance(p.get("steps"), int) else None
-
-    def _known_optimizers(self, names: list[str]) -> dict[str, Any]:
-        found = {k: v for k, v in vars(self.model).items() if isinstance(v, keras.optimizers.Optimizer)}
-        if self._optimizers:
-            return dict(self._optimizers)
-        by_key = match(names, list(found), None, "optimizer")
-        got = {name: found[key] for name, key in by_key.items()}
-        if not got and len(names) == 1 and getattr(self.model, "optimizer", None) is not None:
-            got = {names[0]: self.model.optimizer}
-        return got
 
     def declare_frozen(self, *scopes: str) -> None:
         """Say that `scopes` are frozen from this batch on (a move is then a leak); none: nothing is."""

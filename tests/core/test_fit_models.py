@@ -1,0 +1,53 @@
+"""monitor/fit_models.py: which sub-models of a `fit()` model the Monitor records, and which are phases.
+
+Why: the keras.io data-efficient GAN keeps an EMA copy of its generator, a third sub-model its `train_step`
+updates by `assign` and no optimizer trains. Made by `keras.models.clone_model`, it keeps the name `generator`
+and the same variable paths, and keyed by name it silently replaced the trained generator in the record; named
+otherwise, its name matched `g_optimizer` too and the run was refused as if two phases shared it.
+"""
+from __future__ import annotations
+
+import pytest
+
+from training_core import read_events, read_scalars
+from training_core.base.errors import UserError
+from training_core.monitor import Monitor
+from training_core.rundir.varstore import read_variables
+
+from .keras_gan import dataset, make_ema_gan
+
+
+def test_a_clone_with_its_originals_name_and_paths_is_one_line_naming_both_attributes(tmp_path):
+    gan = make_ema_gan()
+    assert gan.ema_generator.name == "generator"  # what clone_model does
+    with pytest.raises(UserError) as e:
+        gan.fit(dataset(2), epochs=1, verbose=0, callbacks=[Monitor(tmp_path / "run", quiet=True)])
+    assert str(e.value) == (
+        "Monitor: the model's .generator and .ema_generator are both named 'generator' with the same variable paths "
+        "(keras.models.clone_model keeps the name), so the record cannot tell them apart; build the copy under a "
+        "name of its own (name='ema_generator'), or pass models={'generator': model.generator, ...} with the "
+        "models to record")
+    assert not (tmp_path / "run").exists()  # refused before anything is written
+    # the fix it names: the trained generator is recorded, the copy left out
+    gan.fit(dataset(2), epochs=1, verbose=0, callbacks=[Monitor(tmp_path / "run", quiet=True, models={
+        "discriminator": gan.discriminator, "generator": gan.generator})])
+    rows = {r.phase: r for r in read_variables(tmp_path / "run")}
+    assert rows.keys() == {"discriminator", "generator"} and (rows["generator"].update_norm > 0).any()
+
+
+@pytest.mark.parametrize("fits_before", [0, 1])  # its optimizers not built yet (named), or built (measured)
+def test_an_ema_copy_of_another_name_is_recorded_but_no_phase(tmp_path, fits_before):
+    gan = make_ema_gan("generator_ema")
+    for _ in range(fits_before):
+        gan.fit(dataset(2), epochs=1, verbose=0)
+    gan.fit(dataset(4), epochs=1, verbose=0, callbacks=[Monitor(tmp_path / "run", var_every=2, quiet=True)])
+    events = read_events(tmp_path / "run")
+    start = events[0]
+    assert start.phases == ["discriminator", "generator"]  # the copy trains with no optimizer: no phase
+    paths = {v["path"] for v in start.variables}
+    assert {"generator/out/kernel", "generator_ema/out/kernel"} <= paths  # both recorded
+    rows = {r.phase: r for r in read_variables(tmp_path / "run")}
+    assert all(p.startswith("generator/") for p in rows["generator"].paths)  # the trained one, not the copy
+    assert (rows["generator"].update_norm > 0).any()
+    assert [e for e in events if e.kind in ("leak", "error")] == [] and events[-1].reason == "done"
+    assert read_scalars(tmp_path / "run")["loss/generator"].steps.tolist() == [1, 2, 3, 4]
