@@ -51,3 +51,26 @@ def test_an_ema_copy_of_another_name_is_recorded_but_no_phase(tmp_path, fits_bef
     assert (rows["generator"].update_norm > 0).any()
     assert [e for e in events if e.kind in ("leak", "error")] == [] and events[-1].reason == "done"
     assert read_scalars(tmp_path / "run")["loss/generator"].steps.tolist() == [1, 2, 3, 4]
+    assert [e for e in events if e.kind == "warning"] == []
+
+
+def test_a_copy_whose_name_fits_no_optimizer_is_one_line_at_the_first_batch_in_a_first_fit(tmp_path):
+    """Before the first step no optimizer says what it trains, and `ema` fits no optimizer's name: it was a phase,
+    and the run ended with "no loss in fit()'s logs for 'ema'". The first step tells (the optimizers are built
+    then): the line says no optimizer trains it and names the fix; with that fix, or in a later fit(), it is no
+    phase."""
+    gan = make_ema_gan("ema")
+    with pytest.raises(UserError) as e:
+        gan.fit(dataset(2), epochs=1, verbose=0, callbacks=[Monitor(tmp_path / "run", quiet=True)])
+    assert str(e.value) == (
+        "Monitor: no optimizer trains 'ema' (an EMA copy?) and fit()'s logs has no loss for it (logs has d_loss, "
+        "g_loss); pass models={'discriminator': model.discriminator, 'generator': model.generator}, the sub-models "
+        "the step trains")
+    events = read_events(tmp_path / "run")
+    assert events[-1].reason == "error" and not any(ev.step for ev in events)  # no step recorded
+    gan.fit(dataset(2), epochs=1, verbose=0, callbacks=[Monitor(tmp_path / "run", quiet=True, models={
+        "discriminator": gan.discriminator, "generator": gan.generator})])  # the fix, in the same directory
+    assert read_events(tmp_path / "run")[0].phases == ["discriminator", "generator"]
+    gan.fit(dataset(2), epochs=1, verbose=0, callbacks=[Monitor(tmp_path / "again", quiet=True)])  # now built
+    events = read_events(tmp_path / "again")
+    assert events[0].phases == ["discriminator", "generator"] and not [e for e in events if e.kind == "warning"]

@@ -107,3 +107,28 @@ def phase_optimizers(model: Any, models: Mapping[str, Any],
         return {names[0]: model.optimizer}, names
     phases = [n for n in names if n not in untrained]
     return {n: o for n, o in got.items() if n in phases}, phases or names
+
+
+def misread_phases(model: Any, models: Mapping[str, Any], phases: Sequence[str],
+                   optimizers: Mapping[str, Any]) -> dict[str, str]:
+    """After the first step (every optimizer the step applied is built now): one line for each phase the names
+    got wrong, which the record can no longer change (its `start` event holds the phases): an optimizer that
+    trains none of its phase's weights, or a phase that no optimizer trains (an EMA copy whose name fits none)."""
+    found = {k: v for k, v in vars(model).items() if isinstance(v, keras.optimizers.Optimizer)}
+    trains = {k: {id(v) for v in vs} for k, opt in found.items()
+              if (vs := keras_private.optimizer_trains(opt)) is not None}
+    if not trains:
+        return {}
+    key_of = {id(v): k for k, v in found.items()}
+    out = {}
+    for name in phases:
+        ids = {id(v) for v in models[name].weights}
+        opt = optimizers.get(name)
+        key = key_of.get(id(opt))
+        if key in trains and not trains[key] & ids:
+            out[name] = (f"Monitor: {key} trains none of {name}'s variables, so {name}'s learning rate and the "
+                         f"record's optimizer for it are wrong; pass optimizers={{'{name}': model.<its optimizer>, ...}}")
+        elif opt is None and not any(vs & ids for vs in trains.values()):
+            out[name] = (f"Monitor: no optimizer trains {name} (an EMA copy?), yet it is recorded as a phase; pass "
+                         f"models= without it to record it as no phase")
+    return out

@@ -42,7 +42,7 @@ from training_core.base.errors import UserError
 from training_core.base.scopes import scope_list
 from training_core.experiment.loading import refuse_inside_experiment
 from training_core.monitor.control_replay import ControlReplayer, plan_control_replay
-from training_core.monitor.fit_models import match, phase_optimizers, sub_models
+from training_core.monitor.fit_models import match, misread_phases, phase_optimizers, sub_models
 from training_core.monitor.monitored import MonitoredRun
 from training_core.monitor.described import describe
 from training_core.monitor.terminal_report import TerminalReport
@@ -237,8 +237,12 @@ class Monitor(keras.callbacks.Callback):
         logs = logs or {}
         keys = self._keys
         if keys is None:
-            keys = self._keys = self._loss_keys(logs)
+            misread = self._misread()
+            keys = self._keys = self._loss_keys(logs, misread)
             self._means = BatchMeans(self.model, list(logs))
+            from training_core.base import events as E
+            for line in misread.values():
+                core.emit(E.Warning(message=line))
         own = self._means.values()
         if own:
             logs = {k: own.get(k, v) for k, v in logs.items()}
@@ -251,7 +255,16 @@ class Monitor(keras.callbacks.Callback):
         if not core.boundary() or replay_ends:
             self.model.stop_training = True
 
-    def _loss_keys(self, logs: dict) -> dict[str, str]:
+    def _misread(self) -> dict[str, str]:
+        """The first step built the optimizers: each phase their names got wrong, by name, with its line (a
+        warning; an error when logs has no loss for it either). Nothing when models= and optimizers= said it."""
+        p = self.core.prepared
+        if self._optimizers or self._models:
+            return {}
+        return misread_phases(self.model, dict(p.experiment.models), p.phase_names,
+                              {n: o for n, o in zip(p.phase_names, p.optimizers) if o is not None})
+
+    def _loss_keys(self, logs: dict, misread: Mapping[str, str]) -> dict[str, str]:
         """Each phase's loss key in `logs` (`losses=` first, the names' guess for the rest: none when `losses=`
         gives them all, whose keys the guess could only be thrown away for); a key `logs` lacks is one line naming
         it, the keys `logs` has and the `losses=` to pass, and the record is closed with it."""
@@ -268,6 +281,11 @@ class Monitor(keras.callbacks.Callback):
             message = (f"Monitor: losses={given!r} names {', '.join(repr(k) for k in unknown.values())}, which "
                        f"fit()'s logs does not have (logs has {', '.join(logs) or 'nothing'}); pass "
                        f"losses={fix!r}, one logs key per sub-model")
+        elif missing and all(n in misread and "no optimizer trains" in misread[n] for n in missing):
+            trained = ", ".join(f"'{n}': model.{n}" for n in names if n not in missing)
+            message = (f"Monitor: no optimizer trains {', '.join(repr(n) for n in missing)} (an EMA copy?) and fit()'s "
+                       f"logs has no loss for it (logs has {', '.join(logs) or 'nothing'}); pass models={{{trained}}}, "
+                       f"the sub-models the step trains")
         elif missing:
             message = (f"Monitor: no loss in fit()'s logs for {', '.join(repr(n) for n in missing)} "
                        f"(logs has {', '.join(logs) or 'nothing'}); pass losses={{'{names[0]}': 'd_loss', ...}}, "
