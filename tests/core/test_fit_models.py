@@ -74,3 +74,20 @@ def test_a_copy_whose_name_fits_no_optimizer_is_one_line_at_the_first_batch_in_a
     gan.fit(dataset(2), epochs=1, verbose=0, callbacks=[Monitor(tmp_path / "again", quiet=True)])  # now built
     events = read_events(tmp_path / "again")
     assert events[0].phases == ["discriminator", "generator"] and not [e for e in events if e.kind == "warning"]
+
+
+def test_an_optimizer_the_names_gave_to_the_wrong_sub_model_is_one_line_at_the_first_batch(tmp_path):
+    """A copy named `gene` beside `generator`: the names give `g_optimizer` to the copy (its name is the one the
+    other holds). The first step builds the optimizer on the generator's variables: the record would be wrong,
+    so the run ends there with one line, no step recorded."""
+    gan = make_ema_gan("gene")
+    with pytest.raises(UserError) as e:
+        gan.fit(dataset(2), epochs=1, verbose=0, callbacks=[Monitor(tmp_path / "run", quiet=True)])
+    assert str(e.value) == (
+        "Monitor: g_optimizer trains none of gene's variables (their names fit, its step says otherwise); pass "
+        "optimizers= and models= with the sub-models the step trains, e.g. models={'gene': ...}, "
+        "optimizers={'gene': model.g_optimizer}")
+    events = read_events(tmp_path / "run")
+    assert events[-1].reason == "error" and not any(ev.step for ev in events)
+    gan.fit(dataset(2), epochs=1, verbose=0, callbacks=[Monitor(tmp_path / "again", quiet=True)])  # built: measured
+    assert read_events(tmp_path / "again")[0].phases == ["discriminator", "generator"]

@@ -126,8 +126,9 @@ def misread_phases(model: Any, models: Mapping[str, Any], phases: Sequence[str],
         opt = optimizers.get(name)
         key = key_of.get(id(opt))
         if key in trains and not trains[key] & ids:
-            out[name] = (f"Monitor: {key} trains none of {name}'s variables, so {name}'s learning rate and the "
-                         f"record's optimizer for it are wrong; pass optimizers={{'{name}': model.<its optimizer>, ...}}")
+            out[name] = (f"Monitor: {key} trains none of {name}'s variables (their names fit, its step says "
+                         f"otherwise); pass optimizers= and models= with the sub-models the step trains, e.g. "
+                         f"models={{'{name}': ...}}, optimizers={{'{name}': model.{key}}}")
         elif opt is None and not any(vs & ids for vs in trains.values()):
             out[name] = (f"Monitor: no optimizer trains {name} (an EMA copy?), yet it is recorded as a phase; pass "
                          f"models= without it to record it as no phase")

@@ -241,6 +241,11 @@ class Monitor(keras.callbacks.Callback):
             keys = self._keys = self._loss_keys(logs, misread)
             self._means = BatchMeans(self.model, list(logs))
             from training_core.base import events as E
+            wrong = [line for line in misread.values() if "trains none of" in line]
+            if wrong:  # the record would put the phase's updates and learning rate on the wrong model
+                error = UserError(wrong[0])
+                core.close("error", error)
+                raise error
             for line in misread.values():
                 core.emit(E.Warning(message=line))
         own = self._means.values()
