@@ -25,8 +25,10 @@ checkpoints work.
 batches they took effect there, and stops where it stopped (monitor/control_replay.py).
 
 Which losses and optimizers belong to which sub-model is guessed from their names (`d_loss` and
-`d_optimizer` go with `discriminator`: the same first letter, or the sub-model's name in the key); `losses=`
-and `optimizers=` say it when the names do not. Every other `logs` entry is recorded as `metric/<name>`.
+`d_optimizer` go with `discriminator`: the same first letter, or the sub-model's name in the key), and, once a
+step applied the optimizers, from the variables they were built for; a sub-model no optimizer trains (an EMA
+copy) is recorded but is no phase (monitor/fit_models.py). `losses=`, `optimizers=` and `models=` say it when
+the names do not. Every other `logs` entry is recorded as `metric/<name>`.
 """
 from __future__ import annotations
 
