@@ -54,20 +54,26 @@ def test_an_ema_copy_of_another_name_is_recorded_but_no_phase(tmp_path, fits_bef
     assert [e for e in events if e.kind == "warning"] == []
 
 
+def _refused_at_the_first_batch(tmp_path, ema_name: str):
+    """(the GAN, the line) of a first fit() refused at its first batch, its record ended with no step recorded."""
+    gan = make_ema_gan(ema_name)
+    with pytest.raises(UserError) as e:
+        gan.fit(dataset(2), epochs=1, verbose=0, callbacks=[Monitor(tmp_path / "run", quiet=True)])
+    events = read_events(tmp_path / "run")
+    assert events[-1].reason == "error" and not any(ev.step for ev in events)
+    return gan, str(e.value)
+
+
 def test_a_copy_whose_name_fits_no_optimizer_is_one_line_at_the_first_batch_in_a_first_fit(tmp_path):
     """Before the first step no optimizer says what it trains, and `ema` fits no optimizer's name: it was a phase,
     and the run ended with "no loss in fit()'s logs for 'ema'". The first step tells (the optimizers are built
     then): the line says no optimizer trains it and names the fix; with that fix, or in a later fit(), it is no
     phase."""
-    gan = make_ema_gan("ema")
-    with pytest.raises(UserError) as e:
-        gan.fit(dataset(2), epochs=1, verbose=0, callbacks=[Monitor(tmp_path / "run", quiet=True)])
-    assert str(e.value) == (
+    gan, line = _refused_at_the_first_batch(tmp_path, "ema")
+    assert line == (
         "Monitor: no optimizer trains 'ema' (an EMA copy?) and fit()'s logs has no loss for it (logs has d_loss, "
         "g_loss); pass models={'discriminator': model.discriminator, 'generator': model.generator}, the sub-models "
         "the step trains")
-    events = read_events(tmp_path / "run")
-    assert events[-1].reason == "error" and not any(ev.step for ev in events)  # no step recorded
     gan.fit(dataset(2), epochs=1, verbose=0, callbacks=[Monitor(tmp_path / "run", quiet=True, models={
         "discriminator": gan.discriminator, "generator": gan.generator})])  # the fix, in the same directory
     assert read_events(tmp_path / "run")[0].phases == ["discriminator", "generator"]
@@ -80,14 +86,10 @@ def test_an_optimizer_the_names_gave_to_the_wrong_sub_model_is_one_line_at_the_f
     """A copy named `gene` beside `generator`: the names give `g_optimizer` to the copy (its name is the one the
     other holds). The first step builds the optimizer on the generator's variables: the record would be wrong,
     so the run ends there with one line, no step recorded."""
-    gan = make_ema_gan("gene")
-    with pytest.raises(UserError) as e:
-        gan.fit(dataset(2), epochs=1, verbose=0, callbacks=[Monitor(tmp_path / "run", quiet=True)])
-    assert str(e.value) == (
+    gan, line = _refused_at_the_first_batch(tmp_path, "gene")
+    assert line == (
         "Monitor: g_optimizer trains none of gene's variables (their names fit, its step says otherwise); pass "
         "optimizers= and models= with the sub-models the step trains, e.g. models={'gene': ...}, "
         "optimizers={'gene': model.g_optimizer}")
-    events = read_events(tmp_path / "run")
-    assert events[-1].reason == "error" and not any(ev.step for ev in events)
     gan.fit(dataset(2), epochs=1, verbose=0, callbacks=[Monitor(tmp_path / "again", quiet=True)])  # built: measured
     assert read_events(tmp_path / "again")[0].phases == ["discriminator", "generator"]
