@@ -179,8 +179,8 @@ def test_a_scalars_file_whose_header_is_damaged_is_refused_as_read_scalars_refus
 
 @pytest.fixture(scope="module")
 def leak_run(tmp_path_factory) -> Path:
-    """A real monitor run with leaks: the keras.io GAN's `discriminator.trainable = False` after compile(), which
-    fit()'s compiled step ignores (tests/core/keras_gan.py --leak)."""
+    """A real monitor run with leaks: the keras.io GAN's `discriminator.trainable = False` once a first fit() has
+    traced the step, which that step ignores (tests/core/keras_gan.py --leak)."""
     from tests.core.helpers import env
     d = tmp_path_factory.mktemp("leak") / "run"
     r = zygote.run([sys.executable, "-m", "tests.core.keras_gan", str(d), "3", "--leak"], cwd=REPO, env=env(),

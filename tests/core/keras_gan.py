@@ -39,11 +39,40 @@ class GAN(keras.Model):
         return {"d_loss": d_loss, "g_loss": g_loss}
 
 
+class EMAGAN(GAN):
+    """The keras.io data-efficient GAN's pattern: an exponential moving average of the generator's weights,
+    kept in a third sub-model that `train_step` updates by `assign` after each step, trained by no optimizer."""
+
+    def __init__(self, discriminator: keras.Model, generator: keras.Model, ema_generator: keras.Model) -> None:
+        super().__init__(discriminator, generator)
+        self.ema_generator = ema_generator
+
+    def train_step(self, real):
+        out = super().train_step(real)
+        for weight, ema_weight in zip(self.generator.weights, self.ema_generator.weights):
+            ema_weight.assign(0.99 * ema_weight + 0.01 * weight)
+        return out
+
+
+def make_generator(name: str = "generator") -> keras.Sequential:
+    return keras.Sequential([keras.Input((2,)), keras.layers.Dense(16, name="dense_1"),
+                             keras.layers.BatchNormalization(name="bn"), keras.layers.Activation("tanh"),
+                             keras.layers.Dense(2, name="out")], name=name)
+
+
+def make_ema_gan(ema_name: str | None = None) -> EMAGAN:
+    """A `make_gan()` GAN with an EMA generator: `keras.models.clone_model` (the keras.io code: it keeps the
+    name `generator` and its variable paths), or one built under `ema_name`."""
+    base = make_gan()
+    ema = keras.models.clone_model(base.generator) if ema_name is None else make_generator(ema_name)
+    gan = EMAGAN(base.discriminator, base.generator, ema)
+    gan.compile(keras.optimizers.Adam(1e-3, beta_1=0.5), keras.optimizers.Adam(1e-3, beta_1=0.5))
+    return gan
+
+
 def make_gan(seed: int = 0) -> GAN:
     keras.utils.set_random_seed(seed)
-    g = keras.Sequential([keras.Input((2,)), keras.layers.Dense(16, name="dense_1"),
-                          keras.layers.BatchNormalization(name="bn"), keras.layers.Activation("tanh"),
-                          keras.layers.Dense(2, name="out")], name="generator")
+    g = make_generator()
     d = keras.Sequential([keras.Input((2,)), keras.layers.Dense(16, activation="tanh", name="dense_1"),
                           keras.layers.Dense(1, name="out")], name="discriminator")
     gan = GAN(d, g)

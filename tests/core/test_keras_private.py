@@ -19,7 +19,7 @@ from training_core.engine import keras_private as kp
 
 FUNCTIONS = ["clip_gradients", "clip_by_global_norm", "apply_weight_decay", "update_variables", "replica_update_step",
              "reset_layer_name_counters", "keras_thread_state", "set_keras_thread_state", "called_function_graphs",
-             "weights_made_trainable", "run_if"]
+             "weights_made_trainable", "optimizer_trains", "run_if"]
 
 
 def _gone(function: str, private: str, need: str) -> None:
@@ -255,6 +255,19 @@ def test_weights_made_trainable_tells_frozen_weights_from_statistics():
                "outer/out/kernel"]:  # not the moving statistics
         _gone("weights_made_trainable", f"Layer._trainable_variables no longer lists what add_weight made trainable "
                                         f"({got})", need)
+
+
+def test_optimizer_trains_lists_the_variables_a_step_built_it_for():
+    need = "list the variables an optimizer updates once a step applied it"
+    a, b = keras.Variable(np.ones(2, "float32"), name="a"), keras.Variable(np.ones(3, "float32"), name="b")
+    opt = keras.optimizers.Adam()
+    assert kp.optimizer_trains(opt) is None  # not built: nothing applied it yet
+    opt.apply([tf.ones(2)], [a])
+    got = kp.optimizer_trains(opt)
+    if got is None or [id(v) for v in got] != [id(a)]:
+        _gone("optimizer_trains", f"Optimizer.built / Optimizer._trainable_variables no longer list the variables "
+                                  f"build() was given ({got})", need)
+    assert all(v is not b for v in got)
 
 
 def test_every_function_is_checked_with_the_pinned_versions():

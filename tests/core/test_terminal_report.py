@@ -20,7 +20,8 @@ def test_the_run_directory_each_leak_and_each_refused_command_get_a_line():
     assert out.getvalue().splitlines() == [
         "freezeframe: recording to runs/gan from step 0 (watch and steer it: python main.py --attach runs/gan)",
         "freezeframe: leak: discriminator/dense/kernel moved by 0.0123 (||dW||) at step 41 while frozen: fit()'s "
-        "compiled train_step still updates it (trainable = False after compile does not reach it)",
+        "compiled train_step still updates it (trainable = False set once fit() has traced the step does not "
+        "reach it)",
         "freezeframe: command refused at step 60: fit() cannot freeze exactly"]
 
 

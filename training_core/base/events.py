@@ -261,6 +261,16 @@ class Leak(Event):
         return self.at_step
 
 
+#: why a variable of a `fit()` run moved while it counted as frozen, by the leak's `method`: its flag was set
+#: False once fit() had traced the step (the step as traced still updates it), or a scope over it was declared
+#: frozen (`Monitor(frozen=...)`, `declare_frozen`) and the step updates it all the same
+FIT_LEAK_CAUSES = {
+    "fit": "fit()'s compiled train_step still updates it (trainable = False set once fit() has traced the step "
+           "does not reach it)",
+    "fit declared": "it is declared frozen (Monitor(frozen=...), declare_frozen), but fit()'s train_step still "
+                    "updates it (the Monitor only watches: leave it out of the step's update)"}
+
+
 @dataclass(frozen=True, kw_only=True)
 class Nan(Event):
     """A phase's loss became NaN or Inf at `at_step` (reported once until it is finite again)."""

@@ -163,6 +163,19 @@ def weights_made_trainable(model: Any) -> list[Any]:
     return out
 
 
+def optimizer_trains(opt: Any) -> list[Any] | None:
+    """The variables `opt` was built to update (None: not built yet, i.e. no step applied it so far).
+
+    Relies on `Optimizer.built` and `Optimizer._trainable_variables` (keras/src/optimizers/base_optimizer.py:
+    `build(variables)` keeps a copy of the list it made slots for). Why: which sub-model of a `fit()` model an
+    optimizer trains is known only inside the user's `train_step`; once it ran, this list says it, and an
+    EMA copy that no optimizer updates is told from the model it copies (monitor/keras_callback.py). Public
+    Keras lists only the slots, not the variables. Checked with keras 3.15.1."""
+    if not getattr(opt, "built", False):
+        return None
+    return list(opt._trainable_variables)
+
+
 # -- a branch that costs nothing when not taken (monitor/exact_update.py) --------------------------------------
 def run_if(pred: Any, fn: Any) -> None:
     """In a traced graph: `fn()` (stateful, returning nothing) when the tensor `pred` (a bool, or an int32 0 or 1,

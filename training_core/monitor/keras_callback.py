@@ -9,9 +9,10 @@ sub-model with its ‖ΔW‖, ‖ΔW‖/‖W‖ and whether it counts as frozen,
 (monitor/update_meter.py), events, TensorBoard, samples from `sample(model)`, checkpoints on request. The run
 directory is a Freezeframe run's: the window opens it, attaches to it and steers it.
 
-The leak check is the point: `discriminator.trainable = False` after `compile()` (or after the first batch)
-does nothing to a train_step that was traced before it, and the discriminator keeps training while its
-author believes it frozen. Here a weight its model made trainable whose flag reads False, or a variable under
+The leak check is the point: `discriminator.trainable = False` once fit() has traced the step (after a first
+fit(), or after the first batch) does nothing to the train_step as traced, and the discriminator keeps
+training while its author believes it frozen (set after compile() but before the first fit(), Keras 3.15 fails
+with `ValueError: not enough values to unpack` instead). Here a weight its model made trainable whose flag reads False, or a variable under
 a scope declared frozen (`frozen=`, `declare_frozen`), that moves is a `leak` event, on the terminal and in
 the window.
 
@@ -24,8 +25,10 @@ checkpoints work.
 batches they took effect there, and stops where it stopped (monitor/control_replay.py).
 
 Which losses and optimizers belong to which sub-model is guessed from their names (`d_loss` and
-`d_optimizer` go with `discriminator`: the same first letter, or the sub-model's name in the key); `losses=`
-and `optimizers=` say it when the names do not. Every other `logs` entry is recorded as `metric/<name>`.
+`d_optimizer` go with `discriminator`: the same first letter, or the sub-model's name in the key), and, once a
+step applied the optimizers, from the variables they were built for; a sub-model no optimizer trains (an EMA
+copy) is recorded but is no phase (monitor/fit_models.py). `losses=`, `optimizers=` and `models=` say it when
+the names do not. Every other `logs` entry is recorded as `metric/<name>`.
 """
 from __future__ import annotations
 
@@ -41,6 +44,7 @@ from training_core.base.errors import UserError
 from training_core.base.scopes import scope_list
 from training_core.experiment.loading import refuse_inside_experiment
 from training_core.monitor.control_replay import ControlReplayer, plan_control_replay
+from training_core.monitor.fit_models import match, misread_phases, phase_optimizers, sub_models
 from training_core.monitor.monitored import MonitoredRun
 from training_core.monitor.described import describe
 from training_core.monitor.terminal_report import TerminalReport
@@ -82,29 +86,6 @@ def check_losses(losses: Mapping[str, str] | None, names: Sequence[str]) -> None
         raise UserError(f"Monitor: losses names {', '.join(repr(k) for k in wrong)}, not a sub-model of the model "
                         f"(its sub-models: {', '.join(names)}); key losses by the sub-models' names, e.g. "
                         f"losses={example}")
-
-
-def sub_models(model: Any) -> dict[str, Any]:
-    """The model's own sub-models with weights, by name (a model without any: itself)."""
-    subs = {m.name: m for m in getattr(model, "layers", []) if getattr(m, "weights", None)}
-    return subs or {model.name: model}
-
-
-def match(names: Sequence[str], keys: Sequence[str], given: Mapping[str, str] | None, what: str) -> dict[str, str]:
-    """Each name's key: `given`, else the key that is the name, holds it, or shares its first letter (`d_loss`
-    for `discriminator`), when exactly one does."""
-    if given:
-        return dict(given)
-    out = {}
-    for name in names:
-        low = name.lower()
-        found = [k for k in keys if k.lower() == low or low in k.lower()]
-        found = found or [k for k in keys if k[:1].lower() == low[:1] and (len(k) < 2 or not k[1].isalpha())]
-        if len(found) == 1:
-            out[name] = found[0]
-        elif len(names) == 1 and len(keys) == 1:
-            out[name] = keys[0]
-    return out
 
 
 class BatchMeans:
@@ -152,6 +133,25 @@ class BatchMeans:
         return out
 
 
+class FitLeakAlarm(LeakAlarm):
+    """A leak's cause as it is: a weight whose flag reads False ("fit": set once fit() had traced its step), or
+    one under a scope declared frozen (`frozen=`, `declare_frozen`) that the step updates all the same ("fit
+    declared"). Why: the terminal and the window say why it moved, and the two call for different fixes."""
+
+    def __init__(self, monitor: "Monitor") -> None:
+        super().__init__()
+        self._monitor = monitor
+
+    def cause(self, phase: str, path: str) -> str:
+        from training_core.base.scopes import frozen_mask
+        core = self._monitor.core
+        p = core.prepared
+        v = next((v for v in p.variables if str(getattr(v, "path", None) or v.name) == path), None)
+        if v is not None and id(v) in p.made_trainable and not v.trainable:
+            return "fit"
+        return "fit declared" if frozen_mask([path], list(core.state.freeze))[0] else "fit"
+
+
 class Monitor(keras.callbacks.Callback):
     """See the module docstring. `frozen`: a scope, or a list of scopes, declared frozen from the start (a move
     is a leak); `checkpoint_every`: batches between checkpoints (0: only on request); `var_every`: one batch in
@@ -192,8 +192,9 @@ class Monitor(keras.callbacks.Callback):
         from training_core.monitor.own_loop import _config
         models = dict(self._models) if self._models else sub_models(self.model)
         check_losses(self._losses, list(models))
-        opts = self._known_optimizers(list(models))
-        phases = [(name, opts.get(name), [v for v in m.weights if "float" in str(v.dtype)]) for name, m in models.items()]
+        opts, trained = phase_optimizers(self.model, models, self._optimizers)
+        phases = [(name, opts.get(name), [v for v in models[name].weights if "float" in str(v.dtype)])
+                  for name in trained]  # (a sub-model no optimizer trains, an EMA copy: recorded, no phase)
         s = self._settings
         config = _config(self.run_dir, self._target(), s["seed"], s["var_every"], s["checkpoint_every"],
                          s["sample_every"], s["tensorboard"], [p for p in phases if p[1] is not None], "fit")
@@ -204,7 +205,7 @@ class Monitor(keras.callbacks.Callback):
         model = self.model
         every = s["checkpoint_every"]
         observers = [*replaying, *([Sampler(2.0, config.sample_every)] if self._sample is not None else []),
-                     *([Checkpointer(every)] if every else []), LeakAlarm(), NanAlarm("continue"), CommandFileReader(),
+                     *([Checkpointer(every)] if every else []), FitLeakAlarm(self), NanAlarm("continue"), CommandFileReader(),
                      TerminalReport(quiet=self._quiet), SampleRecord(), RunRecord()]
         self.core = MonitoredRun(described, observers, False, self._refuse, leak_method="fit",
                                  sample=None if self._sample is None else (lambda: self._sample(model)))
@@ -213,16 +214,6 @@ class Monitor(keras.callbacks.Callback):
     def _target(self) -> int | None:
         p = self.params or {}
         return p["epochs"] * p["steps"] if isinstance(p.get("epochs"), int) and isinstance(p.get("steps"), int) else None
-
-    def _known_optimizers(self, names: list[str]) -> dict[str, Any]:
-        found = {k: v for k, v in vars(self.model).items() if isinstance(v, keras.optimizers.Optimizer)}
-        if self._optimizers:
-            return dict(self._optimizers)
-        by_key = match(names, list(found), None, "optimizer")
-        got = {name: found[key] for name, key in by_key.items()}
-        if not got and len(names) == 1 and getattr(self.model, "optimizer", None) is not None:
-            got = {names[0]: self.model.optimizer}
-        return got
 
     def declare_frozen(self, *scopes: str) -> None:
         """Say that `scopes` are frozen from this batch on (a move is then a leak); none: nothing is."""
@@ -248,8 +239,17 @@ class Monitor(keras.callbacks.Callback):
         logs = logs or {}
         keys = self._keys
         if keys is None:
-            keys = self._keys = self._loss_keys(logs)
+            misread = self._misread()
+            keys = self._keys = self._loss_keys(logs, misread)
             self._means = BatchMeans(self.model, list(logs))
+            from training_core.base import events as E
+            wrong = [line for line in misread.values() if "trains none of" in line]
+            if wrong:  # the record would put the phase's updates and learning rate on the wrong model
+                error = UserError(wrong[0])
+                core.close("error", error)
+                raise error
+            for line in misread.values():
+                core.emit(E.Warning(message=line))
         own = self._means.values()
         if own:
             logs = {k: own.get(k, v) for k, v in logs.items()}
@@ -262,7 +262,16 @@ class Monitor(keras.callbacks.Callback):
         if not core.boundary() or replay_ends:
             self.model.stop_training = True
 
-    def _loss_keys(self, logs: dict) -> dict[str, str]:
+    def _misread(self) -> dict[str, str]:
+        """The first step built the optimizers: each phase their names got wrong, by name, with its line (a
+        warning; an error when logs has no loss for it either). Nothing when models= and optimizers= said it."""
+        p = self.core.prepared
+        if self._optimizers or self._models:
+            return {}
+        return misread_phases(self.model, dict(p.experiment.models), p.phase_names,
+                              {n: o for n, o in zip(p.phase_names, p.optimizers) if o is not None})
+
+    def _loss_keys(self, logs: dict, misread: Mapping[str, str]) -> dict[str, str]:
         """Each phase's loss key in `logs` (`losses=` first, the names' guess for the rest: none when `losses=`
         gives them all, whose keys the guess could only be thrown away for); a key `logs` lacks is one line naming
         it, the keys `logs` has and the `losses=` to pass, and the record is closed with it."""
@@ -279,6 +288,11 @@ class Monitor(keras.callbacks.Callback):
             message = (f"Monitor: losses={given!r} names {', '.join(repr(k) for k in unknown.values())}, which "
                        f"fit()'s logs does not have (logs has {', '.join(logs) or 'nothing'}); pass "
                        f"losses={fix!r}, one logs key per sub-model")
+        elif missing and all(n in misread and "no optimizer trains" in misread[n] for n in missing):
+            trained = ", ".join(f"'{n}': model.{n}" for n in names if n not in missing)
+            message = (f"Monitor: no optimizer trains {', '.join(repr(n) for n in missing)} (an EMA copy?) and fit()'s "
+                       f"logs has no loss for it (logs has {', '.join(logs) or 'nothing'}); pass models={{{trained}}}, "
+                       f"the sub-models the step trains")
         elif missing:
             message = (f"Monitor: no loss in fit()'s logs for {', '.join(repr(n) for n in missing)} "
                        f"(logs has {', '.join(logs) or 'nothing'}); pass losses={{'{names[0]}': 'd_loss', ...}}, "

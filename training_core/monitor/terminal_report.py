@@ -15,7 +15,7 @@ from training_core.observers.base import Observer, RunHandle
 
 
 #: why a frozen variable moved, by the leak's method (the monitor's run says "fit" or "own loop")
-WHY = {"fit": "fit()'s compiled train_step still updates it (trainable = False after compile does not reach it)",
+WHY = {**E.FIT_LEAK_CAUSES,
        "own loop": "the loop updates it outside run.apply_gradients",
        "exact": "the loop updates it outside run.apply_gradients",
        "gate": "the gate method leaves it to the optimizer's momentum and decay"}

@@ -41,7 +41,11 @@ class LeakAlarm(Observer):
             self._seen.add(path)
             r = int(np.flatnonzero(leaks[:, j])[0])
             self._run.emit(E.Leak(variable=path, phase=b.phase, at_step=int(b.steps[r]),
-                                      update_norm=float(b.update_norm[r, j]), method=self._run.method))
+                                      update_norm=float(b.update_norm[r, j]), method=self.cause(b.phase, path)))
+
+    def cause(self, phase: str, path: str) -> str:
+        """The leak's `method`: how the run freezes (a front end may tell the causes of its leaks apart)."""
+        return self._run.method
 
 
 class NanAlarm(Observer):

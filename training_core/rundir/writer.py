@@ -101,13 +101,17 @@ def _jsonable(o: Any) -> Any:
 class _TensorBoard:
     """`tb/training/` (losses, measures, samples, controls, the HParams session) and `tb/variables/`
     (per-variable norms, or per model for wide models): two TensorBoard runs, so that the HParams table's
-    metrics are the scalars of the session's run, the losses and `metric/<name>`, and not the norms."""
+    metrics are the scalars of the session's run, the losses and `metric/<name>`, and not the norms.
+    `grads` False (a monitored run: the user's code owns its gradients, none is measured): no `grad_norm/`,
+    whose zeros TensorBoard would draw as measured."""
 
-    def __init__(self, run_dir: Path, phase_paths: dict[str, tuple[str, ...]], session_start: int) -> None:
+    def __init__(self, run_dir: Path, phase_paths: dict[str, tuple[str, ...]], session_start: int,
+                 grads: bool = True) -> None:
         from training_core.rundir.tensorboard import TB_TRAINING, TB_VARIABLES, EventWriter
         self.training = EventWriter(run_dir / TB_DIR / TB_TRAINING, session_start)
         self.variables = EventWriter(run_dir / TB_DIR / TB_VARIABLES, session_start)
         self.per_variable = sum(len(p) for p in phase_paths.values()) <= TB_PER_VARIABLE_MAX
+        self.grads = grads
         self._session: tuple[dict, float] | None = None  # this process's HParams settings and start time
 
     def hparams(self, values: dict, start_time: float) -> None:
@@ -137,6 +141,10 @@ class _TensorBoard:
             self.variables.close()
 
     def rows(self, b: PhaseBlock, r: int) -> list[tuple[str, float]]:
+        rows = self._rows(b, r)
+        return rows if self.grads else [row for row in rows if not row[0].startswith("grad_norm/")]
+
+    def _rows(self, b: PhaseBlock, r: int) -> list[tuple[str, float]]:
         if self.per_variable:
             return [(f"{kind}/{path}", v) for kind, arr in (("update_norm", b.update_norm),
                                                              ("update_ratio", b.update_ratio),
@@ -190,7 +198,8 @@ class RecordWriter:
                 self._scalars.flush()
             self._events = open(d / EVENTS_FILE, "ab", buffering=0)
             if tensorboard:
-                self._tb = _TensorBoard(d, {name: tuple(paths) for name, paths in phases}, tb_session_start or 0)
+                self._tb = _TensorBoard(d, {name: tuple(paths) for name, paths in phases}, tb_session_start or 0,
+                                        grads=getattr(self._hparams_config, "monitor", None) is None)
         except OSError as e:
             raise WriteFailed(d, describe(e)) from e
         self._thread = threading.Thread(target=self._writer, name="freezeframe-recorder", daemon=True)

@@ -160,9 +160,9 @@ NO_UPDATE_TIP = ("not frozen, but its latest update was exactly 0: converged bel
 
 def leak_tip(leak: E.Leak, moving: bool) -> str:
     """Why a frozen variable reads LEAK (it still moves) or leaked (it moved for a while)."""
-    if leak.method == "fit":  # a run training_core.monitor.Monitor records: nobody freezes fit()'s step
-        return (f"marked frozen, but moved at step {leak.at_step} (||ΔW|| = {leak.update_norm:.3g}): fit()'s "
-                f"compiled train_step still updates it (trainable = False after compile does not reach it)")
+    if leak.method in E.FIT_LEAK_CAUSES:  # a run training_core.monitor.Monitor records: nobody freezes fit()'s step
+        return (f"marked frozen, but moved at step {leak.at_step} (||ΔW|| = {leak.update_norm:.3g}): "
+                f"{E.FIT_LEAK_CAUSES[leak.method]}")
     return (f"frozen, but moved at step {leak.at_step} (||ΔW|| = {leak.update_norm:.3g}) with the "
             f"{leak.method} method: optimizer momentum {'still moves it' if moving else 'moved it for a while'}")
 
