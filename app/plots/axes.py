@@ -143,10 +143,21 @@ class FloorLogAxis(TwoDecadeAxis):
         return [(spacing, sorted(major))] + rest
 
     def logTickStrings(self, values, scale, spacing):  # noqa: N802 (pyqtgraph's name)
-        strings = super().logTickStrings(values, scale, spacing)
+        """Each power of ten as the export writes it ("10⁻²", "10⁻⁴", "10⁻⁶": pyqtgraph wrote "0.01", "0.0001"
+        beside "10⁻⁶" on one axis), the floor as its text, the 2…9 between decades as pyqtgraph does."""
+        strings = [decade_text(round(v)) if math.isclose(v, round(v), abs_tol=1e-9) else s
+                   for v, s in zip(values, super().logTickStrings(values, scale, spacing))]
         if self.floor is None:
             return strings
         return [self.floor_text if math.isclose(v, self.floor, abs_tol=1e-9) else s for v, s in zip(values, strings)]
+
+
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def decade_text(k: int) -> str:
+    """10**k as a printed figure writes it: "1", "10", "10²", "10⁻³"."""
+    return "1" if k == 0 else "10" if k == 1 else "10" + str(k).translate(_SUPERSCRIPT)
 
 
 class PlainLogAxis(TwoDecadeAxis):

@@ -76,7 +76,7 @@ class UpdateCurves:
         self.reference = pg.InfiniteLine(pos=math.log10(REFERENCE_RATIO), angle=0, movable=False,
                                          pen=pg.mkPen(palette.REFERENCE_COLOR, width=1.2,
                                                       style=QtCore.Qt.PenStyle.DashDotLine),
-                                         label="1e-3", labelOpts={"position": 0.995, "color": palette.REFERENCE_COLOR,
+                                         label="10⁻³", labelOpts={"position": 0.995, "color": palette.REFERENCE_COLOR,
                                                                   "anchors": [(1, 1), (1, 1)],
                                                                   "fill": pg.mkBrush(255, 255, 255, 200)})
         self.floor_line = pg.InfiniteLine(pos=self.floor, angle=0, movable=False,

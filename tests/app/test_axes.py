@@ -44,8 +44,9 @@ def _decades(axis) -> list[float]:
     from app.plots.axes import label_rects
     out = []
     for _, text in label_rects(axis):
-        try:
-            v = float(text)  # "0.001", "0.01", "1e-4" (and not "0.002" nor "0", the floor)
+        try:  # "10⁻³" (the update axis), "0.01", "1e-4" (a metric's), and not "0.002" nor "0", the floor
+            v = 10.0 ** int(text[2:].translate(str.maketrans("⁻⁰¹²³⁴⁵⁶⁷⁸⁹", "-0123456789"))) \
+                if text.startswith("10") and len(text) > 2 and not text[2:].isdigit() else float(text)
         except ValueError:
             continue
         if v > 0 and abs(np.log10(v) - round(np.log10(v))) < 1e-9:
@@ -88,3 +89,13 @@ def test_plain_numbers_read_as_written():
     from app.plots.axes import plain_number
     assert [plain_number(x) for x in (0.02, 300, 1000, 12345, 2e5, 1e-4)] == ["0.02", "300", "1000", "12300", "2e5",
                                                                             "1e-4"]
+
+
+def test_an_update_axis_writes_every_decade_one_way_as_the_export_does():
+    # pyqtgraph wrote "0.01" and "0.0001" beside "10⁻⁶" on one axis (a window shot of the shapes run, 2026-12-03)
+    from app.plots.axes import FloorLogAxis, decade_text
+    assert [decade_text(k) for k in (-6, -3, 0, 1, 2)] == ["10⁻⁶", "10⁻³", "1", "10", "10²"]
+    axis = FloorLogAxis()
+    assert axis.logTickStrings([-2.0, -4.0, -6.0], 1, 2) == ["10⁻²", "10⁻⁴", "10⁻⁶"]
+    axis.set_floor(-8.0)
+    assert axis.logTickStrings([-8.0, -6.0, -2.0], 1, 2) == ["0", "10⁻⁶", "10⁻²"]

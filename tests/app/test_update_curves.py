@@ -44,7 +44,7 @@ def test_frozen_variable_sits_on_the_zero_floor_dotted(ring, panel_of):
         style = QtCore.Qt.PenStyle.SolidLine if path.endswith("kernel") else QtCore.Qt.PenStyle.CustomDashLine
         assert c.opts["pen"].style() == style and (c.yData > ups.floor).all()
     assert panel.updates.floor_line.label.format == "0 (frozen)"
-    assert panel.update_axis.logTickStrings([ups.floor, -3.0], 1, 1) == ["0", "0.001"]
+    assert panel.update_axis.logTickStrings([ups.floor, -3.0], 1, 1) == ["0", "10⁻³"]
     assert panel.updates.floor_line.isVisible() and panel.updates.floor_line.value() == ups.floor
 
 
@@ -370,7 +370,7 @@ def test_a_gate_leak_keeps_the_trained_curves_a_usable_range(panel_of):
     assert np.nanmin(fz.yData) == ups.floor and fz.yData[0] == pytest.approx(-3)  # the leak's start at its value
     label = ups.floor_line.label.format
     assert ups.floor_line.isVisible() and "leak ≤ 1e-6" in label and "0 (" not in label  # nothing is exactly 0
-    assert panel.update_axis.logTickStrings([ups.floor, -3.0], 1, 1) == ["≤1e-6", "0.001"]
+    assert panel.update_axis.logTickStrings([ups.floor, -3.0], 1, 1) == ["≤1e-6", "10⁻³"]
 
 
 def test_a_not_trainable_variable_that_moved_reads_as_the_export_says(panel_of):
