@@ -8,6 +8,10 @@ emission per pass of the event loop).
 
 The value and state columns only draw `VarState`s (training_core/runs/variables.py), derived from
 what the core measured, not from what was asked: a row reads "frozen" once the core reports it.
+
+A scope whose variables no phase trains (an EMA copy a hand-written loop assigns itself) has no checkbox
+and reads "untrained": a `start_run` loop refuses to freeze it (it cannot stop the loop's own assigns), so a
+tick could only be refused. Statistics (non-trainable variables a forward pass updates) stay tickable.
 """
 from __future__ import annotations
 
@@ -29,6 +33,7 @@ IS_VAR_ROLE = Qt.ItemDataRole.UserRole + 1
 FROZEN_COLOR = QColor("#2f6fb5")
 LEAK_COLOR = QColor("#c0392b")
 QUIET_COLOR = QColor("#7f7f7f")  # "no update": not frozen, just not moving
+UNTRAINED, UNTRAINED_TIP = "untrained", "no phase trains it: nothing to freeze (a loop's own assigns, an EMA's, go on)"
 EAGER_ROWS = 100  # trees up to this many rows redraw every row's values; larger ones only the rows on screen
 
 
@@ -88,6 +93,7 @@ class ScopeTree(QWidget):
         self._items: dict[str, QTreeWidgetItem] = {}
         self._var_items: dict[str, QTreeWidgetItem] = {}
         self._states: Mapping[str, VarState] = {}
+        self._untrained: set[str] = set()  # rows no phase trains (`set_tree`)
         self._drawn: dict[str, tuple[str, str, str]] = {}  # path -> (value text, state, tip) on its row now
         self.tree.verticalScrollBar().valueChanged.connect(self._draw_on_screen)
         self.tree.itemExpanded.connect(self._draw_on_screen)
@@ -113,8 +119,14 @@ class ScopeTree(QWidget):
         self.tree.setFirstColumnSpanned(0, self.tree.rootIndex(), True)
         self._quiet = False
 
-    def set_tree(self, root: ScopeNode, frozen: Sequence[str] = ()) -> None:
-        """Show `root`'s scopes and variables with `frozen` ticked, without emitting `freezeChanged`."""
+    def set_tree(self, root: ScopeNode, frozen: Sequence[str] = (), trained: Sequence[Sequence[str]] | None = None,
+                 stats: Sequence[str] = ()) -> None:
+        """Show `root`'s scopes and variables with `frozen` ticked, without emitting `freezeChanged`.
+
+        `trained`: the variables each phase trains (None, or no phase listing any: every row is tickable);
+        a row with none of them nor a statistic (`stats`, or a non-trainable variable) under it has no checkbox."""
+        kept = {p for paths in trained or () for p in paths}
+        self._untrained = untrained_paths(root, kept | set(stats)) if kept else set()
         self._quiet = True
         self.tree.clear()
         self._items.clear()
@@ -155,32 +167,47 @@ class ScopeTree(QWidget):
         if not self._fitting and not self._quiet:
             self._auto_expand = False
 
-    def _add_children(self, parent: QTreeWidgetItem, node: ScopeNode) -> None:
+    def _add_children(self, parent: QTreeWidgetItem, node: ScopeNode, boxed: bool = False) -> None:
+        """`boxed`: the parent is a tickable scope, whose tri-state needs a state on every child (an untrained
+        child under it keeps one the user cannot click: it follows the scope)."""
         right = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
         for child in node.children.values():
             item = QTreeWidgetItem(parent, _row(child.name, "", f"{child.params():,}"))
             item.setData(NAME, PATH_ROLE, child.path)
             item.setData(NAME, IS_VAR_ROLE, False)
-            item.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemIsUserCheckable
-                          | Qt.ItemFlag.ItemIsAutoTristate)
-            item.setCheckState(NAME, Qt.CheckState.Unchecked)
-            item.setToolTip(NAME, f"{child.path}/  — tick to freeze everything under it")
+            self._boxed(item, child.path, boxed, Qt.ItemFlag.ItemIsAutoTristate)
+            item.setToolTip(NAME, f"{child.path}/  — " + (UNTRAINED_TIP if child.path in self._untrained
+                                                            else "tick to freeze everything under it"))
             item.setTextAlignment(PARAMS, right)
             item.setTextAlignment(UPDATE, right)
             self._items[child.path] = item
-            self._add_children(item, child)
+            self._add_children(item, child, item.data(NAME, Qt.ItemDataRole.CheckStateRole) is not None)
         for v in node.variables:
             shape = "×".join(str(d) for d in v.shape) or "scalar"
             item = QTreeWidgetItem(parent, _row(v.path.split("/")[-1], shape, f"{v.size:,}"))
             item.setData(NAME, PATH_ROLE, v.path)
             item.setData(NAME, IS_VAR_ROLE, True)
-            item.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemIsUserCheckable)
-            item.setCheckState(NAME, Qt.CheckState.Unchecked)
-            item.setToolTip(NAME, f"{v.path} ({v.dtype}{'' if v.trainable else ', not trainable'})")
+            self._boxed(item, v.path, boxed)
+            item.setToolTip(NAME, f"{v.path} ({v.dtype}{'' if v.trainable else ', not trainable'})"
+                            + (f" — {UNTRAINED_TIP}" if v.path in self._untrained else ""))
             item.setTextAlignment(PARAMS, right)
             item.setTextAlignment(UPDATE, right)
             self._items[v.path] = item
             self._var_items[v.path] = item
+
+    def _boxed(self, item: QTreeWidgetItem, path: str, boxed: bool, extra: Qt.ItemFlag = Qt.ItemFlag.NoItemFlags) -> None:
+        """A checkbox on a row something trains; none on an untrained one (unless its scope's tri-state needs it)."""
+        flags = Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
+        if path not in self._untrained:
+            item.setFlags(flags | Qt.ItemFlag.ItemIsUserCheckable | extra)
+        else:
+            item.setFlags(flags | (extra if boxed else Qt.ItemFlag.NoItemFlags))
+            item.setText(STATE, UNTRAINED)
+            item.setForeground(STATE, QBrush(QUIET_COLOR))
+            item.setToolTip(STATE, UNTRAINED_TIP)
+            if not boxed:
+                return
+        item.setCheckState(NAME, Qt.CheckState.Unchecked)
 
     def _fit_columns(self) -> None:
         """Shape and parameter counts are fixed per tree; the update and state columns are as wide as the
@@ -190,7 +217,7 @@ class ScopeTree(QWidget):
         pad = 2 * self.tree.style().pixelMetric(self.tree.style().PixelMetric.PM_FocusFrameHMargin) + 12
         for col in (SHAPE, PARAMS):
             self.tree.resizeColumnToContents(col)
-        for col, widest in ((UPDATE, ("8.88e-88",)), (STATE, STATES)):
+        for col, widest in ((UPDATE, ("8.88e-88",)), (STATE, (*STATES, UNTRAINED))):
             width = max(max(fm.horizontalAdvance(t) for t in widest) + pad, header.sectionSizeHint(col))
             self.tree.setColumnWidth(col, width)
 
@@ -216,6 +243,8 @@ class ScopeTree(QWidget):
         """Tick exactly the variables under `scopes` (programmatic: no `freezeChanged`)."""
         self._quiet = True
         for path, item in self._var_items.items():
+            if item.data(NAME, Qt.ItemDataRole.CheckStateRole) is None:
+                continue  # untrained, no checkbox: a freeze set naming it (an old run's, a command file's) is the run's to refuse
             on = any(in_scope(path, s) for s in scopes)
             item.setCheckState(NAME, Qt.CheckState.Checked if on else Qt.CheckState.Unchecked)
         self._quiet = False
@@ -325,6 +354,8 @@ class ScopeTree(QWidget):
                 break
 
     def _draw(self, path: str, item: QTreeWidgetItem) -> None:
+        if path in self._untrained:
+            return  # nothing measured: it keeps its "untrained" note
         st = self._states.get(path) or _BLANK
         text = "" if st.value is None else ("0" if st.value == 0 else f"{st.value:.2e}")
         drawn = self._drawn.get(path, ("", "", ""))
@@ -342,3 +373,25 @@ class ScopeTree(QWidget):
 
 
 _BLANK = VarState(None, "")
+
+
+def untrained_paths(root: ScopeNode, kept: set[str]) -> set[str]:
+    """The scopes and variables under `root` with none of the `kept` paths (trained ones, statistics) nor a
+    non-trainable variable under them."""
+    out: set[str] = set()
+
+    def visit(node: ScopeNode) -> bool:  # True: something under `node` is kept
+        any_kept = False
+        for child in node.children.values():
+            any_kept |= visit(child)
+        for v in node.variables:
+            if v.path in kept or not v.trainable:
+                any_kept = True
+            else:
+                out.add(v.path)
+        if not any_kept and node.path:
+            out.add(node.path)
+        return any_kept
+
+    visit(root)
+    return out

@@ -7,11 +7,12 @@ from PySide6.QtGui import QValidator
 
 from app.panels import SchedulePanel, SciSpinBox, ScopeTree
 from app.panels.schedule import DEBOUNCE_MS, format_number
-from app.panels.scope_tree import PARAMS, minimal_scopes
+from app.panels.scope_tree import PARAMS, STATE, UNTRAINED, minimal_scopes
 from app.settings import MAX_RECENT, Settings
 from app.status import StatusPanel, format_elapsed
 from training_core import Status
 from training_core import VarInfo, build_scope_tree
+from training_core.runs import VarState
 
 
 def test_scientific_spin_box(qtbot):
@@ -88,6 +89,38 @@ def test_scope_tree_emits_minimal_freeze_set_once(qtbot):
     assert tree.item("generator").checkState(0) == Qt.CheckState.PartiallyChecked
     assert tree.item("generator/dense_2").text(PARAMS) == f"{2 * 256 + 256:,}"
 
+
+
+def test_scope_tree_offers_no_tick_on_what_no_phase_trains(qtbot):
+    """An EMA copy no phase trains has no checkbox and says why (a start_run loop would refuse its freeze);
+    trained scopes still tick, a statistic stays tickable, and an untrained layer inside a trained model follows
+    its model's tick without a box of its own to click."""
+    def var(path, trainable=True):
+        return VarInfo(path, (2,), "float32", trainable)
+    infos = [var("generator/h/kernel"), var("generator/out/kernel"), var("discriminator/bn/gamma"),
+             var("discriminator/bn/moving_mean", False), var("generator_ema/h/kernel")]
+    tree = ScopeTree()
+    qtbot.addWidget(tree)
+    tree.set_tree(build_scope_tree(infos), ["generator_ema", "discriminator"],
+                  trained=[("discriminator/bn/gamma",), ("generator/h/kernel",)])
+    role, checkable = Qt.ItemDataRole.CheckStateRole, Qt.ItemFlag.ItemIsUserCheckable
+    for path in ("generator_ema", "generator_ema/h", "generator_ema/h/kernel"):
+        item = tree.item(path)
+        assert item.data(0, role) is None and not item.flags() & checkable, path
+        assert item.text(STATE) == UNTRAINED and "no phase trains it" in item.toolTip(0), path
+    assert tree.frozen_scopes() == ("discriminator",)  # a freeze set naming the EMA (an old run's) ticks no box
+    assert tree.item("discriminator/bn/moving_mean").flags() & checkable  # a statistic: freezable
+    out = tree.item("generator/out")
+    assert not out.flags() & checkable and out.text(STATE) == UNTRAINED
+    sent = []
+    tree.freezeChanged.connect(sent.append)
+    tree.item("generator").setCheckState(0, Qt.CheckState.Checked)
+    qtbot.waitUntil(lambda: sent != [], timeout=60_000)
+    assert sent == [("generator", "discriminator")] and out.checkState(0) == Qt.CheckState.Checked
+    tree.show_states({"generator_ema/h/kernel": VarState(0.0, "frozen")})  # nothing measured can overwrite the note
+    assert tree.item("generator_ema/h/kernel").text(STATE) == UNTRAINED
+    tree.set_tree(build_scope_tree(infos))  # no phases known (a placeholder tree): every row ticks
+    assert tree.item("generator_ema").flags() & checkable and tree.item("generator_ema").text(STATE) == ""
 
 def test_minimal_scopes():
     assert minimal_scopes(["a/b", "a", "c/d/e", "c/d", "a/bc"]) == ("a", "c/d")

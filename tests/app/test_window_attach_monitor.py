@@ -6,8 +6,8 @@ Why: the Monitor promises that code which is no experiment file becomes a Freeze
 attach to. The window must find its scope tree, losses and samples, and its Pause, learning-rate and Stop
 controls must be obeyed by `fit()` (a pause blocks the batch loop; Stop ends `fit()` with the record closed).
 The same for a hand-written `start_run` loop: the window never imports its script, and its pause, learning
-rate and freeze ticks take effect at the paused step (a frozen layer's ‖ΔW‖ exactly 0 after), while a tick on a
-model no phase trains (an EMA copy) is refused and goes back.
+rate and freeze ticks take effect at the paused step (a frozen layer's ‖ΔW‖ exactly 0 after), while a model no
+phase trains (an EMA copy) offers no tick, and a freeze of it sent anyway is refused.
 """
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import sys
 
 from PySide6.QtCore import Qt
 
+from app.panels.scope_tree import STATE, UNTRAINED
 from tests.core.helpers import REPO, start
 
 TIMEOUT = 120_000
@@ -217,7 +218,7 @@ def test_the_window_pauses_a_monitored_loop_sets_its_rate_and_freezes_a_scope_ex
     """The window steering a start_run loop beyond Stop: paused, the loop blocks at its boundary; a learning
     rate typed in and a scope ticked in the tree are applied at the paused step (the optimizer's rate is the
     one typed; the ticked layer's ‖ΔW‖ is exactly 0 at every measured step after it, the rest still moves);
-    ticking the EMA copy no phase trains is refused, said in the status bar, and the tick goes back."""
+    the EMA copy no phase trains has no box to tick, and a freeze of it sent anyway is refused, said in the status bar."""
     from training_core import read_events
     from training_core.rundir.varstore import read_variables
     script, run_dir = tmp_path / "ema_loop.py", tmp_path / "ema-run"
@@ -237,13 +238,14 @@ def test_the_window_pauses_a_monitored_loop_sets_its_rate_and_freezes_a_scope_ex
         assert (lr.phase, lr.value, lr.step) == ("G", 2e-4, pause.step) and lr.id in w.attachment.run.sent
         assert (freeze.scopes, freeze.step) == (["generator/h"], pause.step) and freeze.id in w.attachment.run.sent
 
-        w.scope_tree.item("generator_ema").setCheckState(0, Qt.CheckState.Checked)  # what no phase trains
+        ema = w.scope_tree.item("generator_ema")  # what no phase trains: no box to tick, and the row says why
+        assert ema.data(0, Qt.ItemDataRole.CheckStateRole) is None and not ema.flags() & Qt.ItemFlag.ItemIsUserCheckable
+        assert ema.text(STATE) == UNTRAINED and "no phase trains it" in ema.toolTip(0)
+        w.scope_tree.freezeChanged.emit(("generator/h", "generator_ema"))  # sent anyway (as a command file can)
         rejected = ui.wait_event(w, "rejected", timeout=TIMEOUT)
         assert rejected.message.startswith("cannot freeze 'generator_ema': no phase trains it")
         assert w.status_panel.currentMessage() == f"Step {pause.step}: {rejected.message}"
-        qtbot.waitUntil(lambda: w.scope_tree.item("generator_ema").checkState(0) == Qt.CheckState.Unchecked,
-                        timeout=TIMEOUT)  # the tree shows the run's freeze set again
-        assert w.scope_tree.frozen_scopes() == ("generator/h",)
+        assert w.scope_tree.frozen_scopes() == ("generator/h",)  # the run's freeze set, still shown
         assert w.store.last_step == pause.step  # paused: the loop blocked at its boundary all along
 
         qtbot.mouseClick(w.experiment_panel.run_buttons["pause"], Qt.MouseButton.LeftButton)  # Continue

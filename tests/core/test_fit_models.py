@@ -7,14 +7,16 @@ otherwise, its name matched `g_optimizer` too and the run was refused as if two 
 """
 from __future__ import annotations
 
+import keras
 import pytest
+import tensorflow as tf
 
 from training_core import read_events, read_scalars
 from training_core.base.errors import UserError
 from training_core.monitor import Monitor
 from training_core.rundir.varstore import read_variables
 
-from .keras_gan import dataset, make_ema_gan
+from .keras_gan import EMAGAN, dataset, make_ema_gan
 
 
 def test_a_clone_with_its_originals_name_and_paths_is_one_line_naming_both_attributes(tmp_path):
@@ -93,3 +95,29 @@ def test_an_optimizer_the_names_gave_to_the_wrong_sub_model_is_one_line_at_the_f
         "optimizers={'gene': model.g_optimizer}")
     gan.fit(dataset(2), epochs=1, verbose=0, callbacks=[Monitor(tmp_path / "again", quiet=True)])  # built: measured
     assert read_events(tmp_path / "again")[0].phases == ["discriminator", "generator"]
+
+
+class _LoggedEMAGAN(EMAGAN):
+    """An EMA copy whose train_step also logs a loss for it (how far its drawings are from the origin)."""
+
+    def train_step(self, real):
+        out = super().train_step(real)
+        z = tf.random.normal((8, 2), seed=1)
+        return {**out, "ema_loss": tf.reduce_mean(tf.square(self.ema_generator(z, training=False)))}
+
+
+def test_a_phase_no_optimizer_trains_that_has_a_loss_is_a_warning_and_the_run_goes_on(tmp_path):
+    """`ema` fits no optimizer's name: in a first fit() it is a phase, and the first step shows no optimizer trains
+    it. Its loss is in `logs`, so the record can still hold it: one warning naming the fix, every step recorded."""
+    base = make_ema_gan("ema")
+    gan = _LoggedEMAGAN(base.discriminator, base.generator, base.ema_generator)
+    gan.compile(keras.optimizers.Adam(1e-3, beta_1=0.5), keras.optimizers.Adam(1e-3, beta_1=0.5))
+    gan.fit(dataset(3), epochs=1, verbose=0, callbacks=[Monitor(tmp_path / "run", quiet=True)])
+    events = read_events(tmp_path / "run")
+    assert events[0].phases == ["discriminator", "generator", "ema"]
+    assert [e.message for e in events if e.kind == "warning"] == [
+        "Monitor: no optimizer trains ema (an EMA copy?), yet it is recorded as a phase; pass models= without it to "
+        "record it as no phase"]
+    assert [e for e in events if e.kind == "error"] == [] and events[-1].reason == "done"
+    scalars = read_scalars(tmp_path / "run")
+    assert scalars["loss/ema"].steps.tolist() == scalars["loss/generator"].steps.tolist() == [1, 2, 3]
