@@ -19,6 +19,7 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtGui
 
 from app.log_decades import two_decades
+from training_core.base.notation import superscript
 
 LABEL_GAP_PX = 3.0  # the least room between two tick labels
 DECADE_PAD = 0.04  # of the span, beyond a decade the view was widened to: its label is not cut at the edge
@@ -152,12 +153,9 @@ class FloorLogAxis(TwoDecadeAxis):
         return [self.floor_text if math.isclose(v, self.floor, abs_tol=1e-9) else s for v, s in zip(values, strings)]
 
 
-_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
-
-
 def decade_text(k: int) -> str:
     """10**k as a printed figure writes it: "1", "10", "10²", "10⁻³"."""
-    return "1" if k == 0 else "10" if k == 1 else "10" + str(k).translate(_SUPERSCRIPT)
+    return "1" if k == 0 else "10" if k == 1 else "10" + superscript(k)
 
 
 class PlainLogAxis(TwoDecadeAxis):

@@ -99,3 +99,9 @@ def test_an_update_axis_writes_every_decade_one_way_as_the_export_does():
     assert axis.logTickStrings([-2.0, -4.0, -6.0], 1, 2) == ["10⁻²", "10⁻⁴", "10⁻⁶"]
     axis.set_floor(-8.0)
     assert axis.logTickStrings([-8.0, -6.0, -2.0], 1, 2) == ["0", "10⁻⁶", "10⁻²"]
+
+
+def test_the_axis_and_the_sweep_table_write_one_exponent_alike():
+    from app.plots.axes import decade_text
+    from training_core.runs.sweep_table import tex_number
+    assert decade_text(-5) == "10⁻⁵" and tex_number(1.2e-5, plain=True) == "1.20×10⁻⁵"

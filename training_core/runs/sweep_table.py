@@ -18,6 +18,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from training_core.base.errors import UserError
+from training_core.base.notation import superscript
 from training_core.rundir.reading import read_scalars
 from training_core.runs.data import RunData
 from training_core.runs.groups import Band, Summary, band, group_runs, smooth, summarise, value_at
@@ -267,11 +268,8 @@ def tex_number(x: float, digits: int = 3, plain: bool = False) -> str:
     return text.rstrip(".")
 
 
-_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
-
-
 def _power(exp: int, plain: bool) -> str:
-    return f"×10{str(exp).translate(_SUPERSCRIPT)}" if plain else f"\\times10^{{{exp}}}"
+    return f"×10{superscript(exp)}" if plain else f"\\times10^{{{exp}}}"
 
 
 def cell_text(s: Summary, seeds: int, digits: int = 3, plain: bool = False) -> str:
