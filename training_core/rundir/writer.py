@@ -141,24 +141,20 @@ class _TensorBoard:
             self.variables.close()
 
     def rows(self, b: PhaseBlock, r: int) -> list[tuple[str, float]]:
-        rows = self._rows(b, r)
-        return rows if self.grads else [row for row in rows if not row[0].startswith("grad_norm/")]
-
-    def _rows(self, b: PhaseBlock, r: int) -> list[tuple[str, float]]:
+        """Row `r`'s scalars: per variable, or per model for wide models; `grad_norm` only where measured."""
         if self.per_variable:
-            return [(f"{kind}/{path}", v) for kind, arr in (("update_norm", b.update_norm),
-                                                             ("update_ratio", b.update_ratio),
-                                                             ("grad_norm", b.grad_norm))
-                    for path, v in zip(b.var_paths, arr[r].tolist())]
+            kinds = [("update_norm", b.update_norm), ("update_ratio", b.update_ratio)]
+            kinds += [("grad_norm", b.grad_norm)] if self.grads else []
+            return [(f"{kind}/{path}", v) for kind, arr in kinds for path, v in zip(b.var_paths, arr[r].tolist())]
         tops: dict[str, list[int]] = {}
         for j, path in enumerate(b.var_paths):
             tops.setdefault(path.split("/")[0], []).append(j)
         out = []
         for top, idx in tops.items():
-            upd, w, grad = (float(np.sqrt(np.sum(np.square(a[r, idx])))) for a in
-                            (b.update_norm, b.weight_norm, b.grad_norm))
-            out += [(f"update_norm/{top}", upd), (f"update_ratio/{top}", upd / w if w > 0 else 0.0),
-                    (f"grad_norm/{top}", grad)]
+            upd, w = (float(np.sqrt(np.sum(np.square(a[r, idx])))) for a in (b.update_norm, b.weight_norm))
+            out += [(f"update_norm/{top}", upd), (f"update_ratio/{top}", upd / w if w > 0 else 0.0)]
+            if self.grads:
+                out.append((f"grad_norm/{top}", float(np.sqrt(np.sum(np.square(b.grad_norm[r, idx]))))))
         return out
 
 
