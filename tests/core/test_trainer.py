@@ -64,3 +64,42 @@ def test_a_count_of_a_phase_the_experiment_lacks_is_refused_before_anything_is_w
     assert not (tmp_path / "run").exists()
     with pytest.raises(UserError, match="no --steps is given"):
         _config(tmp_path / "run", count="G").validate()
+
+
+# -- the last steps' numbers are read before a run is called done ------------------------------------------
+def _nan_at_the_end(tmp_path, **kw):
+    """log(w) under SGD(10) is NaN from step 2; nothing is fetched before the step target (fetch_every and
+    fetch_seconds beyond the run), so the NaN reaches the host only after the last step, as it did for a
+    short run on a fast machine (a sweep point whose record said `done` with its loss inf)."""
+    from .helpers import config, nan_experiment
+    d = tmp_path / "run"
+    return d, config(nan_experiment(tmp_path), d, steps=20, fetch_every=10**6, fetch_seconds=1e9, **kw)
+
+
+def test_a_nan_first_read_after_the_last_step_halts_a_headless_run(tmp_path):
+    from training_core import read_events
+    from training_core.cli.headless import HeadlessObserver
+    d, cfg = _nan_at_the_end(tmp_path)
+    observer = HeadlessObserver(None, quiet=True)
+    Trainer(cfg, observer).run()
+    events = read_events(d)
+    assert [(e.at_step, e.value) for e in events if e.kind == "nan"] == [(2, "nan")]
+    assert [e.reason for e in events if e.kind == "pause"] == ["nan"]
+    assert events[-1].kind == "stop" and events[-1].reason == "halted" and events[-1].step == 20
+    assert "the loss of phase P became nan at step 2" in observer.halted  # the CLI's exit code 1
+    assert not (d / "models").exists() or not list((d / "models").iterdir())  # no weights exported
+
+
+def test_a_nan_first_read_after_the_last_step_is_rolled_back_and_trained_to_the_target(tmp_path):
+    """`--on-nan rollback` at the end as mid-run: back to the last checkpoint before the NaN (step 0's: no
+    other is saved, and saving one would read the NaN), and on to the target again; the NaN comes whatever the
+    rate, each time read after the last step, so it gives up after three and pauses: headless, it halts."""
+    from training_core import read_events
+    from training_core.cli.headless import HeadlessObserver
+    d, cfg = _nan_at_the_end(tmp_path, on_nan="rollback")
+    observer = HeadlessObserver(None, quiet=True)
+    Trainer(cfg, observer).run()
+    events = read_events(d)
+    assert [(e.step, e.count) for e in events if e.kind == "rollback"] == [(0, 3)]  # the record keeps the third's
+    assert len(list((d / "dropped").glob("rollback-*"))) == 3
+    assert events[-1].reason == "halted" and "gave up" in observer.halted

@@ -209,7 +209,14 @@ class Trainer:
             if flow.stopping:
                 return flow.stop_command.command.reason if flow.stop_command is not None else "stopped"
             if cfg.steps is not None and (st.step if counted is None else st.phase_counts[counted]) >= cfg.steps:
-                return "done"
+                if not self._fetcher.pending:
+                    return "done"
+                # the last steps' numbers, read before the run is called done: a NaN among them pauses, halts or
+                # rolls back as one mid-run does, at the boundary this goes back to (a short run on a fast
+                # machine reached its target before its first NaN was read, and its record said `done`)
+                self.fetch()
+                next_fetch = time.perf_counter() + fetch_s
+                continue
             if flow.paused:
                 continue
             policy = p.policy
