@@ -20,7 +20,7 @@ When: at the start (step 0), then 0.25, 0.5 and 1 s apart (a run of a few second
 every `metrics_seconds` (2 s), and at the end of a run that reached its step target (on the training thread: it is
 over; a Stop or an error ends the run without one, and drops the measure in flight). But never more often than
 its cost allows: after a measure that took c seconds, the next starts no sooner than c / `SHARE` after it began,
-so that measuring takes at most 5% of the time, beside training or on it: a 3-second FID runs once a minute, not
+so that measuring takes at most 2% of the time, beside training or on it: a 3-second FID runs every 150 s, not
 every 2 s (where it would keep a core busy for good, or, on the training thread, halve the run). Every measure
 re-paces the next from its own cost, so a faster one brings the pace back; except a run's first, which never
 paces the next by its cost (the second follows as soon as the interval allows): it pays the first calls and
@@ -54,7 +54,10 @@ FIRST_INTERVAL_S = 0.25  # the first measures come faster: a short run's curve i
 #: the share of the run's time measuring may take: after a measure of c seconds the next starts c / SHARE after
 #: it began at the soonest. Beside training the measure competes for the cores and the GIL (on this project's
 #: 2 cores, a CPU-bound measure slows the training by about its share); on the training thread it stops it.
-SHARE = 0.05
+#: Why 2% and not 5%: the shapes DCGAN's FID/KID in the window cost the training 0.022-0.107 of its steps/s at
+#: 5% (mean 0.062, five runs) and -0.012-0.049 at 2% (mean 0.018, four runs), alternated at one quiet hour
+#: (bench/PERFORMANCE.md 2026-12-03 15:40-16:07); a 0.3 s measure still comes every 15 s
+SHARE = 0.02
 #: a measure due when the next periodic checkpoint is fewer than this many times the steps the last measure
 #: lasted away waits until that checkpoint's step (a checkpoint waits for a measure of an earlier step)
 CHECKPOINT_MARGIN = 1.5
