@@ -57,10 +57,11 @@ def test_a_failed_point_gives_the_sweep_exit_code_1_and_the_others_still_run(fai
     assert first.returncode == 1, first.stderr
     states = sweep.states()
     assert [s.state for s in states] == ["failed", "done"]
-    stops = [e for e in read_events(sweep.run_dir(sweep.points[0])) if isinstance(e, E.Stop)]
+    events = read_events(sweep.run_dir(sweep.points[0]))
+    stops = [e for e in events if isinstance(e, E.Stop)]
     # halted on the NaN, not done. The NaN came early; the stop follows it, but how many steps later depends on
     # when the host reads the NaN's batch (the machine's load), so the stop may fall on the last step
-    nans = [e for e in read_events(sweep.run_dir(sweep.points[0])) if isinstance(e, E.Nan)]
+    nans = [e for e in events if isinstance(e, E.Nan)]
     assert [s.reason for s in stops] == ["halted"] and nans and nans[0].at_step < 40
     assert nans[0].at_step <= stops[0].step <= 40
     assert states[0].detail == f"it halted at step {stops[0].step}"

@@ -1,17 +1,20 @@
 """loop/trainer.py: what the loop itself decides (the rest of its behaviour is covered by the tests the file
 map names): here, a step target that counts one phase's steps (`--steps 100 --count G`), as GAN papers count
-generator iterations, through a run, a resume, the progress bar and bad input."""
+generator iterations, through a run, a resume, the progress bar and bad input; and the steps still on the
+device read before a run is called done (a NaN among them halts or rolls back as one mid-run does)."""
 from __future__ import annotations
 
 import io
 
 import pytest
 
-from training_core import RunConfig, Trainer, UserError, read_scalars
+from training_core import RunConfig, Trainer, UserError, read_events, read_scalars
 from training_core.base.metrics import Status
-from training_core.cli.headless import ProgressBar
+from training_core.cli.headless import HeadlessObserver, ProgressBar
 from training_core.cli.train import _steps_run
 from training_core.rundir.resume_point import check_target, resume_config
+
+from .helpers import config, nan_experiment
 
 RATIO = {"policy": "fixed", "ratio": [3, 1]}  # the ring's phases: D, G
 
@@ -71,14 +74,11 @@ def _nan_at_the_end(tmp_path, **kw):
     """log(w) under SGD(10) is NaN from step 2; nothing is fetched before the step target (fetch_every and
     fetch_seconds beyond the run), so the NaN reaches the host only after the last step, as it did for a
     short run on a fast machine (a sweep point whose record said `done` with its loss inf)."""
-    from .helpers import config, nan_experiment
     d = tmp_path / "run"
     return d, config(nan_experiment(tmp_path), d, steps=20, fetch_every=10**6, fetch_seconds=1e9, **kw)
 
 
 def test_a_nan_first_read_after_the_last_step_halts_a_headless_run(tmp_path):
-    from training_core import read_events
-    from training_core.cli.headless import HeadlessObserver
     d, cfg = _nan_at_the_end(tmp_path)
     observer = HeadlessObserver(None, quiet=True)
     Trainer(cfg, observer).run()
@@ -94,8 +94,6 @@ def test_a_nan_first_read_after_the_last_step_is_rolled_back_and_trained_to_the_
     """`--on-nan rollback` at the end as mid-run: back to the last checkpoint before the NaN (step 0's: no
     other is saved, and saving one would read the NaN), and on to the target again; the NaN comes whatever the
     rate, each time read after the last step, so it gives up after three and pauses: headless, it halts."""
-    from training_core import read_events
-    from training_core.cli.headless import HeadlessObserver
     d, cfg = _nan_at_the_end(tmp_path, on_nan="rollback")
     observer = HeadlessObserver(None, quiet=True)
     Trainer(cfg, observer).run()
