@@ -319,7 +319,8 @@ class MainWindow(QMainWindow):
         self.status_panel.set_device(info.device_name)
         if rebuild:
             self.follower.forget()
-            self.scope_tree.set_tree(info.tree, c.freeze, info.phase_paths, info.stat_paths)
+            self.scope_tree.set_tree(info.tree, c.freeze, info.phase_paths, info.stat_paths,
+                                     stats_freezable=c.monitor != "loop")  # a loop refuses to freeze them
             self.scope_tree.show_states(self.session.variables.states)
             self.schedule_panel.set_config(info.phase_names, c.schedule, c.lr, c.freeze_method,
                                            c.update_frozen_stats, has_stats=bool(info.stat_paths))

@@ -11,7 +11,8 @@ what the core measured, not from what was asked: a row reads "frozen" once the c
 
 A scope whose variables no phase trains (an EMA copy a hand-written loop assigns itself) has no checkbox
 and reads "untrained": a `start_run` loop refuses to freeze it (it cannot stop the loop's own assigns), so a
-tick could only be refused. Statistics (non-trainable variables a forward pass updates) stay tickable.
+tick could only be refused. Statistics (non-trainable variables a forward pass updates) stay tickable in an
+experiment run, which restores them; a loop's read "untrained" too (`set_tree(stats_freezable=False)`).
 """
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ IS_VAR_ROLE = Qt.ItemDataRole.UserRole + 1
 FROZEN_COLOR = QColor("#2f6fb5")
 LEAK_COLOR = QColor("#c0392b")
 QUIET_COLOR = QColor("#7f7f7f")  # "no update": not frozen, just not moving
-UNTRAINED, UNTRAINED_TIP = "untrained", "no phase trains it: nothing to freeze (a loop's own assigns, an EMA's, go on)"
+UNTRAINED, UNTRAINED_TIP = "untrained", "no phase trains it: nothing to freeze (a loop's own assigns, an EMA's, a layer's statistics, go on)"
 EAGER_ROWS = 100  # trees up to this many rows redraw every row's values; larger ones only the rows on screen
 
 
@@ -120,13 +121,14 @@ class ScopeTree(QWidget):
         self._quiet = False
 
     def set_tree(self, root: ScopeNode, frozen: Sequence[str] = (), trained: Sequence[Sequence[str]] | None = None,
-                 stats: Sequence[str] = ()) -> None:
+                 stats: Sequence[str] = (), stats_freezable: bool = True) -> None:
         """Show `root`'s scopes and variables with `frozen` ticked, without emitting `freezeChanged`.
 
         `trained`: the variables each phase trains (None, or no phase listing any: every row is tickable);
-        a row with none of them nor a statistic (`stats`, or a non-trainable variable) under it has no checkbox."""
-        kept = {p for paths in trained or () for p in paths}
-        self._untrained = untrained_paths(root, kept | set(stats)) if kept else set()
+        a row with none of them nor a statistic (`stats`, or a non-trainable variable) under it has no checkbox;
+        with `stats_freezable=False` (a `start_run` loop refuses to freeze what no phase trains) statistics neither."""
+        kept = {p for paths in trained or () for p in paths} | (set(stats) if stats_freezable else set())
+        self._untrained = untrained_paths(root, kept, stats_freezable) if kept else set()
         self._quiet = True
         self.tree.clear()
         self._items.clear()
@@ -375,9 +377,9 @@ class ScopeTree(QWidget):
 _BLANK = VarState(None, "")
 
 
-def untrained_paths(root: ScopeNode, kept: set[str]) -> set[str]:
-    """The scopes and variables under `root` with none of the `kept` paths (trained ones, statistics) nor a
-    non-trainable variable under them."""
+def untrained_paths(root: ScopeNode, kept: set[str], stats_kept: bool = True) -> set[str]:
+    """The scopes and variables under `root` with none of the `kept` paths (trained ones, statistics) nor, when
+    `stats_kept`, a non-trainable variable under them."""
     out: set[str] = set()
 
     def visit(node: ScopeNode) -> bool:  # True: something under `node` is kept
@@ -385,7 +387,7 @@ def untrained_paths(root: ScopeNode, kept: set[str]) -> set[str]:
         for child in node.children.values():
             any_kept |= visit(child)
         for v in node.variables:
-            if v.path in kept or not v.trainable:
+            if v.path in kept or (stats_kept and not v.trainable):
                 any_kept = True
             else:
                 out.add(v.path)

@@ -122,6 +122,23 @@ def test_scope_tree_offers_no_tick_on_what_no_phase_trains(qtbot):
     tree.set_tree(build_scope_tree(infos))  # no phases known (a placeholder tree): every row ticks
     assert tree.item("generator_ema").flags() & checkable and tree.item("generator_ema").text(STATE) == ""
 
+
+def test_scope_tree_of_a_loop_offers_no_tick_on_a_statistic(qtbot):
+    """In a start_run loop (which refuses to freeze what no phase trains) a layer's statistic has no checkbox and
+    reads "untrained", while its trained neighbours and their scope still tick; an experiment run's stays tickable."""
+    infos = [VarInfo("discriminator/bn/gamma", (2,), "float32", True),
+             VarInfo("discriminator/bn/moving_mean", (2,), "float32", False)]
+    tree = ScopeTree()
+    qtbot.addWidget(tree)
+    checkable = Qt.ItemFlag.ItemIsUserCheckable
+    for freezable in (True, False):
+        tree.set_tree(build_scope_tree(infos), (), trained=[("discriminator/bn/gamma",)],
+                      stats=("discriminator/bn/moving_mean",), stats_freezable=freezable)
+        stat = tree.item("discriminator/bn/moving_mean")
+        assert bool(stat.flags() & checkable) == freezable and (stat.text(STATE) == UNTRAINED) != freezable
+        assert tree.item("discriminator/bn").flags() & checkable and tree.item("discriminator/bn/gamma").flags() & checkable
+    assert "statistics" in stat.toolTip(0)
+
 def test_minimal_scopes():
     assert minimal_scopes(["a/b", "a", "c/d/e", "c/d", "a/bc"]) == ("a", "c/d")
     assert minimal_scopes(["gen/dense_1", "gen/dense_10"]) == ("gen/dense_1", "gen/dense_10")

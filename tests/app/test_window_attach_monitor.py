@@ -202,9 +202,12 @@ def test_attached_to_a_finished_monitored_loop_the_window_never_imports_its_scri
     assert w.session.state_text == f"Finished at step 30 · {w.session.start_blocked}"
 
 
-#: LOOP with an EMA copy of its generator, in models= and moved by the loop's own assign (no phase trains it);
-#: at its end it writes its optimizer's learning rate to RUN_DIR.lr, what the window's rate must have become
-EMA_LOOP = LOOP.replace("opt = keras.optimizers.Adam(1e-3)\n", """opt = keras.optimizers.Adam(1e-3)
+#: LOOP with an EMA copy of its generator, in models= and moved by the loop's own assign (no phase trains it),
+#: and a BatchNormalization whose statistics the loop's forward pass moves; at its end it writes its optimizer's
+#: learning rate to RUN_DIR.lr, what the window's rate must have become
+EMA_LOOP = LOOP.replace('keras.layers.Dense(2, name="out")],',
+                        'keras.layers.Dense(2, name="out"), keras.layers.BatchNormalization(name="bn")],').replace(
+    "tf.square(g(x) - x)", "tf.square(g(x, training=True) - x)").replace("opt = keras.optimizers.Adam(1e-3)\n", """opt = keras.optimizers.Adam(1e-3)
 ema = keras.Sequential([keras.Input((2,)), keras.layers.Dense(8, name="h"), keras.layers.Dense(2, name="out")],
                        name="generator_ema")
 """).replace('models={{"generator": g}}', 'models={{"generator": g, "generator_ema": ema}}').replace(
@@ -218,12 +221,14 @@ def test_the_window_pauses_a_monitored_loop_sets_its_rate_and_freezes_a_scope_ex
     """The window steering a start_run loop beyond Stop: paused, the loop blocks at its boundary; a learning
     rate typed in and a scope ticked in the tree are applied at the paused step (the optimizer's rate is the
     one typed; the ticked layer's ‖ΔW‖ is exactly 0 at every measured step after it, the rest still moves);
-    the EMA copy no phase trains has no box to tick, and a freeze of it sent anyway is refused, said in the status bar."""
+    the EMA copy no phase trains, and a statistic, have no box to tick, and a freeze of the EMA sent anyway is
+    refused, said in the status bar."""
     from training_core import read_events
     from training_core.rundir.varstore import read_variables
     script, run_dir = tmp_path / "ema_loop.py", tmp_path / "ema-run"
     script.write_text(EMA_LOOP.format(repo=str(REPO), marker=str(tmp_path / "imported.txt")))
-    for part in ('"generator_ema": ema', "var_every=2", "e.assign(0.9 * e"):
+    for part in ('"generator_ema": ema', "var_every=2", "e.assign(0.9 * e", 'BatchNormalization(name="bn")',
+                 "g(x, training=True)"):
         assert part in script.read_text()
     proc = start([sys.executable, str(script), str(run_dir)])
     try:
@@ -241,6 +246,9 @@ def test_the_window_pauses_a_monitored_loop_sets_its_rate_and_freezes_a_scope_ex
         ema = w.scope_tree.item("generator_ema")  # what no phase trains: no box to tick, and the row says why
         assert ema.data(0, Qt.ItemDataRole.CheckStateRole) is None and not ema.flags() & Qt.ItemFlag.ItemIsUserCheckable
         assert ema.text(STATE) == UNTRAINED and "no phase trains it" in ema.toolTip(0)
+        stat = w.scope_tree.item("generator/bn/moving_mean")  # a statistic: the loop would refuse its freeze too
+        assert not stat.flags() & Qt.ItemFlag.ItemIsUserCheckable and stat.text(STATE) == UNTRAINED
+        assert w.scope_tree.item("generator/bn/gamma").flags() & Qt.ItemFlag.ItemIsUserCheckable
         w.scope_tree.freezeChanged.emit(("generator/h", "generator_ema"))  # sent anyway (as a command file can)
         rejected = ui.wait_event(w, "rejected", timeout=TIMEOUT)
         assert rejected.message.startswith("cannot freeze 'generator_ema': no phase trains it")

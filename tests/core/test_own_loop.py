@@ -360,3 +360,21 @@ def test_freezing_a_model_no_phase_trains_is_refused_not_silently_accepted(tmp_p
         why, why.replace("'generator_ema'", "'generator_ema/h/kernel'")]
     assert not [e for e in events if e.kind == "freeze"]  # (the start's freeze= is in its config)
     assert {v["path"] for v in next(e for e in events if e.kind == "start").variables} >= {"generator_ema/h/kernel"}
+
+
+def test_freezing_a_layers_statistic_alone_is_refused_in_a_loop(tmp_path):
+    """A BatchNormalization's moving mean, which the loop's own forward pass moves: freezing it alone is refused
+    (as the window's tree offers no box for it), while its layer's scope, which holds trained variables, freezes."""
+    from training_core.base.commands import SetFreeze
+    g, d = _models()
+    bn = keras.Sequential([keras.Input((2,)), keras.layers.BatchNormalization(name="bn")], name="critic")
+    models = {"generator": g, "discriminator": d, "critic": bn}
+    phases = {"D": (keras.optimizers.Adam(), [d, bn]), "G": (keras.optimizers.Adam(), g)}
+    with start_run(tmp_path / "run", models=models, phases=phases, quiet=True) as run:
+        run.send(SetFreeze(["critic/bn/moving_mean"]))
+        run.send(SetFreeze(["critic/bn"]))
+        assert run.boundary()
+        run.log(1, {"D": 1.0})
+    events = read_events(tmp_path / "run")
+    assert [e.message.split(":")[0] for e in events if e.kind == "rejected"] == ["cannot freeze 'critic/bn/moving_mean'"]
+    assert [e.scopes for e in events if e.kind == "freeze"] == [["critic/bn"]]
