@@ -129,11 +129,15 @@ def main(argv: list[str] | None = None) -> int:
                       ("loop_dcgan", f"hand-written loop, DCGAN-size ({px}x{px}, keras.io's models)"),
                       ("fit_dcgan", f"fit(), DCGAN-size ({px}x{px}, keras.io's models)")):
         m = mon[key]
+        fresh = (f", mean of {len(m['generations'])} generations of fresh copies ± {m['ratio_se']:.3f} (standard "
+                 "error)") if "generations" in m else ""
         rows.append((f"monitor cost: {what}: step time with / without", f"{m['ratio']:.3f} ({m['b_ms']:.2f} vs "
-                     f"{m['a_ms']:.2f} ms a step)", "<= 1.03"))
-    aa = mon["loop_ring_aa"]
+                     f"{m['a_ms']:.2f} ms a step){fresh}", "<= 1.03"))
+    aa, graph = mon["loop_ring_aa"], mon["loop_ring_graph"]
+    rows.append(("monitor cost: the ring loop's step with run.apply_gradients, no log/boundary (the graph's part)",
+                 f"{graph['ratio']:.3f} ± {graph['ratio_se']:.3f}", "(reported: a split of the row above)"))
     rows.append(("monitor cost: the bare ring loop against itself (A/A: the harness's spread in this run)",
-                 f"{aa['ratio']:.3f}", "(reported: 1.000 on a quiet machine)"))
+                 f"{aa['ratio']:.3f} ± {aa['ratio_se']:.3f}", "(reported: 1.000 on a quiet machine)"))
     cmd = measure_command_file(2_000 if q else 20_000)
     rows.append(("commands.jsonl reader (a look)", f"{cmd['look_us']:.1f} us with nothing new, "
                  f"{cmd['look_with_command_us']:.1f} us reading a command; at most 4 looks/s = "
