@@ -18,11 +18,12 @@ Cost: a frozen variable's bits (and its slots') are copied once, when it is froz
 stays frozen each step puts it back to them, so the copy stays its value. Putting back is one conditional per
 call, taken only when something of the phase is frozen, whose branch stays a function of its own
 (`keras_private.run_if`) and takes the copies as one byte buffer; when nothing is frozen, a call is `apply`'s own
-pieces plus that untaken branch: +1.8-2.1% of the ring's CPU time per step (D and G, 40 rounds against a plain
-loop, 2026-12-02 02:40). The branch reads the freeze mask itself, and its index is an int32 variable, so a step
-with nothing frozen runs one variable read and the conditional's call, no gather, unstack or cast (16 ops
-added to the step's graph where there were 30; 3,000 interleaved calls, 2026-12-02 03:51: +0.6-1.0% of the
-ring's step at its 10th-25th percentiles, within the spread of two bare loops). Designs measured slower (bench/PERFORMANCE.md): the masked update always, its reads of every
+pieces plus that untaken branch. The branch reads the freeze mask itself, and its index is an int32 variable, so
+a step with nothing frozen runs one variable read and the conditional's call, no gather, unstack or cast. What
+that costs is where it sits, not what it runs: ordered after every update of the phase and before every later
+read of its variables, it is one more call on the step's critical path, 2.0-5.0% of the ring's step by the hour
+(its graph against a plain loop's over generations of fresh copies, 2026-12-03 17:46-18:57; the same conditional
+capturing nothing 1.2%), which is why the monitor misses its 3% on ring-size hand-written loops. Designs measured slower (bench/PERFORMANCE.md): the masked update always, its reads of every
 variable and slot before the update making TensorFlow copy each buffer (+40%); one lowered `tf.cond` between
 the whole masked update and `apply`'s pieces, whose untaken branch of ~150 ops is still walked each step
 (+9-11%); copies made each step, in their own conditional, and one shadow variable per tensor (+5-7%). The
