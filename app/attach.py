@@ -52,6 +52,7 @@ def detached_text(run: AttachedRun) -> str:
 
 class AttachController(QObject):
     controlsChanged = Signal(object)  # training_core.runs.attach.Controls, after someone else's change
+    commandRejected = Signal(str)  # the kind of a command this window sent that the run refused
     failed = Signal(str)  # a one-line problem (the replay process could not start its run)
 
     def __init__(self, session: Session, parent: QObject | None = None) -> None:
@@ -151,6 +152,8 @@ class AttachController(QObject):
         others_changed = False
         for e in run.new_events:
             s.track(e)
+            if isinstance(e, E.Rejected) and e.id in mine:
+                self.commandRejected.emit(run.sent[e.id].kind)
             if isinstance(e, (E.Resumed, E.Rejected)) or isinstance(e, (E.Freeze, E.Ratio, E.LearningRate, E.Method)) \
                     and e.id not in mine:  # (a resume: the settings of its checkpoint, its new step target; a
                 others_changed = True      # rejected command: the panels showed the edit the run refused)

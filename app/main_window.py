@@ -156,6 +156,7 @@ class MainWindow(QMainWindow):
         s.run_finished.connect(self._on_run_finished)
         self.controller.serviceReplaced.connect(self.load)
         self.attachment.controlsChanged.connect(self.follower.show)  # changed by another process
+        self.attachment.commandRejected.connect(self.follower.rejected)  # (before the controls that follow it)
         s.controls_changed.connect(self.follower.show)
         self.attachment.failed.connect(lambda text: self._error(text, ""))
 

@@ -18,6 +18,14 @@ class ControlsFollower:
         """The panels were set afresh (a prepared experiment, a new run): the next change sets them all."""
         self._shown = None
 
+    def rejected(self, kind: str) -> None:
+        """A command of `kind` the window sent was refused: the panel it came from shows the refused edit, not
+        the run, so its part is set again at the next `show` (a paused run's refusal changed nothing else, and
+        without this the combo kept the refused method)."""
+        if self._shown is not None:
+            part = {"freeze": 0, "steps": 1}.get(kind, 2)  # (ratio, lr, method: the schedule panel)
+            self._shown = tuple(None if i == part else x for i, x in enumerate(self._shown))
+
     def show(self, c: Any) -> None:
         """Show the run's `Controls` `c` where they differ from what was last shown."""
         now = (tuple(c.freeze), c.steps, (repr(c.schedule), repr(sorted(c.lr.items())), c.method,

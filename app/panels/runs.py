@@ -18,9 +18,11 @@ from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QHeaderView, QLabel, QLin
 
 from training_core import VarInfo, build_scope_tree
 from training_core.base import events as E
-from training_core.runs import LIVE, RunEntry, RunSet, VariableStates, frozen_spans, marker_label, spans_text
+from training_core.runs import (LIVE, RunEntry, RunSet, VariableStates, frozen_spans, marker_label, spans_text,
+                                unrecorded_paths)
 
 from ..plots import palette
+from .scope_tree import UNTRAINED, UNTRAINED_TIP
 
 KEY_ROLE = Qt.ItemDataRole.UserRole
 X_ROLE = Qt.ItemDataRole.UserRole + 1
@@ -266,7 +268,8 @@ class RunsPanel(QWidget):
         self.variables.clear()
         if e is None or not e.data.var_paths:
             return
-        tree = build_scope_tree([VarInfo(p, (), "float32", True) for p in e.data.var_paths])
+        untrained = set(unrecorded_paths(e.data))  # (an EMA copy: listed, with no value)
+        tree = build_scope_tree([VarInfo(p, (), "float32", True) for p in (*e.data.var_paths, *sorted(untrained))])
         self._states.set_tree(tree)
         self._states.update(e.data)
         states = self._states.states
@@ -278,6 +281,11 @@ class RunsPanel(QWidget):
                 item.setToolTip(2, st.tip if st else "")
                 add(item, child)
             for v in node.variables:
+                if v.path in untrained:
+                    item = QTreeWidgetItem(parent, [v.path.rpartition("/")[2], "", UNTRAINED, ""])
+                    item.setToolTip(0, f"{v.path} — {UNTRAINED_TIP}")
+                    item.setToolTip(2, UNTRAINED_TIP)
+                    continue
                 st = states.get(v.path)
                 spans = spans_text(frozen_spans(e.data, v.path))
                 item = QTreeWidgetItem(parent, [v.path.rpartition("/")[2], _value(st), st.state if st else "", spans])

@@ -221,7 +221,7 @@ def test_the_window_pauses_a_monitored_loop_sets_its_rate_and_freezes_a_scope_ex
     """The window steering a start_run loop beyond Stop: paused, the loop blocks at its boundary; a learning
     rate typed in and a scope ticked in the tree are applied at the paused step (the optimizer's rate is the
     one typed; the ticked layer's ‖ΔW‖ is exactly 0 at every measured step after it, the rest still moves);
-    the EMA copy no phase trains, and a statistic, have no box to tick, and a freeze of the EMA sent anyway is
+    a freeze method the loop refuses goes back in its box while paused (it stayed "gate (leaky)"); the EMA copy no phase trains, and a statistic, have no box to tick, and a freeze of the EMA sent anyway is
     refused, said in the status bar."""
     from training_core import read_events
     from training_core.rundir.varstore import read_variables
@@ -236,6 +236,13 @@ def test_the_window_pauses_a_monitored_loop_sets_its_rate_and_freezes_a_scope_ex
 
         qtbot.mouseClick(w.experiment_panel.run_buttons["pause"], Qt.MouseButton.LeftButton)
         pause = ui.wait_event(w, "pause", timeout=TIMEOUT)
+        combo = w.schedule_panel.method_combo  # paused, a method the loop refuses goes back in the box, each
+        for n in (1, 2):                        # time (the second time it stayed: nothing had changed since the first)
+            combo.setCurrentIndex(combo.findData("gate"))
+            qtbot.waitUntil(lambda: len([e for e in w.store.events if e.kind == "rejected"]) == n, timeout=TIMEOUT)
+            refused = ui.wait_event(w, "rejected", timeout=TIMEOUT)
+            assert refused.id in w.attachment.run.sent and refused.step == pause.step
+            assert w.schedule_panel.method() == "exact", n  # (set in the same poll that read the refusal)
         _type_rate(qtbot, w, "G", "2e-4")
         lr = ui.wait_event(w, "lr", timeout=TIMEOUT)
         w.scope_tree.item("generator/h").setCheckState(0, Qt.CheckState.Checked)  # the user ticks a layer
@@ -250,6 +257,7 @@ def test_the_window_pauses_a_monitored_loop_sets_its_rate_and_freezes_a_scope_ex
         assert not stat.flags() & Qt.ItemFlag.ItemIsUserCheckable and stat.text(STATE) == UNTRAINED
         assert w.scope_tree.item("generator/bn/gamma").flags() & Qt.ItemFlag.ItemIsUserCheckable
         w.scope_tree.freezeChanged.emit(("generator/h", "generator_ema"))  # sent anyway (as a command file can)
+        qtbot.waitUntil(lambda: len([e for e in w.store.events if e.kind == "rejected"]) == 3, timeout=TIMEOUT)
         rejected = ui.wait_event(w, "rejected", timeout=TIMEOUT)
         assert rejected.message.startswith("cannot freeze 'generator_ema': no phase trains it")
         assert w.status_panel.currentMessage() == f"Step {pause.step}: {rejected.message}"

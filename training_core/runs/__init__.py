@@ -9,8 +9,8 @@ from training_core.runs.collection import LIVE, RunEntry, RunSet, unique_labels
 from training_core.runs.data import GrowArray, Marker, RunData, marker_label
 from training_core.runs.follow import RunFollower, read_run, reload_resumed
 from training_core.runs.session import Session, Source, nan_message, source_of
-from training_core.runs.variables import STATES, VariableStates, VarState, frozen_spans, spans_text
+from training_core.runs.variables import STATES, VariableStates, VarState, frozen_spans, spans_text, unrecorded_paths
 
 __all__ = ["LIVE", "GrowArray", "Marker", "RunData", "RunEntry", "RunFollower", "RunSet", "STATES", "Session",
            "Source", "VarState", "VariableStates", "frozen_spans", "marker_label", "nan_message", "read_run",
-           "reload_resumed", "source_of", "spans_text", "unique_labels"]
+           "reload_resumed", "source_of", "spans_text", "unique_labels", "unrecorded_paths"]

@@ -283,3 +283,20 @@ def frozen_spans(data: RunData, path: str) -> list[tuple[int, int]]:
 
 def spans_text(spans: list[tuple[int, int]]) -> str:
     return ", ".join(f"{a:,}" if a == b else f"{a:,}–{b:,}" for a, b in spans)
+
+
+def unrecorded_paths(data: RunData) -> list[str]:
+    """The variables the run's `start` event lists that have no ‖ΔW‖ column: no phase trains them (a loop's EMA
+    copy, a layer's statistics). A review lists them as the attached window's tree does, or a run opened with
+    `--open` looked as if its model had no EMA copy at all (damaged entries of the event are skipped)."""
+    from training_core.base.scopes import VarInfo
+    recorded = {p.split("@")[0] for p in data.var_paths}
+    out = []
+    for d in data.start.variables if data.start is not None else ():
+        try:
+            path = VarInfo.from_dict(d).path
+        except (KeyError, TypeError, ValueError, AttributeError):
+            continue
+        if path not in recorded and path not in out:
+            out.append(path)
+    return out
