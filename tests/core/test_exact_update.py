@@ -116,16 +116,7 @@ def _monitored(tmp_path, opt_a: str, opt_b: str, freezes: dict) -> None:
                             "B": (opts["B"], [f"net/b{i}" for i in range(6)])},
                     freeze=freezes[1], var_every=1, tensorboard=False, quiet=True)
 
-    def make(name):
-        def step():
-            vs = phases[name]
-            with tf.GradientTape() as tape:
-                loss = _loss(net)
-            run.apply_gradients(name, opts[name], tape.gradient(loss, vs), vs)
-            return loss
-        return tf.function(step, autograph=False)
-
-    steps, losses = {"A": make("A"), "B": make("B")}, []
+    steps, losses = _steps(run, net, opts), []
     with run:
         for s in range(1, STEPS + 1):
             if s in freezes and s > 1:
@@ -150,6 +141,21 @@ def _monitored(tmp_path, opt_a: str, opt_b: str, freezes: dict) -> None:
     from training_core.rundir.varstore import read_variables
     for rows in read_variables(tmp_path / "run"):
         assert rows.frozen.any() and (rows.update_norm[rows.frozen] == 0).all()
+
+
+def _steps(run, net, opts) -> dict:
+    """Each phase's user step, traced with `tf.function`: its loss's gradients through `run.apply_gradients`."""
+    phases = _phase_vars(net)
+
+    def make(name):
+        def step():
+            vs = phases[name]
+            with tf.GradientTape() as tape:
+                loss = _loss(net)
+            run.apply_gradients(name, opts[name], tape.gradient(loss, vs), vs)
+            return loss
+        return tf.function(step, autograph=False)
+    return {"A": make("A"), "B": make("B")}
 
 
 @pytest.mark.parametrize("opt_a, opt_b", PAIRS)

@@ -44,6 +44,7 @@ run = start_run(sys.argv[1], models={{"generator": g, "discriminator": d}},     
                 phases={{"D": (d_opt, d), "G": (g_opt, g)}}, steps=int(sys.argv[2]),  # added
                 checkpoint_every=50, var_every=5, resume=True, quiet=True)           # added
 kill_at = int(os.environ.get("KILL_AT", "0"))
+term_at = int(os.environ.get("TERM_AT", "0"))
 
 
 @tf.function
@@ -66,6 +67,9 @@ with run:                                                                     # 
         if step == kill_at:  # (the test's: killed with the record written up to this step)
             run.flush()
             os.kill(os.getpid(), signal.SIGKILL)
+        if step == term_at:  # (as Slurm stops a job: the run stops at its next boundary, keeping its record)
+            os.kill(os.getpid(), signal.SIGTERM)
+print("after the loop", run.step)
 '''
 
 
@@ -75,11 +79,13 @@ def _loop(tmp_path):
     return path
 
 
-def _run(script, run_dir, steps: int, kill_at: int = 0):
+def _run(script, run_dir, steps: int, kill_at: int = 0, term_at: int = 0, out: list | None = None):
     import os
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "KILL_AT": str(kill_at)}
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "KILL_AT": str(kill_at), "TERM_AT": str(term_at)}
     proc = start([sys.executable, str(script), str(run_dir), str(steps)], env=env)
-    out, err = proc.communicate(timeout=600)
+    stdout, err = proc.communicate(timeout=600)
+    if out is not None:
+        out.append(stdout)
     return proc.returncode, err
 
 

@@ -48,6 +48,27 @@ from training_core.engine.experiment_checks import check_optimizer
 from training_core.engine.slots import slots_by_variable
 
 
+def checked_call(name: str, phase_vars: list, index: dict, grads: Sequence[Any],
+                 variables: Sequence[Any]) -> tuple[list, list[int]]:
+    """`run.apply_gradients(name, ...)`'s arguments checked: one gradient per variable, each variable one phase
+    `name` trains (`index`: id -> position); the gradients as a list and each variable's position. A `UserError`
+    otherwise, naming the variable and the fix (both updates take the same arguments, so one check)."""
+    where = f"run.apply_gradients({name!r}, ...)"
+    grads, variables = list(grads), list(variables)
+    if len(grads) != len(variables):
+        raise UserError(f"{where}: {len(grads)} gradients for {len(variables)} variables; pass one gradient per "
+                        f"variable, as tape.gradient(loss, variables) returns them")
+    pos = []
+    for v in variables:
+        i = index.get(id(v))
+        if i is None:
+            raise UserError(f"{where}: {getattr(v, 'path', v)!r} is not a variable phase {name!r} trains "
+                            f"(it trains {', '.join(p.path for p in phase_vars[:3])}{', ...' if len(phase_vars) > 3 else ''}); "
+                            f"pass the phase's own variables, or declare the phase with them in start_run")
+        pos.append(i)
+    return grads, pos
+
+
 class ExactUpdate:
     """One phase's update, for its variables in the order the run records them. Built eagerly (start_run), so
     the optimizer, its slots and the freeze mask exist before the user's step is traced."""
@@ -84,27 +105,10 @@ class ExactUpdate:
             self._shadow = tf.Variable(tf.zeros([size], tf.uint8), trainable=False, name=f"monitor_frozen_bits_{name}")
         self.traces = 0  # how often a step calling `apply` was traced (a retrace shows here)
 
-    def positions(self, variables: Sequence[Any], where: str) -> list[int]:
-        """Where each of `variables` is among the phase's; a `UserError` for one the phase does not train."""
-        out = []
-        for v in variables:
-            i = self._index.get(id(v))
-            if i is None:
-                raise UserError(f"{where}: {getattr(v, 'path', v)!r} is not a variable phase {self.name!r} trains "
-                                f"(it trains {', '.join(p.path for p in self.vars[:3])}{', ...' if len(self.vars) > 3 else ''}); "
-                                f"pass the phase's own variables, or declare the phase with them in start_run")
-            out.append(i)
-        return out
-
     def apply(self, grads: Sequence[Any], variables: Sequence[Any]) -> None:
         """The update (in the graph being traced, or eagerly). A None gradient is skipped, as Keras skips it."""
         import tensorflow as tf
-        where = f"run.apply_gradients({self.name!r}, ...)"
-        grads, variables = list(grads), list(variables)
-        if len(grads) != len(variables):
-            raise UserError(f"{where}: {len(grads)} gradients for {len(variables)} variables; pass one gradient per "
-                            f"variable, as tape.gradient(loss, variables) returns them")
-        pos = self.positions(variables, where)
+        grads, pos = checked_call(self.name, self.vars, self._index, grads, variables)
         self.traces += 1
         live = [(i, g) for i, g in zip(pos, grads) if g is not None]
         if not live:
@@ -136,6 +140,10 @@ class ExactUpdate:
         restore_frozen(items)
         steps = self.opt.iterations
         steps.assign_sub(tf.cast(tf.reduce_all(frozen), steps.dtype))
+
+    def all_frozen(self) -> bool:
+        mask = self.frozen.numpy()
+        return bool(len(mask)) and bool(mask.all())
 
     def set_frozen(self, mask: Sequence[bool]) -> None:
         """The freeze set, from the run's boundary (eagerly, between steps): read by the next step, no retrace.

@@ -47,6 +47,7 @@ from training_core.monitor.control_replay import ControlReplayer, plan_control_r
 from training_core.monitor.fit_models import match, misread_phases, phase_optimizers, sub_models
 from training_core.monitor.monitored import MonitoredRun
 from training_core.monitor.described import describe
+from training_core.monitor.stop_signal import StopOnTerm
 from training_core.monitor.terminal_report import TerminalReport
 from training_core.monitor.update_meter import MONITOR_VAR_EVERY
 from training_core.observers.alarms import LeakAlarm, NanAlarm
@@ -178,6 +179,7 @@ class Monitor(keras.callbacks.Callback):
                               seed=seed, tensorboard=tensorboard)
         self.keep_open = keep_open
         self.core: MonitoredRun | None = None
+        self._term: StopOnTerm | None = None
         self._keys: dict[str, str] | None = None  # phase -> its loss in logs (known at the first batch)
         self._means: BatchMeans | None = None  # the logs keys that are Mean trackers (known at the first batch)
 
@@ -210,6 +212,8 @@ class Monitor(keras.callbacks.Callback):
         self.core = MonitoredRun(described, observers, False, self._refuse, leak_method="fit",
                                  sample=None if self._sample is None else (lambda: self._sample(model)))
         self.core.begin()
+        core = self.core  # SIGTERM: a Stop at the next batch's end, as Ctrl-C ends fit() (monitor/stop_signal.py)
+        self._term = StopOnTerm(lambda: core.send(C.Stop()), lambda: not core.closed)
 
     def _target(self) -> int | None:
         p = self.params or {}
@@ -318,6 +322,8 @@ class Monitor(keras.callbacks.Callback):
     def close(self) -> None:
         """End the run (`keep_open`: after the last fit()): a final flush and the `stop` event."""
         core = self.core
+        if self._term is not None:
+            self._term.remove()
         if core is not None and not core.closed:
             core.close(core.stop_reason() if core.flow.stopping else "done")
 

@@ -27,7 +27,10 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
+import numpy as np
+
 from training_core.base import commands as C
+from training_core.base import events as E
 from training_core.base.config import RunConfig, check_learning_rate, file_sha256
 from training_core.base.errors import UserError
 from training_core.base.scopes import MONITOR_SCOPES, in_scope, normalize_scope, resolve_scopes, scope_list
@@ -36,7 +39,9 @@ from training_core.experiment.loading import refuse_inside_experiment
 from training_core.monitor.control_replay import ControlReplayer, plan_control_replay
 from training_core.monitor.monitored import MonitoredRun
 from training_core.monitor.exact_update import ExactUpdate
+from training_core.monitor.fixed_update import FixedUpdate
 from training_core.monitor.described import describe, resolve_trains
+from training_core.monitor.stop_signal import StopOnTerm
 from training_core.monitor.terminal_report import TerminalReport
 from training_core.monitor.update_meter import MONITOR_VAR_EVERY
 from training_core.observers.alarms import LeakAlarm, NanAlarm
@@ -51,9 +56,11 @@ from training_core.rundir.reading import clear_failed_run
 class Run:
     """A Freezeframe run driven by the user's loop (make it with `start_run`)."""
 
-    def __init__(self, core: MonitoredRun, updates: dict[str, ExactUpdate], models: Models,
-                 follows_schedule: bool = False) -> None:
+    def __init__(self, core: MonitoredRun, updates: dict[str, ExactUpdate | FixedUpdate], models: Models,
+                 follows_schedule: bool = False, live_freeze: bool = True) -> None:
         self._core, self._updates, self.models = core, updates, models
+        self._live_freeze = live_freeze
+        self._term: StopOnTerm | None = None  # SIGTERM -> a Stop at the next boundary (monitor/stop_signal.py)
         self._asks_phase = follows_schedule  # a schedule given to start_run, or next_phase() called
 
     # -- what the loop reads ----------------------------------------------------------------------------------
@@ -147,8 +154,7 @@ class Run:
         window change its ratio live; one that does not refuses ratio changes."""
         core = self._core
         self._asks_phase = True
-        runnable = [not (len(p) and all(update.frozen.numpy())) for p, update in
-                    zip(core.prepared.phase_paths, self._updates.values())]
+        runnable = [not update.all_frozen() for update in self._updates.values()]
         i = core.prepared.policy.next_phase(runnable)
         if i is None:
             raise UserError("every phase has all its variables frozen; unfreeze a scope to go on")
@@ -157,7 +163,12 @@ class Run:
     def close(self, reason: str | None = None) -> None:
         """End the run: a final checkpoint and the models' weights, the `stop` event."""
         core = self._core
-        core.close(reason or (core.stop_reason() if core.flow.stopping else "done"))
+        self._end(reason or (core.stop_reason() if core.flow.stopping else "done"))
+
+    def _end(self, reason: str, error: BaseException | None = None) -> None:
+        if self._term is not None:
+            self._term.remove()
+        self._core.close(reason, error)
 
     def __enter__(self) -> "Run":
         return self
@@ -168,12 +179,14 @@ class Run:
         elif isinstance(error, KeyboardInterrupt):
             self.close("stopped")
         else:
-            self._core.close("error", error)
+            self._end("error", error)
 
     def _refuse(self, command: C.Command) -> str | None:
         if isinstance(command, C.SetFreezeMethod) and command.method != "exact":
             return ("run.apply_gradients freezes exactly; the gate method (frozen gradients zeroed, momentum and "
                     "decay still moving them) is for experiment files")
+        if isinstance(command, C.SetFreeze) and not self._live_freeze:
+            return FIXED_FREEZE
         if isinstance(command, C.SetFreeze):
             why = untrained_scope(command.scopes, self._core.prepared)
             if why is not None:
@@ -188,7 +201,7 @@ def start_run(run_dir: str | Path, models: Mapping[str, Any], phases: Mapping[st
               steps: int | None = None, resume: bool = False, freeze: str | Sequence[str] = (), schedule: dict | None = None,
               sample: Callable[[Models], dict] | None = None, checkpoint_every: int = 5000, var_every: int = MONITOR_VAR_EVERY,
               sample_every: float = 10.0, seed: int = 0, tensorboard: bool = True, quiet: bool = False,
-              replay: str | Path | None = None) -> Run:
+              replay: str | Path | None = None, live_freeze: bool = True) -> Run:
     """Open a run for a hand-written loop (see the module docstring).
 
     `models`: name -> Keras model. Every variable is in the record's scope tree and in the checkpoints; the
@@ -201,7 +214,10 @@ def start_run(run_dir: str | Path, models: Mapping[str, Any], phases: Mapping[st
     a loop given one asks the run for its phases, and the window may change the ratio.
     `sample(models) -> {"fake": array, "real": array}`: drawings for the samples view and the record.
     `replay=OLD_DIR`: apply the number-changing controls OLD_DIR recorded (freeze, learning rates, ratio) at the
-    steps they took effect there, and stop where it stopped (monitor/control_replay.py)."""
+    steps they took effect there, and stop where it stopped (monitor/control_replay.py).
+    `live_freeze=False`: the freeze set is the one the run starts with (`freeze=`, or a resumed checkpoint's),
+    for the whole run; `run.apply_gradients` is then `optimizer.apply` on the unfrozen variables, without the
+    restore point live freezing adds to the step (monitor/fixed_update.py), and freeze commands are refused."""
     refuse_inside_experiment("start_run(...)")
     d = Path(run_dir)
     resuming = bool(resume) and d.is_dir() and (d / "config.toml").is_file()
@@ -229,7 +245,13 @@ def start_run(run_dir: str | Path, models: Mapping[str, Any], phases: Mapping[st
     config = _config(d, steps, seed, var_every, checkpoint_every, sample_every, tensorboard, listed)
     described = describe(models, listed, config, schedule)
     config.schedule = described.policy.to_dict()
-    updates = {name: ExactUpdate(name, opt, vs) for name, opt, vs in listed}
+    if not isinstance(live_freeze, bool):
+        raise UserError(f"live_freeze must be True or False, got {live_freeze!r}")
+    if plan is not None and not live_freeze and any(isinstance(c, C.SetFreeze) for _, c in plan.commands):
+        raise UserError(f"replay={str(replay)!r} changes the freeze set mid-run, which a loop with live_freeze=False "
+                        f"cannot do; replay it with live_freeze=True (the default)")
+    update = ExactUpdate if live_freeze else FixedUpdate
+    updates = {name: update(name, opt, vs) for name, opt, vs in listed}
     config.freeze = list(resolve_scopes(frozen, described.var_infos, MONITOR_SCOPES))
     why = untrained_scope(config.freeze, described)
     if why is not None:
@@ -246,9 +268,21 @@ def start_run(run_dir: str | Path, models: Mapping[str, Any], phases: Mapping[st
                  TerminalReport(quiet=quiet), SampleRecord(), RunRecord()]
     core = MonitoredRun(described, observers, resuming, lambda c: holder["run"]._refuse(c), on_freeze=on_freeze,
                         sample=None if sample is None else (lambda: sample(described.experiment.models)))
-    run = holder["run"] = Run(core, updates, described.experiment.models, follows_schedule=schedule is not None)
+    run = holder["run"] = Run(core, updates, described.experiment.models, follows_schedule=schedule is not None,
+                              live_freeze=live_freeze)
+    given = (list(config.freeze), dict(config.lr))  # (a resume replaces them with its checkpoint's)
     core.begin()
+    if resuming:
+        for line in _kept_from_checkpoint(given, core):
+            core.emit(E.Warning(message=line))
+    run._term = StopOnTerm(lambda: core.send(C.Stop()), lambda: not core.closed)
     return run
+
+
+#: why a loop started with live_freeze=False refuses a freeze command (the window shows it, the terminal prints it)
+FIXED_FREEZE = ("this loop was started with start_run(..., live_freeze=False): its freeze set is the one it started "
+                "with, fixed in its traced step; start a run with another freeze=, or with live_freeze=True (the "
+                "default) to freeze live")
 
 
 def untrained_scope(scopes: Any, described: Any) -> str | None:
@@ -270,6 +304,23 @@ def untrained_scope(scopes: Any, described: Any) -> str | None:
                     f"cannot stop what your loop itself does to it (an EMA's assign, a layer's statistics); freeze a scope a phase trains (under "
                     f"{tops}), or stop updating it in your loop")
     return None
+
+
+def _kept_from_checkpoint(given: tuple[list, dict], core: MonitoredRun) -> list[str]:
+    """What the script asked for and a resume did not take: the run goes on with its checkpoint's freeze set and
+    learning rates (those the window or `run.send` set included), so that it continues the run it was; a script
+    edited since to freeze or train otherwise is told so, not left believing it (a tester's did)."""
+    freeze, lr = given
+    lines = []
+    if sorted(freeze) != sorted(core.state.freeze):
+        lines.append(f"resumed with the run's freeze set {list(core.state.freeze)} (its checkpoint's), not "
+                     f"start_run(freeze={freeze}); send SetFreeze(...) (run.send, the window) to change it")
+    changed = [f"{k} {core.config.lr[k]:g} (the script's {v:g})" for k, v in lr.items()  # (as float32: the
+               if k in core.config.lr and np.float32(core.config.lr[k]) != np.float32(v)]  # optimizer's own)
+    if changed:
+        lines.append(f"resumed with the run's learning rates, {', '.join(changed)}; send SetLearningRate(...) "
+                     f"(run.send, the window) to change them")
+    return lines
 
 
 def _config(d: Path, steps: int | None, seed: int, var_every: int, checkpoint_every: int, sample_every: float,
