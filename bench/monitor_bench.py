@@ -57,9 +57,10 @@ def ring(seed: int = 0) -> SimpleNamespace:
 
 
 class Loop:
-    """A hand-written GradientTape loop of one D and one G step a step; `monitored`: with the run object's lines."""
+    """A hand-written GradientTape loop of one D and one G step a step; `monitored`: with the run object's lines
+    (`live_freeze=False`: the run's freeze set fixed at its start, monitor/fixed_update.py)."""
 
-    def __init__(self, parts: Callable[[], SimpleNamespace], monitored: bool) -> None:
+    def __init__(self, parts: Callable[[], SimpleNamespace], monitored: bool, live_freeze: bool = True) -> None:
         import tensorflow as tf
         p = parts()
         data = tf.constant(p.data)
@@ -69,7 +70,7 @@ class Loop:
             from training_core.monitor import start_run
             self.run = start_run(Path(tempfile.mkdtemp(prefix="ff-bench-mon-")) / "run", quiet=True,
                                  models={"generator": p.g, "discriminator": p.d},
-                                 phases={"D": (p.opt_d, p.d), "G": (p.opt_g, p.g)})
+                                 phases={"D": (p.opt_d, p.d), "G": (p.opt_g, p.g)}, live_freeze=live_freeze)
         else:
             p.opt_d.build(p.d.trainable_variables)
             p.opt_g.build(p.g.trainable_variables)
@@ -253,6 +254,7 @@ def measure(quick: bool) -> dict[str, dict[str, float]]:
         "loop_ring": compare_fresh(*ring_loop, *fresh),
         "loop_ring_aa": compare_fresh(ring_loop[0], ring_loop[0], *fresh),
         "loop_ring_graph": compare_fresh(ring_loop[0], partial(GraphOnly, ring, True), *fresh),
+        "loop_ring_fixed": compare_fresh(ring_loop[0], partial(Loop, ring, True, False), *fresh),
         "fit_ring": compare(*ring_fit, ring_chunk, ring_rounds, copies),
         "loop_dcgan": compare(*dc_loop, dc_chunk, dc_rounds, copies),
         "fit_dcgan": compare(*dc_fit, dc_chunk, dc_rounds, copies),

@@ -133,7 +133,10 @@ def main(argv: list[str] | None = None) -> int:
                  "error)") if "generations" in m else ""
         rows.append((f"monitor cost: {what}: step time with / without", f"{m['ratio']:.3f} ({m['b_ms']:.2f} vs "
                      f"{m['a_ms']:.2f} ms a step){fresh}", "<= 1.03"))
-    aa, graph = mon["loop_ring_aa"], mon["loop_ring_graph"]
+    aa, graph, fixed = mon["loop_ring_aa"], mon["loop_ring_graph"], mon["loop_ring_fixed"]
+    rows.append(("monitor cost: hand-written loop, ring-size, start_run(..., live_freeze=False) (the freeze set fixed "
+                 "at the start, no restore point): step time with / without", f"{fixed['ratio']:.3f} ± "
+                 f"{fixed['ratio_se']:.3f} ({fixed['b_ms']:.2f} vs {fixed['a_ms']:.2f} ms a step)", "<= 1.03"))
     rows.append(("monitor cost: the ring loop's step with run.apply_gradients, no log/boundary (the graph's part)",
                  f"{graph['ratio']:.3f} ± {graph['ratio_se']:.3f}", "(reported: a split of the row above)"))
     rows.append(("monitor cost: the bare ring loop against itself (A/A: the harness's spread in this run)",
