@@ -313,18 +313,12 @@ class MainWindow(QMainWindow):
 
     def _on_prepared(self, info: PreparedInfo, rebuild: bool) -> None:
         gc.freeze()  # Qt, pyqtgraph and the window live as long as the process: full collections stay short
-        c = info.config
         self.experiment_panel.show_prepared(info, self.session.source, attached=bool(self.session.attached))
         if self.session.monitored:  # the record of a run the user's script trains: the panel says who trains it
             self.experiment_panel.set_description(self.session.start_blocked)
         self.status_panel.set_device(info.device_name)
         if rebuild:
-            self.follower.forget()
-            self.scope_tree.set_tree(info.tree, c.freeze, info.phase_paths, info.stat_paths,
-                                     stats_freezable=c.monitor != "loop")  # a loop refuses to freeze them
-            self.scope_tree.show_states(self.session.variables.states)
-            self.schedule_panel.set_config(info.phase_names, c.schedule, c.lr, c.freeze_method,
-                                           c.update_frozen_stats, has_stats=bool(info.stat_paths))
+            self.follower.set_prepared(info, self.session.variables.states)
         self.ready.emit()
 
     def _on_problem(self, summary: str, detail: str) -> None:

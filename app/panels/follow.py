@@ -1,4 +1,5 @@
-"""The panels following a run's controls when another process changed them (an attached run's commands
+"""The panels following a run's controls: set afresh from a prepared experiment or a run's record, then,
+when another process changed them (an attached run's commands
 from elsewhere, or the window's own run steered through its commands.jsonl): only the part that changed is
 set. Setting every panel on each change wiped a learning rate the user was typing (and its pending,
 debounced send) when an unrelated freeze came in from a shell."""
@@ -8,11 +9,25 @@ from typing import Any
 
 from PySide6.QtWidgets import QSpinBox
 
+from training_core.base.monitored_controls import fixed_controls
+
 
 class ControlsFollower:
     def __init__(self, tree: Any, schedule: Any, steps_spin: QSpinBox) -> None:
         self.tree, self.schedule, self.steps_spin = tree, schedule, steps_spin
         self._shown: tuple | None = None  # what the panels were last set to from a run's controls
+
+    def set_prepared(self, info: Any, states: Any) -> None:
+        """Set the tree and the schedule panel afresh from a prepared experiment (or a run's record: `info` a
+        `PreparedInfo`), with what such a run refuses disabled (a fit() run: no box to tick, no method, no ratio)."""
+        self.forget()
+        c, fixed = info.config, fixed_controls(info.config.monitor)
+        self.tree.set_tree(info.tree, c.freeze, info.phase_paths, info.stat_paths,
+                           stats_freezable=c.monitor != "loop", fixed=fixed.get("freeze", ""))  # (a loop refuses them)
+        self.tree.show_states(states)
+        self.schedule.set_config(info.phase_names, c.schedule, c.lr, c.freeze_method, c.update_frozen_stats,
+                                 has_stats=bool(info.stat_paths))
+        self.schedule.set_fixed(fixed)
 
     def forget(self) -> None:
         """The panels were set afresh (a prepared experiment, a new run): the next change sets them all."""

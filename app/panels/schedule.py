@@ -69,6 +69,10 @@ class SciSpinBox(QDoubleSpinBox):
         self.setValue(v * 2.0 ** steps if v > 0 else 1e-4)
 
 
+METHOD_TIP = ("exact: frozen variables are left out of the update. gate: only their gradient is zeroed, so "
+              "optimizer momentum and weight decay still move them (shown as LEAK)")
+
+
 class SchedulePanel(QWidget):
     scheduleChanged = Signal(object)  # policy dict for SetRatio
     learningRateChanged = Signal(str, float)
@@ -90,9 +94,7 @@ class SchedulePanel(QWidget):
         self.method_combo = QComboBox()
         self.method_combo.addItem("exact", "exact")
         self.method_combo.addItem("gate (leaky)", "gate")
-        self.method_combo.setToolTip("exact: frozen variables are left out of the update. gate: only their "
-                                     "gradient is zeroed, so optimizer momentum and weight decay still move "
-                                     "them (shown as LEAK)")
+        self.method_combo.setToolTip(METHOD_TIP)
         self.stats_check = QCheckBox("Update frozen BN stats")
         self.stats_check.setVisible(False)  # until a prepared experiment says it has such statistics
         self.stats_check.setToolTip("Let BatchNormalization moving statistics in frozen scopes keep updating")
@@ -125,6 +127,7 @@ class SchedulePanel(QWidget):
         self.thresholds: dict[str, SciSpinBox] = {}
         self.lrs: dict[str, SciSpinBox] = {}
         self._quiet = False
+        self._fixed: dict[str, str] = {}  # control -> why the run refuses any change of it (`set_fixed`)
         self._sent_schedule: dict[str, Any] = {}
         self._sent_lr: dict[str, float] = {}
         self._schedule_later = qdebounced(self._flush_schedule, timeout=DEBOUNCE_MS, parent=self)
@@ -170,6 +173,21 @@ class SchedulePanel(QWidget):
         self._lr_later.cancel()
         self._sent_schedule = self.schedule()
         self._sent_lr = self.learning_rates()
+
+    def set_fixed(self, fixed: dict[str, str]) -> None:
+        """The controls the run refuses whatever they send ("method", "ratio": base/monitored_controls.py, a
+        monitored run), disabled with the reason as their tooltip, so a user does not learn it from a refusal at
+        each try; {} enables them again. Kept across `set_config`."""
+        self._fixed = dict(fixed)
+        why = self._fixed.get("method", "")
+        self.method_combo.setEnabled(not why)
+        self.method_combo.setToolTip(why or METHOD_TIP)
+        self.policy_combo.setEnabled("ratio" not in self._fixed)
+        quiet, self._quiet = self._quiet, True  # (programmatic: no schedule is sent)
+        try:
+            self._policy_changed()
+        finally:
+            self._quiet = quiet
 
     def _build_rows(self, phase_names: Sequence[str]) -> None:
         while self.grid.count():
@@ -238,10 +256,12 @@ class SchedulePanel(QWidget):
 
     def _policy_changed(self) -> None:
         adaptive = self.policy_combo.currentData() == "adaptive"
-        self.max_steps.setEnabled(adaptive)
+        ratio_fixed = self._fixed.get("ratio", "")
+        self.max_steps.setEnabled(adaptive and not ratio_fixed)
         for p in self.phase_names:
-            self.steps[p].setEnabled(not adaptive)
-            self.thresholds[p].setEnabled(adaptive)
+            self.steps[p].setEnabled(not adaptive and not ratio_fixed)
+            self.thresholds[p].setEnabled(adaptive and not ratio_fixed)
+            self.steps[p].setToolTip(ratio_fixed or f"Steps of phase {p} per cycle; 0 skips the phase")
         if not self._quiet:
             self._flush_schedule()
 

@@ -24,6 +24,7 @@ from PySide6.QtWidgets import QHeaderView, QLineEdit, QTreeWidget, QTreeWidgetIt
 from superqt.utils import qdebounced
 
 from training_core import ScopeNode, in_scope
+from training_core.base.scopes import untrained_paths
 from training_core.runs import STATES, VarState
 
 #: what matters while training first: a narrow panel scrolls shape and parameter counts out of view, not
@@ -95,6 +96,7 @@ class ScopeTree(QWidget):
         self._var_items: dict[str, QTreeWidgetItem] = {}
         self._states: Mapping[str, VarState] = {}
         self._untrained: set[str] = set()  # rows no phase trains (`set_tree`)
+        self._fixed = ""  # why no row can be frozen here (`set_tree`)
         self._drawn: dict[str, tuple[str, str, str]] = {}  # path -> (value text, state, tip) on its row now
         self.tree.verticalScrollBar().valueChanged.connect(self._draw_on_screen)
         self.tree.itemExpanded.connect(self._draw_on_screen)
@@ -121,12 +123,14 @@ class ScopeTree(QWidget):
         self._quiet = False
 
     def set_tree(self, root: ScopeNode, frozen: Sequence[str] = (), trained: Sequence[Sequence[str]] | None = None,
-                 stats: Sequence[str] = (), stats_freezable: bool = True) -> None:
+                 stats: Sequence[str] = (), stats_freezable: bool = True, fixed: str = "") -> None:
         """Show `root`'s scopes and variables with `frozen` ticked, without emitting `freezeChanged`.
 
         `trained`: the variables each phase trains (None, or no phase listing any: every row is tickable);
         a row with none of them nor a statistic (`stats`, or a non-trainable variable) under it has no checkbox;
-        with `stats_freezable=False` (a `start_run` loop refuses to freeze what no phase trains) statistics neither."""
+        with `stats_freezable=False` (a `start_run` loop refuses to freeze what no phase trains) statistics neither.
+        `fixed`: why nothing can be frozen from here (a `fit()` run): no row has a checkbox, and each says why."""
+        self._fixed = fixed
         kept = {p for paths in trained or () for p in paths} | (set(stats) if stats_freezable else set())
         self._untrained = untrained_paths(root, kept, stats_freezable) if kept else set()
         self._quiet = True
@@ -178,8 +182,8 @@ class ScopeTree(QWidget):
             item.setData(NAME, PATH_ROLE, child.path)
             item.setData(NAME, IS_VAR_ROLE, False)
             self._boxed(item, child.path, boxed, Qt.ItemFlag.ItemIsAutoTristate)
-            item.setToolTip(NAME, f"{child.path}/  — " + (UNTRAINED_TIP if child.path in self._untrained
-                                                            else "tick to freeze everything under it"))
+            why = self._fixed or (UNTRAINED_TIP if child.path in self._untrained else "tick to freeze everything under it")
+            item.setToolTip(NAME, f"{child.path}/  — {why}")
             item.setTextAlignment(PARAMS, right)
             item.setTextAlignment(UPDATE, right)
             self._items[child.path] = item
@@ -191,7 +195,7 @@ class ScopeTree(QWidget):
             item.setData(NAME, IS_VAR_ROLE, True)
             self._boxed(item, v.path, boxed)
             item.setToolTip(NAME, f"{v.path} ({v.dtype}{'' if v.trainable else ', not trainable'})"
-                            + (f" — {UNTRAINED_TIP}" if v.path in self._untrained else ""))
+                            + (f" — {self._fixed or UNTRAINED_TIP}" if v.path in self._untrained or self._fixed else ""))
             item.setTextAlignment(PARAMS, right)
             item.setTextAlignment(UPDATE, right)
             self._items[v.path] = item
@@ -200,7 +204,9 @@ class ScopeTree(QWidget):
     def _boxed(self, item: QTreeWidgetItem, path: str, boxed: bool, extra: Qt.ItemFlag = Qt.ItemFlag.NoItemFlags) -> None:
         """A checkbox on a row something trains; none on an untrained one (unless its scope's tri-state needs it)."""
         flags = Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
-        if path not in self._untrained:
+        if self._fixed:
+            item.setFlags(flags)
+        elif path not in self._untrained:
             item.setFlags(flags | Qt.ItemFlag.ItemIsUserCheckable | extra)
         else:
             item.setFlags(flags | (extra if boxed else Qt.ItemFlag.NoItemFlags))
@@ -376,24 +382,3 @@ class ScopeTree(QWidget):
 
 _BLANK = VarState(None, "")
 
-
-def untrained_paths(root: ScopeNode, kept: set[str], stats_kept: bool = True) -> set[str]:
-    """The scopes and variables under `root` with none of the `kept` paths (trained ones, statistics) nor, when
-    `stats_kept`, a non-trainable variable under them."""
-    out: set[str] = set()
-
-    def visit(node: ScopeNode) -> bool:  # True: something under `node` is kept
-        any_kept = False
-        for child in node.children.values():
-            any_kept |= visit(child)
-        for v in node.variables:
-            if v.path in kept or (stats_kept and not v.trainable):
-                any_kept = True
-            else:
-                out.add(v.path)
-        if not any_kept and node.path:
-            out.add(node.path)
-        return any_kept
-
-    visit(root)
-    return out

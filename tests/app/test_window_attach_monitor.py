@@ -16,6 +16,7 @@ import sys
 from PySide6.QtCore import Qt
 
 from app.panels.scope_tree import STATE, UNTRAINED
+from training_core.base.monitored_controls import FIT_FREEZE, FIT_RATIO, LOOP_METHOD
 from tests.core.helpers import REPO, start
 
 TIMEOUT = 120_000
@@ -45,6 +46,15 @@ def test_the_window_attaches_to_a_monitored_fit_and_pauses_sets_a_rate_and_stops
     try:
         w = _attached(ui, run_dir, "discriminator/dense_1", 20)
         assert w.store.phases == ["discriminator", "generator"]  # the losses from fit()'s logs, by sub-model
+        # fit()'s train_step cannot be frozen from outside, nor its method or ratio changed: no box to tick, the
+        # method and ratio boxes off, each saying why (they looked live and were refused at every use)
+        for path in ("discriminator", "discriminator/dense_1", "discriminator/dense_1/kernel"):
+            item = w.scope_tree.item(path)
+            assert not item.flags() & Qt.ItemFlag.ItemIsUserCheckable and FIT_FREEZE in item.toolTip(0), path
+        assert not w.schedule_panel.method_combo.isEnabled() and w.schedule_panel.method_combo.toolTip() == FIT_FREEZE
+        for p in w.store.phases:
+            assert not w.schedule_panel.steps[p].isEnabled() and w.schedule_panel.steps[p].toolTip() == FIT_RATIO
+        assert w.schedule_panel.lrs["discriminator"].isEnabled()  # its learning rates do change
         qtbot.waitUntil(lambda: w.status_panel.phase_label.text() != "Phase –", timeout=TIMEOUT)
         assert w.status_panel.phase_label.text() == "Phase all (fit()'s train_step)"  # not "Phase discriminator"
         qtbot.waitUntil(lambda: w.store.samples is not None, timeout=TIMEOUT)  # sample(model), asked for
@@ -161,8 +171,10 @@ def test_attached_to_a_monitored_loop_that_stops_the_window_never_imports_its_sc
                         timeout=TIMEOUT)
         _says_its_script_trains_it(w, script)
 
-        combo = w.schedule_panel.method_combo
-        combo.setCurrentIndex(combo.findData("gate"))  # a user's choice: sent to the run, which refuses it
+        combo = w.schedule_panel.method_combo  # a loop freezes exactly: the box is off, saying why
+        assert not combo.isEnabled() and combo.toolTip() == LOOP_METHOD
+        assert w.schedule_panel.steps["G"].isEnabled()  # (a loop's ratio: refused only if it never asks)
+        combo.setCurrentIndex(combo.findData("gate"))  # sent anyway (as a command file can): the run refuses it
         rejected = ui.wait_event(w, "rejected", timeout=TIMEOUT)
         assert rejected.id in w.attachment.run.sent and "apply_gradients freezes exactly" in rejected.message
         qtbot.waitUntil(lambda: w.schedule_panel.method() == "exact", timeout=TIMEOUT)
@@ -221,7 +233,7 @@ def test_the_window_pauses_a_monitored_loop_sets_its_rate_and_freezes_a_scope_ex
     """The window steering a start_run loop beyond Stop: paused, the loop blocks at its boundary; a learning
     rate typed in and a scope ticked in the tree are applied at the paused step (the optimizer's rate is the
     one typed; the ticked layer's ‖ΔW‖ is exactly 0 at every measured step after it, the rest still moves);
-    a freeze method the loop refuses goes back in its box while paused (it stayed "gate (leaky)"); the EMA copy no phase trains, and a statistic, have no box to tick, and a freeze of the EMA sent anyway is
+    a ratio the loop refuses goes back in its box each time (the second time it stayed); the EMA copy no phase trains, and a statistic, have no box to tick, and a freeze of the EMA sent anyway is
     refused, said in the status bar."""
     from training_core import read_events
     from training_core.rundir.varstore import read_variables
@@ -236,13 +248,15 @@ def test_the_window_pauses_a_monitored_loop_sets_its_rate_and_freezes_a_scope_ex
 
         qtbot.mouseClick(w.experiment_panel.run_buttons["pause"], Qt.MouseButton.LeftButton)
         pause = ui.wait_event(w, "pause", timeout=TIMEOUT)
-        combo = w.schedule_panel.method_combo  # paused, a method the loop refuses goes back in the box, each
-        for n in (1, 2):                        # time (the second time it stayed: nothing had changed since the first)
-            combo.setCurrentIndex(combo.findData("gate"))
+        ratio = w.schedule_panel.steps["G"]  # paused, a ratio the loop refuses (it never asks run.next_phase())
+        for n in (1, 2):                       # goes back in its box, each time (the second time it stayed "3":
+            ratio.setValue(3)                  # nothing had changed since the first)
+            ratio.editingFinished.emit()
             qtbot.waitUntil(lambda: len([e for e in w.store.events if e.kind == "rejected"]) == n, timeout=TIMEOUT)
             refused = ui.wait_event(w, "rejected", timeout=TIMEOUT)
             assert refused.id in w.attachment.run.sent and refused.step == pause.step
-            assert w.schedule_panel.method() == "exact", n  # (set in the same poll that read the refusal)
+            assert "run.next_phase()" in refused.message
+            assert ratio.value() == 1, n  # (set in the same poll that read the refusal)
         _type_rate(qtbot, w, "G", "2e-4")
         lr = ui.wait_event(w, "lr", timeout=TIMEOUT)
         w.scope_tree.item("generator/h").setCheckState(0, Qt.CheckState.Checked)  # the user ticks a layer

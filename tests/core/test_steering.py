@@ -18,7 +18,7 @@ from training_core.base.event_json import event_from_dict, json_safe
 from training_core.rundir.layout import COMMANDS_FILE
 from training_core.observers.command_file import CommandFileReader
 from training_core.rundir.commands_file import parse_command_line
-from training_core.base.commands import Continue, Envelope, SetFreeze, SetLearningRate, Step
+from training_core.base.commands import Continue, Envelope, SampleNow, SetFreeze, SetLearningRate, Step
 from training_core.base.errors import UserError
 from training_core.base.alternation import Policy, policy_from_dict
 
@@ -159,7 +159,7 @@ def test_a_line_that_is_not_utf8_is_rejected():
 def test_lines_before_the_run_opened_its_directory_are_not_applied(tmp_path):
     (tmp_path / COMMANDS_FILE).write_text('{"kind": "pause"}\n{"kind": "stop"}\n')
     r, t = _reader(tmp_path)
-    assert len(t.got) == 1 and isinstance(t.got[0], E.Warning) and "2 line(s)" in t.got[0].message
+    assert len(t.got) == 1 and isinstance(t.got[0], E.Warning) and "2 command(s)" in t.got[0].message
     append_command(tmp_path, Step(n=2), "new")
     r.poll(t)
     assert t.got[1:] == [Envelope(Step(n=2), "new")]
@@ -179,7 +179,8 @@ class _AppendsWhenItBegins(Observer):
 
 def test_a_command_appended_as_soon_as_the_run_shows_is_applied(tmp_path):
     """Such a command used to be counted with the lines from before the run and dropped (a warning, no
-    acknowledgement ever); a resumed run still drops only what was there before it resumed."""
+    acknowledgement ever); a resumed run still drops only what was there before it resumed, and warns only of
+    what no event answers (it warned of every line, a window's sample requests included)."""
     d = tmp_path / "run"
     exp = tiny_gan(tmp_path)
     freeze = SetFreeze(scopes=("generator/dense_1",))
@@ -190,15 +191,16 @@ def test_a_command_appended_as_soon_as_the_run_shows_is_applied(tmp_path):
     assert not [e for e in events if e.kind == "warning" and COMMANDS_FILE in e.message]
 
     append_command(d, SetFreeze(scopes=()), "stale")  # written while no process had the run open
+    append_command(d, SampleNow(), "refresh")  # an attached window's request for fresh samples: stale, not warned of
     cfg = RunConfig(experiment_file=str(exp), example=None, run_dir=str(d), steps=30)
     Trainer(cfg, _AppendsWhenItBegins(d, "resumed", SetLearningRate(phase="G", value=1e-4), "at-resume"),
             resume=True).run()
     events = read_events(d)
     assert [e.id for e in events if e.kind == "lr"] == ["at-resume"]
     assert not [e for e in events if getattr(e, "id", None) == "stale"]
-    assert [e.message for e in events if e.kind == "warning"] == [
-        f"2 line(s) already in {COMMANDS_FILE} are from before this process opened the run and are not applied by "
-        "it (what an earlier process applied is in its events); append new ones"]
+    assert [e.message for e in events if e.kind == "warning"] == [  # of the three lines, "at-start" was applied
+        f"1 command(s) in {COMMANDS_FILE} from before this process opened the run were never applied (no event "
+        "answers them) and are not applied by it now; append them again to apply them"]
 
 
 def test_a_file_that_shrank_is_read_again_from_its_start(tmp_path):

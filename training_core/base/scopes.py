@@ -218,3 +218,26 @@ def untrained_nested_warnings(models: Mapping[str, object], trained: Iterable[st
                        f"model nested in it keeps its own name); add {', '.join(repr(t) for t in tops)} to the "
                        f"trains of the phase that should train {'them' if len(stray) > 1 else 'it'}")
     return out
+
+
+def untrained_paths(root: ScopeNode, kept: set[str], stats_kept: bool = True) -> set[str]:
+    """The scopes and variables under `root` with none of the `kept` paths (trained ones, statistics) nor, when
+    `stats_kept`, a non-trainable variable under them: what a window's scope tree offers no box to tick for (a
+    loop's EMA copy), since the run would refuse its freeze."""
+    out: set[str] = set()
+
+    def visit(node: ScopeNode) -> bool:  # True: something under `node` is kept
+        any_kept = False
+        for child in node.children.values():
+            any_kept |= visit(child)
+        for v in node.variables:
+            if v.path in kept or (stats_kept and not v.trainable):
+                any_kept = True
+            else:
+                out.add(v.path)
+        if not any_kept and node.path:
+            out.add(node.path)
+        return any_kept
+
+    visit(root)
+    return out

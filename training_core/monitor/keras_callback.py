@@ -42,6 +42,7 @@ import numpy as np
 from training_core.base import commands as C
 from training_core.base.errors import UserError
 from training_core.base.scopes import scope_list
+from training_core.base.monitored_controls import FIT_FREEZE, FIT_RATIO
 from training_core.experiment.loading import refuse_inside_experiment
 from training_core.monitor.control_replay import ControlReplayer, plan_control_replay
 from training_core.monitor.fit_models import match, misread_phases, phase_optimizers, sub_models
@@ -58,8 +59,7 @@ from training_core.observers.sample_record import SampleRecord
 from training_core.observers.sampling import Sampler
 from training_core.rundir.reading import clear_failed_run
 
-NOT_EXACT = ("fit() runs its own compiled train_step, which nothing outside it can freeze exactly; train in a "
-             "loop of your own with run.apply_gradients (training_core.monitor.start_run) to freeze live")
+NOT_EXACT = FIT_FREEZE  # (base/monitored_controls.py: the window disables the same controls)
 
 
 def check_frozen(frozen: Sequence[str], models: Mapping[str, Any]) -> None:
@@ -331,7 +331,7 @@ class Monitor(keras.callbacks.Callback):
         if isinstance(command, (C.SetFreeze, C.SetFreezeMethod)):
             return NOT_EXACT
         if isinstance(command, C.SetRatio):
-            return "fit()'s train_step decides which sub-models train in each batch; a ratio cannot change it"
+            return FIT_RATIO
         if isinstance(command, C.SetLearningRate):
             p = self.core.prepared
             if command.phase in p.phase_names and p.optimizers[p.phase_names.index(command.phase)] is None:

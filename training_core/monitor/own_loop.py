@@ -35,6 +35,7 @@ from training_core.base.config import RunConfig, check_learning_rate, file_sha25
 from training_core.base.errors import UserError
 from training_core.base.scopes import MONITOR_SCOPES, in_scope, normalize_scope, resolve_scopes, scope_list
 from training_core.experiment.api import Models
+from training_core.base.monitored_controls import LOOP_METHOD
 from training_core.experiment.loading import refuse_inside_experiment
 from training_core.monitor.control_replay import ControlReplayer, plan_control_replay
 from training_core.monitor.monitored import MonitoredRun
@@ -183,8 +184,7 @@ class Run:
 
     def _refuse(self, command: C.Command) -> str | None:
         if isinstance(command, C.SetFreezeMethod) and command.method != "exact":
-            return ("run.apply_gradients freezes exactly; the gate method (frozen gradients zeroed, momentum and "
-                    "decay still moving them) is for experiment files")
+            return LOOP_METHOD
         if isinstance(command, C.SetFreeze) and not self._live_freeze:
             return FIXED_FREEZE
         if isinstance(command, C.SetFreeze):

@@ -9,7 +9,8 @@ grew), from `on_metrics` while training (the loop fetches metrics at a step boun
 compares runs with and without it). A command sent here is applied at the same boundary.
 
 Lines already in the file when the run opens its directory (a resumed run) are not applied: they were
-meant for an earlier process, and their sender never saw them acknowledged. A warning says how many.
+meant for an earlier process. A warning says how many of them no event of the record answers (those a sender
+may still wait for); the rest were applied or refused then, and a window's sample requests are stale.
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from training_core.base.metrics import MetricsBatch
 from training_core.observers.base import Observer, RunHandle
 from training_core.rundir.commands_file import POLL_S, CommandTail
 from training_core.rundir.layout import COMMANDS_FILE
+from training_core.rundir.reading import read_events
 
 
 class CommandFileReader(Observer):
@@ -41,9 +43,12 @@ class CommandFileReader(Observer):
         # after the `start` or `resumed` event a watcher saw, are applied
         self._tail = CommandTail(self.path, run.command_file_start)
         if self._tail.skipped:
-            run.emit(E.Warning(message=f"{self._tail.skipped} line(s) already in {COMMANDS_FILE} are from before "
-                                       f"this process opened the run and are not applied by it (what an earlier "
-                                       f"process applied is in its events); append new ones"))
+            answered = {e.id for e in read_events(run.run_dir) if getattr(e, "id", None)}
+            n = self._tail.unanswered(answered)
+            if n:
+                run.emit(E.Warning(message=f"{n} command(s) in {COMMANDS_FILE} from before this process opened the "
+                                           f"run were never applied (no event answers them) and are not applied by "
+                                           f"it now; append them again to apply them"))
         self._next = time.perf_counter()
 
     def on_metrics(self, batch: MetricsBatch) -> None:

@@ -123,6 +123,7 @@ class CommandTail:
         self._partial = b""
         self._overlong = False  # inside a line longer than MAX_LINE_BYTES: skip to its newline
         self._line_no = 0
+        old = b""
         if self._offset:
             with open(self.path, "rb") as f:
                 old = f.read(self._offset)
@@ -130,6 +131,19 @@ class CommandTail:
             self._partial = old[old.rfind(b"\n") + 1:]
         #: complete lines that were there before `start`: not applied
         self.skipped = self._line_no
+        self._before = old[:old.rfind(b"\n") + 1]
+
+    def unanswered(self, answered: set[str]) -> int:
+        """Of the lines before `start`, the commands no event of the record answers (`answered`: the ids its
+        events carry): those a sender may still be waiting for. An answered one was applied (or refused) by the
+        process before; a sample request is a watcher's stale refresh. A resume warned of every line, the
+        window's many sample requests included, at each resume of a steered run."""
+        n = 0
+        for line in self._before.split(b"\n")[:-1]:
+            got = parse_command_line(line) if line.strip() else None
+            if isinstance(got, Envelope) and got.command.kind != "sample" and (got.id is None or got.id not in answered):
+                n += 1
+        return n
 
     @property
     def lines(self) -> int:
