@@ -34,7 +34,7 @@ from .detach import PrepareAfterDetach
 from .errors import offer_rollback, show_error
 from .menus import Menus, build_menus, choose_run_dir, open_dialog, open_runs_dialog, run_actions, show_run_state
 from .panels import ExperimentPanel, SchedulePanel, ScopeTree, beside_plots, left_tabs, panels_column
-from .panels.follow import ControlsFollower
+from .panels.follow import TICK_TITLE, ControlsFollower
 from .plots import PlotsPanel
 from .review import RunReview
 from .run_config import resume_run_config, run_config
@@ -128,7 +128,7 @@ class MainWindow(QMainWindow):
 
         self.tabs = left_tabs(panels_column([("Experiment", self.experiment_panel, 0),
                                              ("Schedule", self.schedule_panel, 0),
-                                             ("Scopes — tick to freeze", self.scope_tree, 1)]), runs_panel)
+                                             (TICK_TITLE, self.scope_tree, 1)]), runs_panel)
         self.tabs.currentChanged.connect(self._tab_changed)
         self.splitter = beside_plots(self.tabs, self.plots, LEFT_WIDTH, DEFAULT_SIZE[0] - LEFT_WIDTH)
         self.setCentralWidget(self.splitter)

@@ -7,9 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtWidgets import QSpinBox
+from PySide6.QtWidgets import QGroupBox, QSpinBox
 
 from training_core.base.monitored_controls import fixed_controls
+
+
+TICK_TITLE, FIXED_TITLE = "Scopes — tick to freeze", "Scopes — this run cannot freeze (hover a row for why)"
 
 
 class ControlsFollower:
@@ -25,6 +28,9 @@ class ControlsFollower:
         self.tree.set_tree(info.tree, c.freeze, info.phase_paths, info.stat_paths,
                            stats_freezable=c.monitor != "loop", fixed=fixed.get("freeze", ""))  # (a loop refuses them)
         self.tree.show_states(states)
+        box = self.tree.parentWidget()  # (the window's column: its title said "tick" over a tree with no box)
+        if isinstance(box, QGroupBox):
+            box.setTitle(FIXED_TITLE if "freeze" in fixed else TICK_TITLE)
         self.schedule.set_config(info.phase_names, c.schedule, c.lr, c.freeze_method, c.update_frozen_stats,
                                  has_stats=bool(info.stat_paths))
         self.schedule.set_fixed(fixed)

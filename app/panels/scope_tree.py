@@ -206,7 +206,8 @@ class ScopeTree(QWidget):
         flags = Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
         if self._fixed:
             item.setFlags(flags)
-        elif path not in self._untrained:
+            return
+        if path not in self._untrained:
             item.setFlags(flags | Qt.ItemFlag.ItemIsUserCheckable | extra)
         else:
             item.setFlags(flags | (extra if boxed else Qt.ItemFlag.NoItemFlags))

@@ -50,7 +50,9 @@ def test_the_window_attaches_to_a_monitored_fit_and_pauses_sets_a_rate_and_stops
         # method and ratio boxes off, each saying why (they looked live and were refused at every use)
         for path in ("discriminator", "discriminator/dense_1", "discriminator/dense_1/kernel"):
             item = w.scope_tree.item(path)
+            assert item.data(0, Qt.ItemDataRole.CheckStateRole) is None, path  # (no box drawn, not a greyed one)
             assert not item.flags() & Qt.ItemFlag.ItemIsUserCheckable and FIT_FREEZE in item.toolTip(0), path
+        assert w.scope_tree.parentWidget().title() == "Scopes — this run cannot freeze (hover a row for why)"
         assert not w.schedule_panel.method_combo.isEnabled() and w.schedule_panel.method_combo.toolTip() == FIT_FREEZE
         for p in w.store.phases:
             assert not w.schedule_panel.steps[p].isEnabled() and w.schedule_panel.steps[p].toolTip() == FIT_RATIO
