@@ -264,3 +264,20 @@ def test_losses_giving_every_sub_models_key_leaves_nothing_to_guess(tmp_path, mo
         "discriminator": "g_loss", "generator": "d_loss"})])  # the reverse of the guess: the given keys are used
     sc = read_scalars(tmp_path / "run")
     assert sc["loss/discriminator"].steps.tolist() == sc["loss/generator"].steps.tolist() == [1, 2]
+
+
+def test_a_sub_model_untrainable_before_fit_is_named_before_keras_error(tmp_path, capsys):
+    """`discriminator.trainable = False` before fit(): the keras.io-style train_step zips its gradients with an
+    empty `trainable_weights`, and Keras' "not enough values to unpack (expected 2, got 0)" names neither the
+    model nor the cause. A warning naming both comes first, on the terminal and in the record."""
+    gan = make_gan()
+    gan.discriminator.trainable = False
+    monitor = Monitor(tmp_path / "run")
+    with pytest.raises(ValueError, match="not enough values to unpack"):
+        gan.fit(dataset(), epochs=1, verbose=0, callbacks=[monitor])
+    monitor.close()
+    warnings = [e.message for e in read_events(tmp_path / "run") if e.kind == "warning"]
+    assert len(warnings) == 1 and warnings[0].startswith(
+        "model 'discriminator' has no trainable weights as fit() starts (discriminator.trainable = False before "
+        "fit()): a train_step that applies gradients to discriminator.trainable_weights gets empty lists")
+    assert f"freezeframe: warning: {warnings[0]}" in capsys.readouterr().err

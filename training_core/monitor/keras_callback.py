@@ -40,6 +40,7 @@ import keras
 import numpy as np
 
 from training_core.base import commands as C
+from training_core.base import events as E
 from training_core.base.errors import UserError
 from training_core.base.scopes import scope_list
 from training_core.base.monitored_controls import FIT_FREEZE, FIT_RATIO
@@ -153,6 +154,18 @@ class FitLeakAlarm(LeakAlarm):
         return "fit declared" if frozen_mask([path], list(core.state.freeze))[0] else "fit"
 
 
+def untrainable_at_start(models: Mapping[str, Any], trained: Sequence[str]) -> list[str]:
+    """One line for each sub-model an optimizer trains that has weights but no trainable ones when fit() starts
+    (`trainable = False` set before `fit()`): the keras.io-style `train_step` then zips its gradients with an
+    empty `trainable_weights`, and Keras' own error, "not enough values to unpack (expected 2, got 0)", names
+    neither the model nor the cause. The line comes first, on the terminal and in the record."""
+    return [f"model {name!r} has no trainable weights as fit() starts ({name}.trainable = False before fit()): a "
+            f"train_step that applies gradients to {name}.trainable_weights gets empty lists (Keras: 'not enough "
+            f"values to unpack'); to freeze it for part of the training, skip its update in train_step, or train in "
+            f"a loop of your own with run.apply_gradients (training_core.monitor.start_run)"
+            for name in trained if models[name].weights and not models[name].trainable_weights]
+
+
 class Monitor(keras.callbacks.Callback):
     """See the module docstring. `frozen`: a scope, or a list of scopes, declared frozen from the start (a move
     is a leak); `checkpoint_every`: batches between checkpoints (0: only on request); `var_every`: one batch in
@@ -212,6 +225,8 @@ class Monitor(keras.callbacks.Callback):
         self.core = MonitoredRun(described, observers, False, self._refuse, leak_method="fit",
                                  sample=None if self._sample is None else (lambda: self._sample(model)))
         self.core.begin()
+        for line in untrainable_at_start(models, trained):
+            self.core.emit(E.Warning(message=line))
         core = self.core  # SIGTERM: a Stop at the next batch's end, as Ctrl-C ends fit() (monitor/stop_signal.py)
         self._term = StopOnTerm(lambda: core.send(C.Stop()), lambda: not core.closed)
 
@@ -225,7 +240,6 @@ class Monitor(keras.callbacks.Callback):
         new = core.check_freeze(scopes)
         for w in core.set_freeze(new, False):
             core.emit(w)
-        from training_core.base import events as E
         core.emit(E.Freeze(scopes=list(new)))
 
     def _running(self) -> MonitoredRun:
@@ -246,7 +260,6 @@ class Monitor(keras.callbacks.Callback):
             misread = self._misread()
             keys = self._keys = self._loss_keys(logs, misread)
             self._means = BatchMeans(self.model, list(logs))
-            from training_core.base import events as E
             wrong = [line for line in misread.values() if "trains none of" in line]
             if wrong:  # the record would put the phase's updates and learning rate on the wrong model
                 error = UserError(wrong[0])
