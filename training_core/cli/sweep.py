@@ -45,7 +45,7 @@ from training_core.rundir.lock import read_holder
 from training_core.cli.options import build_parser, config_from_args, resume_from_args
 from training_core.cli.sweep_pool import Slot, device_slots, run_pool
 from training_core.cli.sweep_report import announce, point_command, say, stopped, summary
-from training_core.cli.train import EXIT_FAILED, EXIT_INTERRUPTED, guarded, signalled, train
+from training_core.cli.train import EXIT_FAILED, EXIT_INTERRUPTED, guarded, interrupting, signalled, train
 from training_core.runs.sweep import Sweep, is_sweep_dir, read_spec_file, write_sweep
 from training_core.runs.sweep_spec import Point, SweepSpec, axis_from_text, check_spec, parse_freeze
 
@@ -285,27 +285,32 @@ def _move_aside(sweep: Sweep, run_dir: Path) -> Path:
 # -- every point, here ----------------------------------------------------------------------------------------
 def run_here(sweep: Sweep, quiet: bool) -> int:
     """Every point not yet done, one after another in this process. A signal (Ctrl-C, SIGTERM) stops the point
-    training then, which keeps its record, and the sweep with it."""
+    training then, which keeps its record, and the sweep with it; between two points it stops the sweep."""
     announce(sweep)
-    failed = []
     try:
-        for point in sweep.points:
-            try:
-                code = run_point(sweep, point.index, quiet)
-            except UserError as e:  # e.g. written by another process right now: the others go on
-                print(f"error: {e}", file=sys.stderr)
-                failed.append(point.index)
-                continue
-            after = sweep.state(point).state
-            if code == EXIT_BAD_INPUT:  # refused at its start, before anything was written (the line says why)
-                failed.append(point.index)
-                continue
-            if code == EXIT_INTERRUPTED or signalled() or after in ("new", "cut", "partial"):
-                return stopped(sweep)
-            if after != "done":
-                failed.append(point.index)
+        with interrupting():  # between two points too, SIGTERM is Ctrl-C
+            return _each_point(sweep, quiet)
     except KeyboardInterrupt:  # between two points
         return stopped(sweep)
+
+
+def _each_point(sweep: Sweep, quiet: bool) -> int:
+    failed = []
+    for point in sweep.points:
+        try:
+            code = run_point(sweep, point.index, quiet)
+        except UserError as e:  # e.g. written by another process right now: the others go on
+            print(f"error: {e}", file=sys.stderr)
+            failed.append(point.index)
+            continue
+        after = sweep.state(point).state
+        if code == EXIT_BAD_INPUT:  # refused at its start, before anything was written (the line says why)
+            failed.append(point.index)
+            continue
+        if code == EXIT_INTERRUPTED or signalled() or after in ("new", "cut", "partial"):
+            return stopped(sweep)
+        if after != "done":
+            failed.append(point.index)
     return summary(sweep, failed)
 
 

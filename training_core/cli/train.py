@@ -14,7 +14,8 @@ from __future__ import annotations
 import signal
 import sys
 import time
-from typing import Any, Callable, Sequence
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, Sequence
 
 from training_core.base import events as E
 from training_core.base.argparsing import run_cli
@@ -112,12 +113,12 @@ EXIT_FAILED = 1  # the run began and failed, or training halted: the record is k
 EXIT_INTERRUPTED = 130  # the shell's code for Ctrl-C
 
 
-_signalled: list[bool] = []  # a SIGINT or SIGTERM came while (or since) a run trained in this process
+_signalled: list[bool] = []  # a SIGINT or SIGTERM came while a run trained, since the last start-up
 
 
 def signalled() -> bool:
-    """Whether a signal asked this process to stop while a run trained (or since, until the next start-up: the
-    handler stays until then). A sweep that trains its points one after another asks before each."""
+    """Whether a signal asked this process to stop while its last run trained. A sweep that trains its points
+    one after another asks after each (a start-up clears it)."""
     return bool(_signalled)
 
 
@@ -125,14 +126,34 @@ def _interrupt(*_: Any) -> None:
     raise KeyboardInterrupt
 
 
+@contextmanager
+def handlers(handler: Any, term: Any = None) -> Iterator[None]:
+    """SIGINT gets `handler` and SIGTERM `term` (the same when not given) while the block runs, then both get
+    back what they had: a command called in-process (a test, a notebook, a sweep's point) leaves no handler of
+    a finished run behind (one left over made a later monitored loop in that process ignore SIGTERM)."""
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    signal.signal(signal.SIGINT, handler)
+    signal.signal(signal.SIGTERM, handler if term is None else term)
+    try:
+        yield
+    finally:
+        for sig, old in before.items():
+            signal.signal(sig, old if old is not None else signal.SIG_DFL)
+
+
+def interrupting() -> Any:
+    """Until training starts, SIGTERM is Ctrl-C: either raises KeyboardInterrupt."""
+    return handlers(signal.default_int_handler, _interrupt)
+
+
 def guarded(body: Callable[[], int]) -> int:
     """Run a command's body: bad input is one line and exit 2 (`run_cli`); until training starts, SIGTERM and
     SIGINT end the process with one line, before anything is written (each run of a sweep that trains them one
     after another in one process starts here afresh)."""
-    signal.signal(signal.SIGTERM, _interrupt)  # until training starts, SIGTERM is Ctrl-C
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    _signalled.clear()
     try:
-        return run_cli(body)
+        with interrupting():
+            return run_cli(body)
     except KeyboardInterrupt:
         print("error: interrupted while starting; nothing was written (run the command again to train)",
               file=sys.stderr)
@@ -160,10 +181,9 @@ def train(cfg: RunConfig, commands: Sequence[Any] = (), plan: Any = None, resume
         _signalled.append(True)
         trainer.send(_stop())
 
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, stop)
     try:
-        status = trainer.run()
+        with handlers(stop):
+            status = trainer.run()
     except Exception as e:  # noqa: BLE001 - one line; the record's error event has the traceback
         if trainer.run_dir is None and isinstance(e, UserError):
             raise  # before anything was written: bad input, exit 2
