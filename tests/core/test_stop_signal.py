@@ -12,11 +12,20 @@ import signal
 
 import keras
 import numpy as np
+import pytest
 
 from training_core import read_events, read_scalars
 from training_core.monitor import Monitor, start_run
 
 from .test_own_loop import _loop, _models, _run
+
+
+@pytest.fixture(autouse=True)
+def default_sigterm():
+    """Each test starts with SIGTERM at its default, as a script does, whatever ran before in this process."""
+    before = signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    yield
+    signal.signal(signal.SIGTERM, before)
 
 
 def test_sigterm_stops_the_loop_at_its_boundary_with_a_final_checkpoint_and_a_resume_loses_nothing(tmp_path):
@@ -84,3 +93,46 @@ def test_sigterm_during_fit_ends_the_record_as_a_stop_at_a_batch_boundary(tmp_pa
     assert steps[-1] == events[-1].step
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
     assert "freezeframe: SIGTERM" in capsys.readouterr().err
+
+
+def test_a_run_left_open_does_not_keep_sigterm_from_the_next_one(tmp_path, capsys):
+    """A fit() that raised (Keras ends it without `on_train_end`) leaves its run open with its handler; the
+    suite found the next run in that process then trained on through SIGTERM (the stop went to the dead run).
+    The next run takes SIGTERM over and is the one stopped; at its end the open one has it back, and once that
+    one closes, the default."""
+    import os
+
+    from .keras_gan import dataset, make_gan
+
+    g, d = _models()
+    phases = {"D": (keras.optimizers.Adam(), d), "G": (keras.optimizers.Adam(), g)}
+    left = start_run(tmp_path / "left", models={"generator": g, "discriminator": d}, phases=phases, quiet=True)
+    left.log(1, {"D": 1.0})
+    stale = signal.getsignal(signal.SIGTERM)
+    assert stale is not signal.SIG_DFL
+
+    class Term(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            if batch == 3:
+                assert signal.getsignal(signal.SIGTERM) is not stale
+                os.kill(os.getpid(), signal.SIGTERM)
+
+    make_gan().fit(dataset(), epochs=4, verbose=0, callbacks=[Monitor(tmp_path / "run", quiet=True), Term()])
+    stop = read_events(tmp_path / "run")[-1]
+    assert stop.kind == "stop" and stop.reason == "stopped" and stop.step < 64
+    assert signal.getsignal(signal.SIGTERM) == stale
+    left.close()
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    assert read_events(tmp_path / "left")[-1].reason == "done"
+
+
+def test_a_fit_refused_at_its_first_batch_gives_sigterm_back(tmp_path):
+    from training_core.base.errors import UserError
+
+    from .keras_gan import dataset, make_gan
+
+    with pytest.raises(UserError, match="d_loss_typo"):
+        make_gan().fit(dataset(), epochs=1, verbose=0, callbacks=[Monitor(tmp_path / "run", quiet=True, losses={
+            "discriminator": "d_loss_typo", "generator": "g_loss"})])
+    assert read_events(tmp_path / "run")[-1].kind == "stop"
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL

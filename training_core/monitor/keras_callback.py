@@ -262,9 +262,7 @@ class Monitor(keras.callbacks.Callback):
             self._means = BatchMeans(self.model, list(logs))
             wrong = [line for line in misread.values() if "trains none of" in line]
             if wrong:  # the record would put the phase's updates and learning rate on the wrong model
-                error = UserError(wrong[0])
-                core.close("error", error)
-                raise error
+                raise self._failed(UserError(wrong[0]))
             for line in misread.values():
                 core.emit(E.Warning(message=line))
         own = self._means.values()
@@ -316,9 +314,14 @@ class Monitor(keras.callbacks.Callback):
                        f"one logs key per sub-model")
         else:
             return keys
-        error = UserError(message)
+        raise self._failed(UserError(message))
+
+    def _failed(self, error: UserError) -> UserError:
+        """End the run with `error` (what the caller raises) and give SIGTERM back."""
+        if self._term is not None:
+            self._term.remove()
         self.core.close("error", error)
-        raise error
+        return error
 
     def on_epoch_begin(self, epoch: int, logs: dict | None = None) -> None:
         if self._means is not None:
