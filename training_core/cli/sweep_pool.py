@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from training_core.base.errors import UserError
+from training_core.base.signal_handlers import handlers
 from training_core.cli.sweep_report import announce, say, stopped, summary
 from training_core.runs.sweep import Sweep
 
@@ -75,8 +76,7 @@ def run_pool(sweep: Sweep, slots: list[Slot], quiet: bool = True) -> int:
         for proc, _p in running.values():
             proc.send_signal(signal.SIGTERM)
 
-    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
+    with handlers(on_signal):
         while todo or running:
             for slot in slots:
                 if slot.name not in running and todo and not stop["now"]:
@@ -91,9 +91,6 @@ def run_pool(sweep: Sweep, slots: list[Slot], quiet: bool = True) -> int:
                     say(sweep, point)(f"{state.state} (exit code {proc.returncode})")
                     if state.state != "done" and not stop["now"]:
                         failed.append(point.index)
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
     return stopped(sweep) if stop["now"] else summary(sweep, failed)
 
 

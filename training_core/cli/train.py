@@ -14,12 +14,13 @@ from __future__ import annotations
 import signal
 import sys
 import time
-from contextlib import contextmanager
-from typing import Any, Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Callable, Sequence
 
 from training_core.base import events as E
 from training_core.base.argparsing import run_cli
 from training_core.base.config import RunConfig
+from training_core.base.signal_handlers import handlers
 from training_core.base.errors import UserError
 from training_core.base.metrics import MetricsBatch
 from training_core.loop.trainer import Trainer
@@ -126,22 +127,7 @@ def _interrupt(*_: Any) -> None:
     raise KeyboardInterrupt
 
 
-@contextmanager
-def handlers(handler: Any, term: Any = None) -> Iterator[None]:
-    """SIGINT gets `handler` and SIGTERM `term` (the same when not given) while the block runs, then both get
-    back what they had: a command called in-process (a test, a notebook, a sweep's point) leaves no handler of
-    a finished run behind (one left over made a later monitored loop in that process ignore SIGTERM)."""
-    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
-    signal.signal(signal.SIGINT, handler)
-    signal.signal(signal.SIGTERM, handler if term is None else term)
-    try:
-        yield
-    finally:
-        for sig, old in before.items():
-            signal.signal(sig, old if old is not None else signal.SIG_DFL)
-
-
-def interrupting() -> Any:
+def interrupting() -> AbstractContextManager[None]:
     """Until training starts, SIGTERM is Ctrl-C: either raises KeyboardInterrupt."""
     return handlers(signal.default_int_handler, _interrupt)
 

@@ -16,10 +16,12 @@ import json
 import os
 import signal
 import threading
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from training_core.base.errors import UserError
+from training_core.base.signal_handlers import handlers
 
 #: CPU replicas of a mirrored run on a machine without GPUs, unless `replicas` says otherwise
 DEFAULT_CPU_REPLICAS = 2
@@ -127,13 +129,9 @@ def _wait_for_cluster(make: Callable[[], Any], where: str) -> Any:
     waits the two signals have their default action: they end the process at once (the shell reports
     130 and 143), before anything is written."""
     main = threading.current_thread() is threading.main_thread()  # (only the main thread may set handlers)
-    old = {sig: signal.signal(sig, signal.SIG_DFL) for sig in (signal.SIGINT, signal.SIGTERM)} if main else {}
-    print(f"{where}: connecting to the other workers of TF_CONFIG (Ctrl-C stops)", flush=True)  # (handlers set)
-    try:
+    with handlers(signal.SIG_DFL) if main else nullcontext():
+        print(f"{where}: connecting to the other workers of TF_CONFIG (Ctrl-C stops)", flush=True)  # (handlers set)
         return make()
-    finally:
-        for sig, handler in old.items():
-            signal.signal(sig, handler)
 
 
 def make_placement(kind: str, replicas: int, device: str) -> Placement:

@@ -31,8 +31,8 @@ class StopOnTerm:
         if threading.current_thread() is threading.main_thread():
             current = signal.getsignal(signal.SIGTERM)
             earlier = getattr(current, "__self__", None)
-            if current is signal.SIG_DFL or isinstance(earlier, StopOnTerm):
-                self._before = earlier if isinstance(earlier, StopOnTerm) else None
+            self._before = earlier if isinstance(earlier, StopOnTerm) else None
+            if current is signal.SIG_DFL or self._before is not None:
                 signal.signal(signal.SIGTERM, self._on_term)
                 self._installed = True
 
